@@ -1,0 +1,141 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import { cosmiconfig, type Loader } from 'cosmiconfig';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL, fileURLToPath } from 'node:url';
+import { ConfigError, errorMessage } from '../errors.ts';
+import { formatAjvErrors } from './ajv-errors.ts';
+import { parseDuration } from './duration.ts';
+import { configSchema } from './schema.ts';
+import type { KubeletConfig, KubeletConfigInput } from './types.ts';
+
+/** The package's own directory: the default config bundle and built-in plugins live here. */
+export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, 'kubelet.config.ts');
+
+/** Command-line values that override the file, named after the upstream kubelet flags. */
+export interface ConfigFlags {
+  podManifestPath?: string;
+  containerRuntimeEndpoint?: string;
+  rootDir?: string;
+  nodeName?: string;
+  readOnlyPort?: number;
+  nodeIP?: string;
+  logLevel?: string;
+}
+
+/** Flag → config field, and the flag's spelling for messages. */
+const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]> = {
+  podManifestPath: ['staticPodPath', '--pod-manifest-path'],
+  containerRuntimeEndpoint: ['containerRuntimeEndpoint', '--container-runtime-endpoint'],
+  rootDir: ['rootDir', '--root-dir'],
+  nodeName: ['nodeName', '--node-name'],
+  readOnlyPort: ['readOnlyPort', '--read-only-port'],
+  nodeIP: ['nodeIP', '--node-ip'],
+  logLevel: ['logging', '--log-level'],
+};
+
+// cosmiconfig's own TypeScript loader compiles with the `typescript` package; we already run
+// under tsx, so a plain dynamic import loads .ts configs with the same resolution (and the
+// same `kubelet-ts` package self-reference) as the rest of the program.
+const importLoader: Loader = async (filepath) => {
+  const mod = await import(pathToFileURL(filepath).href);
+  return mod.default ?? mod;
+};
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
+const validateConfig: ValidateFunction = ajv.compile(configSchema);
+
+/** Reads the config file (cosmiconfig, module name `kubelet`) and returns its raw object. */
+export async function readConfigFile(file: string): Promise<KubeletConfigInput> {
+  const explorer = cosmiconfig('kubelet', {
+    loaders: { '.ts': importLoader, '.mts': importLoader, '.js': importLoader, '.mjs': importLoader },
+  });
+  let result;
+  try {
+    result = await explorer.load(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new ConfigError(`${file}: config file not found`);
+    throw new ConfigError(`${file}: cannot load config: ${errorMessage(err)}`);
+  }
+  const config = result?.config;
+  if (config === undefined || config === null) return {};
+  if (typeof config !== 'object' || Array.isArray(config)) {
+    throw new ConfigError(`${file}: the config must be an object (export default defineConfig({...}))`);
+  }
+  return config as KubeletConfigInput;
+}
+
+/**
+ * Loads, validates and resolves the configuration: the file (or the package's default
+ * bundle), then the flags on top. Every error names its source (file or flag), the field,
+ * the bad value and what is allowed.
+ */
+export async function loadConfig(options: { configFile?: string; flags?: ConfigFlags } = {}): Promise<KubeletConfig> {
+  const file = path.resolve(options.configFile ?? DEFAULT_CONFIG_FILE);
+  const raw = structuredCloneConfig(await readConfigFile(file));
+  if (!validateConfig(raw)) throw new ConfigError(formatAjvErrors(validateConfig.errors, raw, file));
+
+  const flagged: Record<string, unknown> = { ...raw };
+  for (const [flag, value] of Object.entries(options.flags ?? {})) {
+    if (value === undefined) continue;
+    const [field, spelling] = FLAG_FIELDS[flag as keyof ConfigFlags];
+    const fieldValue = field === 'logging' ? { level: value } : value;
+    const fieldSchema = (configSchema.properties as Record<string, object>)[field]!;
+    const check = ajv.compile({ type: 'object', properties: { [field]: fieldSchema } });
+    if (!check({ [field]: fieldValue })) throw new ConfigError(formatAjvErrors(check.errors, { [field]: fieldValue }, spelling));
+    flagged[field] = fieldValue;
+  }
+  return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
+}
+
+/** Copies the config without breaking plugin objects or functions inside `plugins`. */
+function structuredCloneConfig(config: KubeletConfigInput): KubeletConfigInput {
+  const copy: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(config)) {
+    copy[k] = k === 'plugins' || v === null || typeof v !== 'object' ? v : JSON.parse(JSON.stringify(v));
+  }
+  return copy as KubeletConfigInput;
+}
+
+function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFlags): KubeletConfig {
+  // Paths in the file are relative to the file; paths from flags are relative to the cwd.
+  const fromFile = (p: string | undefined, flag: string | undefined) =>
+    p === undefined ? undefined : flag !== undefined ? path.resolve(p) : path.resolve(path.dirname(file), p);
+  return {
+    nodeName: c.nodeName ?? os.hostname().toLowerCase(),
+    nodeIP: c.nodeIP ?? detectNodeIP(),
+    rootDir: fromFile(c.rootDir, flags.rootDir)!,
+    podLogsDir: fromFile(c.podLogsDir, undefined)!,
+    staticPodPath: fromFile(c.staticPodPath, flags.podManifestPath),
+    fileCheckFrequencyMs: parseDuration(c.fileCheckFrequency),
+    syncFrequencyMs: parseDuration(c.syncFrequency),
+    plegRelistPeriodMs: parseDuration(c.plegRelistPeriod),
+    containerRuntimeEndpoint: c.containerRuntimeEndpoint,
+    runtimeRequestTimeoutMs: parseDuration(c.runtimeRequestTimeout),
+    address: c.address,
+    readOnlyPort: c.readOnlyPort,
+    maxPods: c.maxPods,
+    crashLoopBackOff: {
+      initialMs: parseDuration(c.crashLoopBackOff.initialContainerRestartPeriod!),
+      maxMs: parseDuration(c.crashLoopBackOff.maxContainerRestartPeriod!),
+    },
+    imagePullBackOff: {
+      initialMs: parseDuration(c.imagePullBackOff.initialPeriod!),
+      maxMs: parseDuration(c.imagePullBackOff.maxPeriod!),
+    },
+    hookTimeoutMs: parseDuration(c.hookTimeout),
+    logLevel: c.logging.level ?? 'info',
+    plugins: c.plugins,
+    configFile: file,
+  };
+}
+
+/** The first non-internal IPv4 address, as upstream picks a node IP when none is given. */
+export function detectNodeIP(): string {
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}

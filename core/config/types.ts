@@ -1,0 +1,81 @@
+import type { Duration } from './duration.ts';
+import type { KubeletPlugin } from '../plugins/plugin-api.ts';
+
+/**
+ * A plugin entry in `plugins`: a name (built-in name, npm module or path), a
+ * `[name, options]` pair, or a plugin object imported in the config file.
+ */
+export type PluginEntry = string | KubeletPlugin<any> | [string | KubeletPlugin<any>] | [string | KubeletPlugin<any>, unknown];
+
+/**
+ * The configuration file's shape. Field names follow the upstream KubeletConfiguration
+ * (kubelet.config.k8s.io/v1beta1) so operators' knowledge carries over; fields marked
+ * "kubelet-ts" have no upstream equivalent.
+ */
+export interface KubeletConfigInput {
+  /** The node's name; defaults to the host name (upstream --hostname-override). */
+  nodeName?: string;
+  /** The node IP reported as hostIP (upstream flag --node-ip); defaults to the first non-loopback IPv4. */
+  nodeIP?: string;
+  /** Directory for the kubelet's files (upstream --root-dir). Default /var/lib/kubelet. */
+  rootDir?: string;
+  /** Directory for container logs. Default /var/log/pods. */
+  podLogsDir?: string;
+  /** Directory of static pod manifests (upstream staticPodPath); unset disables the file source. */
+  staticPodPath?: string;
+  /** How often the manifest directory is rescanned besides file watching. Default '20s' upstream; '1s' here. */
+  fileCheckFrequency?: Duration;
+  /** How often every pod is re-synced even without events. Default '1m'. */
+  syncFrequency?: Duration;
+  /** kubelet-ts: how often PLEG relists the runtime. Default '1s' (the upstream constant). */
+  plegRelistPeriod?: Duration;
+  /** The CRI endpoint (upstream containerRuntimeEndpoint). Default unix:///run/containerd/containerd.sock. */
+  containerRuntimeEndpoint?: string;
+  /** Deadline for each runtime call except image pulls. Default '2m'. */
+  runtimeRequestTimeout?: Duration;
+  /** Address the HTTP servers listen on. Default 0.0.0.0. */
+  address?: string;
+  /** Port of the read-only HTTP server (/healthz, /pods); 0 disables. Default 0. */
+  readOnlyPort?: number;
+  /** Most pods this kubelet admits. Default 110. */
+  maxPods?: number;
+  /** Restart back-off of crashing containers (upstream crashLoopBackOff). */
+  crashLoopBackOff?: { initialContainerRestartPeriod?: Duration; maxContainerRestartPeriod?: Duration };
+  /** kubelet-ts: back-off of failed image pulls (upstream hard-codes 10s doubling to 300s). */
+  imagePullBackOff?: { initialPeriod?: Duration; maxPeriod?: Duration };
+  /** kubelet-ts: how long one plugin tap may run before it fails. Default '2m'. */
+  hookTimeout?: Duration;
+  /** Log level: trace, debug, info, warn, error. Default info. */
+  logging?: { level?: string };
+  /** The plugins to load, in order. */
+  plugins?: PluginEntry[];
+}
+
+/** The configuration after defaults, flags and duration parsing: what the core reads. */
+export interface KubeletConfig {
+  nodeName: string;
+  nodeIP: string;
+  rootDir: string;
+  podLogsDir: string;
+  staticPodPath: string | undefined;
+  fileCheckFrequencyMs: number;
+  syncFrequencyMs: number;
+  plegRelistPeriodMs: number;
+  containerRuntimeEndpoint: string;
+  runtimeRequestTimeoutMs: number;
+  address: string;
+  readOnlyPort: number;
+  maxPods: number;
+  crashLoopBackOff: { initialMs: number; maxMs: number };
+  imagePullBackOff: { initialMs: number; maxMs: number };
+  hookTimeoutMs: number;
+  logLevel: string;
+  plugins: PluginEntry[];
+  /** The file the config came from (for messages and resolving plugin paths). */
+  configFile: string | undefined;
+}
+
+/** Gives config file authors types and completion: `export default defineConfig({...})`. */
+export function defineConfig(config: KubeletConfigInput): KubeletConfigInput {
+  return config;
+}

@@ -1,0 +1,101 @@
+import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, SyncHook } from 'tapable';
+import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { ContainerConfig, PodSandboxConfig, SandboxStatus } from './runtime/types.ts';
+
+/**
+ * Tap stages: a tap's `stage` orders it among the taps of one hook (lower runs first).
+ * Plugins pass one of these instead of inventing numbers, so the order reads as intent.
+ */
+export const STAGE = Object.freeze({
+  /** Admission and policy: runs first, may veto or rewrite before anyone builds on it. */
+  POLICY: -100,
+  /** Ordinary behaviour: runtime, network and storage providers. */
+  DEFAULT: 0,
+  /** Observers (metrics, recorders, audit): run last and see the final value. */
+  OBSERVE: 100,
+});
+
+/** What `afterSandbox` sees: the sandbox is running and its network is set up. */
+export interface SandboxReadyEvent { pod: V1Pod; sandboxId: string; config: PodSandboxConfig; status: SandboxStatus }
+
+/** What `beforeContainerCreate` taps see besides the config they may change. */
+export interface ContainerCreateContext { pod: V1Pod; container: V1Container; sandboxId: string; sandboxConfig: PodSandboxConfig; restartCount: number }
+
+/** What `afterStart` sees: a container of the pod was started by the runtime. */
+export interface ContainerStartedEvent { pod: V1Pod; container: V1Container; containerId: string; sandboxId: string; podIP: string }
+
+/** What `beforeKill` sees: a running container is about to get its stop signal. */
+export interface ContainerKillEvent { pod: V1Pod; container: V1Container | undefined; containerId: string; gracePeriodSeconds: number; reason: string }
+
+export type ProbeType = 'liveness' | 'readiness' | 'startup';
+export type ProbeOutcome = 'success' | 'failure' | 'unknown';
+
+/** What `onProbe` sees: a probe's result changed for one container. */
+export interface ProbeResultEvent { pod: V1Pod; containerName: string; containerId: string; probe: ProbeType; result: ProbeOutcome; output: string }
+
+/** What `onPressure` sees: an eviction signal crossed its threshold. */
+export interface PressureEvent { signal: string; threshold: string; observed: string; pods: V1Pod[] }
+
+/** What an `onPressure` tap returns: the pods the policy chose to evict, with the reason shown to users. */
+export interface EvictionDecision { evict: Array<{ pod: V1Pod; reason: string; message: string }> }
+
+/** What `started` sees once the host is up. */
+export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: { name: string; version: string; apiVersion: string } }
+
+/**
+ * Builds the hooks of one kubelet. Declared in one place, grouped by phase; each line
+ * says when the hook fires and what a tap may change. The generic on each constructor is
+ * the hook's type, so declaration and behaviour cannot drift apart.
+ */
+export function createHooks() {
+  return Object.freeze({
+    // Host
+    /** After plugins are applied and the runtime answered: taps may start background work. */
+    started: new AsyncSeriesHook<[HostStartedEvent]>(['event']),
+    /** On shutdown, before plugins are closed: taps flush and stop background work. */
+    shutdown: new AsyncSeriesHook<[]>([]),
+
+    // Admission
+    /** Before a new pod is accepted: return a reason string to reject it (first claimant wins). */
+    admitPod: new AsyncSeriesBailHook<[V1Pod], string | undefined>(['pod']),
+
+    // Sandbox
+    /** Before the runtime creates the sandbox: taps may change and must return the config. */
+    beforeSandbox: new AsyncSeriesWaterfallHook<[PodSandboxConfig, V1Pod]>(['config', 'pod']),
+    /** The sandbox runs and its network is set up: taps observe IPs, may add side effects. */
+    afterSandbox: new AsyncSeriesHook<[SandboxReadyEvent]>(['event']),
+
+    // Containers
+    /** Before the runtime creates a container: taps may change and must return the config. */
+    beforeContainerCreate: new AsyncSeriesWaterfallHook<[ContainerConfig, ContainerCreateContext]>(['config', 'context']),
+    /** A container has started: postStart handlers, probe workers; a throw fails that start. */
+    afterStart: new AsyncSeriesHook<[ContainerStartedEvent]>(['event']),
+    /** A running container is about to be stopped: preStop handlers run here, within the grace period. */
+    beforeKill: new AsyncSeriesHook<[ContainerKillEvent]>(['event']),
+
+    // Health and pressure
+    /** A probe result changed: the core taps it to set readiness and restart on liveness failure. */
+    onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
+    /** An eviction signal crossed a threshold: the first tap returning a decision chooses what to evict. */
+    onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
+
+    // Status and removal
+    /** A pod's status was computed: taps may change and must return the status (conditions, gates). */
+    podStatus: new AsyncSeriesWaterfallHook<[V1PodStatus, V1Pod]>(['status', 'pod']),
+    /** A pod's status changed in a way users see (phase, readiness, a container state): observers only. */
+    podStatusChanged: new SyncHook<[V1Pod, V1PodStatus]>(['pod', 'status']),
+    /** A pod is gone: its containers and sandbox are removed; taps release what they held for it. */
+    podRemoved: new AsyncSeriesHook<[V1Pod]>(['pod']),
+  });
+}
+
+export type KubeletHooks = ReturnType<typeof createHooks>;
+export type HookName = keyof KubeletHooks;
+
+/** The tap side of a hook: what plugins may use. Firing (`call`, `promise`) stays with the host. */
+export type TapOnly<H> = H extends { tapPromise: unknown }
+  ? Pick<H, Extract<keyof H, 'tap' | 'tapAsync' | 'tapPromise'>>
+  : Pick<H, Extract<keyof H, 'tap'>>;
+
+/** The hooks object as a plugin sees it. */
+export type PluginHooks = { readonly [K in HookName]: TapOnly<KubeletHooks[K]> };

@@ -1,0 +1,57 @@
+import type { Logger } from '../logger.ts';
+import type { PluginHooks } from '../hooks.ts';
+import type { KubeletConfig } from '../config/types.ts';
+import type { ContainerRuntime } from '../runtime/types.ts';
+
+/**
+ * Capability slots: behaviour the core needs exactly one provider for. A plugin fills a
+ * slot with `ctx.provide(slot, impl)`. Later plugin kinds add slots here by declaration
+ * merging (`declare module 'kubelet-ts' { interface Capabilities { network: ... } }`).
+ */
+export interface Capabilities {
+  /** The container runtime: required, exactly one. */
+  runtime: ContainerRuntime;
+}
+
+/** Slots the host refuses to start without. */
+export const REQUIRED_SLOTS: ReadonlyArray<keyof Capabilities> = ['runtime'];
+
+/** What a plugin's `apply` receives: its own view of the host. */
+export interface PluginContext {
+  /** The plugin's name; every tap it makes is attributed to it. */
+  readonly name: string;
+  /** The hooks, tap side only. */
+  readonly hooks: PluginHooks;
+  /** A child logger with `{plugin}` set. */
+  readonly logger: Logger;
+  /** A directory of the plugin's own under the kubelet's root dir, created before apply. */
+  readonly stateDir: string;
+  /** The resolved kubelet configuration (read-only). */
+  readonly config: Readonly<KubeletConfig>;
+  /** Fills a capability slot; the host fails at start if two plugins claim one slot. */
+  provide<K extends keyof Capabilities>(slot: K, impl: Capabilities[K]): void;
+  /** Registers cleanup to run at shutdown; plugins close in reverse load order. */
+  onClose(fn: () => void | Promise<void>): void;
+}
+
+/**
+ * A kubelet-ts plugin: a module whose default export is one of these. Vendors publish
+ * plugins as npm packages; operators list them in `plugins` of kubelet.config.ts.
+ */
+export interface KubeletPlugin<Options = Record<string, unknown>> {
+  /** A unique name, used in logs, errors and `kubelet-ts plugins`. */
+  name: string;
+  /** What the plugin is, for people reading `kubelet-ts plugins`. */
+  kind?: 'runtime' | 'network' | 'storage' | 'policy' | 'probe' | 'observability' | 'other';
+  /** Names of plugins that must be loaded before this one (the host fails if one is absent). */
+  requires?: string[];
+  /** JSON schema of the options; ajv validates them (and fills defaults) before apply. */
+  optionsSchema?: object;
+  /** Taps hooks and provides slots. May be async (for example to connect to a socket). */
+  apply(ctx: PluginContext, options: Options): void | Promise<void>;
+}
+
+/** Gives plugin authors types: `export default definePlugin<MyOptions>({...})`. */
+export function definePlugin<Options = Record<string, unknown>>(plugin: KubeletPlugin<Options>): KubeletPlugin<Options> {
+  return plugin;
+}

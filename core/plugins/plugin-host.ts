@@ -1,0 +1,201 @@
+import { Ajv } from 'ajv';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from '../logger.ts';
+import { PluginError, errorMessage } from '../errors.ts';
+import type { KubeletHooks } from '../hooks.ts';
+import type { KubeletConfig, PluginEntry } from '../config/types.ts';
+import { PACKAGE_ROOT } from '../config/load.ts';
+import { formatAjvErrors } from '../config/ajv-errors.ts';
+import { REQUIRED_SLOTS, type Capabilities, type KubeletPlugin, type PluginContext } from './plugin-api.ts';
+import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
+
+/** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
+const BUILTIN_DIR = path.join(PACKAGE_ROOT, 'plugins');
+
+/** A plugin after loading, for logs and `kubelet-ts plugins`. */
+export interface LoadedPlugin {
+  name: string;
+  kind: string;
+  /** How it was found: built-in folder, npm module, file path, or an object in the config. */
+  origin: 'builtin' | 'module' | 'path' | 'inline';
+  location: string;
+  options: unknown;
+  taps: TapRecord[];
+  slots: string[];
+  applyMs: number;
+}
+
+/** Lists the bundled plugin names (folders of plugins/ with an index.ts). */
+export function builtinPluginNames(): string[] {
+  try {
+    return fs.readdirSync(BUILTIN_DIR).filter((n) => fs.existsSync(path.join(BUILTIN_DIR, n, 'index.ts'))).sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The plugin host: resolves plugin entries, validates each plugin's options with its own
+ * schema, applies the plugins in config order with their own context, and keeps the
+ * capability slots. Each step fails with a `PluginError` naming the plugin.
+ */
+export class PluginHost {
+  readonly loaded: LoadedPlugin[] = [];
+  private readonly slots = new Map<keyof Capabilities, { plugin: string; impl: unknown }>();
+  private readonly closers: Array<{ plugin: string; fn: () => void | Promise<void> }> = [];
+  private readonly ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
+
+  constructor(private readonly deps: { hooks: KubeletHooks; config: KubeletConfig; logger: Logger }) {}
+
+  /** Loads and applies every entry in order, then checks the required slots. */
+  async loadAll(entries: PluginEntry[]): Promise<void> {
+    for (const [index, entry] of entries.entries()) await this.load(entry, index);
+    for (const slot of REQUIRED_SLOTS) {
+      if (!this.slots.has(slot)) {
+        const where = this.deps.config.configFile ? ` in ${this.deps.config.configFile}` : '';
+        throw new PluginError('host', `no plugin provides the '${slot}' slot: add a ${slot} plugin (for example 'cri-containerd') to plugins${where}`);
+      }
+    }
+  }
+
+  /** The provider of a slot; throws if none (the host checks required slots at start). */
+  slot<K extends keyof Capabilities>(slot: K): Capabilities[K] {
+    const claim = this.slots.get(slot);
+    if (!claim) throw new PluginError('host', `no plugin provides the '${slot}' slot`);
+    return claim.impl as Capabilities[K];
+  }
+
+  /** Which plugin fills a slot. */
+  slotOwner(slot: keyof Capabilities): string | undefined {
+    return this.slots.get(slot)?.plugin;
+  }
+
+  /** Runs the plugins' cleanups in reverse load order; one failing does not stop the rest. */
+  async close(): Promise<void> {
+    for (const { plugin, fn } of this.closers.splice(0).reverse()) {
+      try {
+        await fn();
+      } catch (err) {
+        this.deps.logger.warn({ plugin, err: errorMessage(err) }, 'plugin close failed');
+      }
+    }
+  }
+
+  private async load(entry: PluginEntry, index: number): Promise<void> {
+    const { ref, options } = normalizeEntry(entry, index);
+    const { plugin, origin, location } = await this.resolve(ref, index);
+    const name = plugin.name;
+    if (this.loaded.some((p) => p.name === name)) {
+      throw new PluginError(name, `is listed twice in plugins (entries ${this.loaded.findIndex((p) => p.name === name)} and ${index})`);
+    }
+    for (const dep of plugin.requires ?? []) {
+      if (!this.loaded.some((p) => p.name === dep)) {
+        throw new PluginError(name, `requires plugin '${dep}', which is not loaded before it: list '${dep}' earlier in plugins`);
+      }
+    }
+    const validated = this.validateOptions(plugin, options ?? {});
+
+    const stateDir = path.join(this.deps.config.rootDir, 'plugin-state', name.replace(/[\/@]/g, '_'));
+    fs.mkdirSync(stateDir, { recursive: true });
+    const record: LoadedPlugin = { name, kind: plugin.kind ?? 'other', origin, location, options: validated, taps: [], slots: [], applyMs: 0 };
+    const logger = this.deps.logger.child({ plugin: name });
+    const ctx: PluginContext = Object.freeze({
+      name,
+      hooks: pluginHooksView(this.deps.hooks, name, (tap) => {
+        record.taps.push(tap);
+        logger.debug({ hook: tap.hook, stage: tap.stage }, 'tapped hook');
+      }),
+      logger,
+      stateDir,
+      config: this.deps.config,
+      provide: <K extends keyof Capabilities>(slot: K, impl: Capabilities[K]) => {
+        const claim = this.slots.get(slot);
+        if (claim) {
+          throw new PluginError(name, `cannot provide the '${slot}' slot: plugin '${claim.plugin}' already provides it (keep one of them in plugins)`);
+        }
+        this.slots.set(slot, { plugin: name, impl });
+        record.slots.push(slot);
+      },
+      onClose: (fn: () => void | Promise<void>) => {
+        this.closers.push({ plugin: name, fn });
+      },
+    });
+
+    const start = performance.now();
+    try {
+      await plugin.apply(ctx, validated);
+    } catch (err) {
+      if (err instanceof PluginError) throw err;
+      throw new PluginError(name, errorMessage(err), { cause: err });
+    }
+    record.applyMs = performance.now() - start;
+    this.loaded.push(record);
+    logger.info({ kind: record.kind, origin, taps: record.taps.map((t) => t.hook), slots: record.slots, applyMs: Math.round(record.applyMs) }, 'plugin loaded');
+  }
+
+  private validateOptions(plugin: KubeletPlugin<any>, options: unknown): unknown {
+    if (!plugin.optionsSchema) return options;
+    let validate;
+    try {
+      validate = this.ajv.compile(plugin.optionsSchema);
+    } catch (err) {
+      throw new PluginError(plugin.name, `its optionsSchema is not a valid JSON schema: ${errorMessage(err)}`);
+    }
+    const copy = JSON.parse(JSON.stringify(options ?? {}));
+    if (!validate(copy)) {
+      throw new PluginError(plugin.name, `invalid options:\n${formatAjvErrors(validate.errors, copy, `plugin '${plugin.name}' options`)}`);
+    }
+    return copy;
+  }
+
+  private async resolve(ref: string | KubeletPlugin<any>, index: number): Promise<{ plugin: KubeletPlugin<any>; origin: LoadedPlugin['origin']; location: string }> {
+    if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config' };
+
+    const configDir = this.deps.config.configFile ? path.dirname(this.deps.config.configFile) : process.cwd();
+    let file: string;
+    let origin: LoadedPlugin['origin'];
+    if (ref.startsWith('.') || path.isAbsolute(ref)) {
+      file = path.resolve(configDir, ref);
+      origin = 'path';
+      if (!fs.existsSync(file)) throw new PluginError(ref, `plugin file not found: ${file}`);
+      if (fs.statSync(file).isDirectory()) file = path.join(file, 'index.ts');
+    } else if (builtinPluginNames().includes(ref)) {
+      file = path.join(BUILTIN_DIR, ref, 'index.ts');
+      origin = 'builtin';
+    } else {
+      origin = 'module';
+      try {
+        file = createRequire(path.join(configDir, 'noop.js')).resolve(ref);
+      } catch {
+        throw new PluginError(ref, `unknown plugin: not a built-in (${builtinPluginNames().join(', ')}), not a path, and no npm module '${ref}' is installed where ${configDir} can import it`);
+      }
+    }
+    let mod: { default?: unknown };
+    try {
+      mod = await import(pathToFileURL(file).href);
+    } catch (err) {
+      throw new PluginError(ref, `cannot import ${file}: ${errorMessage(err)}`, { cause: err });
+    }
+    return { plugin: checkShape(mod.default ?? mod, ref), origin, location: file };
+  }
+}
+
+function normalizeEntry(entry: PluginEntry, index: number): { ref: string | KubeletPlugin<any>; options: unknown } {
+  if (Array.isArray(entry)) {
+    if (entry.length < 1 || entry.length > 2) throw new PluginError(`plugins[${index}]`, "an entry must be 'name', ['name'] or ['name', {options}]");
+    return { ref: entry[0], options: entry[1] };
+  }
+  if (typeof entry === 'string' || (entry && typeof entry === 'object')) return { ref: entry, options: undefined };
+  throw new PluginError(`plugins[${index}]`, `is ${JSON.stringify(entry)}; allowed: 'name', ['name', {options}] or a plugin object`);
+}
+
+function checkShape(value: unknown, label: string): KubeletPlugin<any> {
+  const p = value as Partial<KubeletPlugin>;
+  if (!p || typeof p !== 'object') throw new PluginError(label, 'does not export a plugin object (export default definePlugin({...}))');
+  if (typeof p.name !== 'string' || p.name.length === 0) throw new PluginError(label, "the plugin object has no 'name' string");
+  if (typeof p.apply !== 'function') throw new PluginError(p.name, "the plugin object has no 'apply(ctx, options)' function");
+  return p as KubeletPlugin<any>;
+}

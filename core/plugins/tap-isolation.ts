@@ -1,0 +1,94 @@
+import type { Logger } from '../logger.ts';
+import { PluginError, errorMessage } from '../errors.ts';
+import type { HookName, KubeletHooks } from '../hooks.ts';
+
+/** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
+export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown) => void;
+
+interface FullTap { name: string; type: 'sync' | 'async' | 'promise'; fn: Function; stage?: number }
+interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
+
+/**
+ * Adds per-tap isolation to every hook, once, with a tapable interceptor (tapable has no
+ * per-tap isolation of its own): each tap's function is wrapped so that
+ *  - an error leaving it names the hook and the plugin (`PluginError`) and is logged there;
+ *  - its duration is reported to the observer;
+ *  - a promise tap that outlives `timeoutMs` fails instead of stalling the pod's worker.
+ * Taps registered before or after this call are both covered (tapable re-registers).
+ */
+export function isolateTaps(hooks: KubeletHooks, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): void {
+  for (const hookName of Object.keys(hooks) as HookName[]) {
+    const hook = hooks[hookName] as unknown as Interceptable;
+    hook.intercept({ register: (tap: FullTap) => wrapTap(hookName, tap, logger, options) });
+  }
+}
+
+function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): FullTap {
+  const plugin = tap.name;
+  const fn = tap.fn;
+  const log = logger.child({ plugin, hook });
+  const fail = (err: unknown): PluginError => {
+    if (err instanceof PluginError) return err;
+    const wrapped = new PluginError(plugin, errorMessage(err), { hook, cause: err });
+    log.warn({ err: errorMessage(err) }, 'plugin tap failed');
+    return wrapped;
+  };
+  const observe = (start: number, err: unknown) => options.observe?.(hook, plugin, performance.now() - start, err);
+
+  if (tap.type === 'promise') {
+    return {
+      ...tap,
+      fn: async (...args: unknown[]) => {
+        const start = performance.now();
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const timeout = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`did not finish within ${options.timeoutMs} ms`)), options.timeoutMs);
+            timer.unref();
+          });
+          const result = await Promise.race([fn(...args), timeout]);
+          observe(start, undefined);
+          return result;
+        } catch (err) {
+          observe(start, err);
+          throw fail(err);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    };
+  }
+  if (tap.type === 'async') {
+    return {
+      ...tap,
+      fn: (...args: unknown[]) => {
+        const start = performance.now();
+        const callback = args.pop() as (err?: unknown, result?: unknown) => void;
+        try {
+          fn(...args, (err: unknown, result: unknown) => {
+            observe(start, err);
+            if (err) callback(fail(err));
+            else callback(null, result);
+          });
+        } catch (err) {
+          observe(start, err);
+          callback(fail(err));
+        }
+      },
+    };
+  }
+  return {
+    ...tap,
+    fn: (...args: unknown[]) => {
+      const start = performance.now();
+      try {
+        const result = fn(...args);
+        observe(start, undefined);
+        return result;
+      } catch (err) {
+        observe(start, err);
+        throw fail(err);
+      }
+    },
+  };
+}

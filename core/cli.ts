@@ -1,0 +1,110 @@
+import { parseArgs } from 'node:util';
+import { loadConfig, type ConfigFlags } from './config/load.ts';
+import { ConfigError, PluginError, errorMessage } from './errors.ts';
+import { createLogger } from './logger.ts';
+import { Kubelet } from './kubelet.ts';
+
+const USAGE = `Usage: kubelet-ts [run] [flags]
+       kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
+
+Flags (they mirror the upstream kubelet's and override the config file):
+  --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
+  --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
+  --container-runtime-endpoint EP   CRI endpoint, unix:///path (containerRuntimeEndpoint)
+  --root-dir DIR                    kubelet state directory (rootDir)
+  --node-name NAME                  node name (nodeName)
+  --node-ip IP                      node IP reported as hostIP (nodeIP)
+  --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
+  --log-level LEVEL                 trace|debug|info|warn|error
+  -h, --help                        this help
+`;
+
+function parse(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      'pod-manifest-path': { type: 'string' },
+      'container-runtime-endpoint': { type: 'string' },
+      'root-dir': { type: 'string' },
+      'node-name': { type: 'string' },
+      'node-ip': { type: 'string' },
+      'read-only-port': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  let readOnlyPort: number | undefined;
+  if (values['read-only-port'] !== undefined) {
+    readOnlyPort = Number(values['read-only-port']);
+    if (!/^\d+$/.test(values['read-only-port'])) throw new ConfigError(`--read-only-port: '${values['read-only-port']}' is not a port number; allowed: an integer 0-65535 (0 disables)`);
+  }
+  const flags: ConfigFlags = {
+    podManifestPath: values['pod-manifest-path'],
+    containerRuntimeEndpoint: values['container-runtime-endpoint'],
+    rootDir: values['root-dir'],
+    nodeName: values['node-name'],
+    nodeIP: values['node-ip'],
+    readOnlyPort,
+    logLevel: values['log-level'],
+  };
+  return { command: positionals[0] ?? 'run', configFile: values.config, flags, help: values.help === true };
+}
+
+async function main(): Promise<number> {
+  let args;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`kubelet-ts: ${errorMessage(err)}\n\n${USAGE}`);
+    return 2;
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (args.command !== 'run' && args.command !== 'plugins') {
+    process.stderr.write(`kubelet-ts: unknown command '${args.command}'\n\n${USAGE}`);
+    return 2;
+  }
+  const config = await loadConfig({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
+  const logger = createLogger({ level: args.command === 'plugins' ? 'warn' : config.logLevel });
+  const kubelet = new Kubelet(config, logger);
+
+  if (args.command === 'plugins') {
+    await kubelet.plugins.loadAll(config.plugins);
+    for (const p of kubelet.plugins.loaded) {
+      process.stdout.write(`${p.name}  (${p.kind}, ${p.origin}: ${p.location})  apply ${p.applyMs.toFixed(1)} ms\n`);
+      if (p.slots.length) process.stdout.write(`  provides: ${p.slots.join(', ')}\n`);
+      for (const t of p.taps) process.stdout.write(`  taps: ${t.hook}${t.stage ? ` (stage ${t.stage})` : ''}\n`);
+    }
+    await kubelet.plugins.close();
+    return 0;
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down (pods keep running)');
+    await kubelet.stop();
+    logger.flush();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  await kubelet.start();
+  return -1;
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err) => {
+    const known = err instanceof ConfigError || err instanceof PluginError;
+    process.stderr.write(`kubelet-ts: ${known ? err.message : (err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,254 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from './logger.ts';
+import { errorMessage } from './errors.ts';
+import { createHooks, type KubeletHooks } from './hooks.ts';
+import type { KubeletConfig } from './config/types.ts';
+import { PluginHost } from './plugins/plugin-host.ts';
+import { isolateTaps } from './plugins/tap-isolation.ts';
+import { instrumentRuntime } from './runtime/instrumented-runtime.ts';
+import { RuntimeCache } from './runtime/runtime-cache.ts';
+import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
+import { StatusManager } from './status/status-manager.ts';
+import { Backoff } from './pod/backoff.ts';
+import { ImagePuller } from './pod/image-puller.ts';
+import { PodSyncer, orphanPod } from './pod/pod-sync.ts';
+import { podFullName } from './pod/pod-util.ts';
+import { PodWorkers } from './pod-workers.ts';
+import { WorkQueue } from './work-queue.ts';
+import { Pleg } from './pleg.ts';
+import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
+import type { PodSource } from './sources/pod-source.ts';
+import { StaticPodDirSource } from './sources/static-dir.ts';
+import { KubeletServer } from './server.ts';
+
+/** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
+const HOUSEKEEPING_MS = 2000;
+/** How soon a replacement static pod checks again whether its predecessor is gone. */
+const REPLACEMENT_WAIT_MS = 200;
+
+/**
+ * The kubelet host: owns the hooks, the plugins, the pod sources and the sync machinery
+ * (pod workers, PLEG, status manager, housekeeping) and the read-only server. It knows the
+ * runtime only through the `runtime` slot a plugin fills.
+ */
+export class Kubelet {
+  readonly hooks: KubeletHooks = createHooks();
+  readonly plugins: PluginHost;
+  readonly server: KubeletServer;
+  /** Pods the sources want, by UID. */
+  private readonly desired = new Map<string, V1Pod>();
+  /** Pods being terminated (removed from their source), by UID. */
+  private readonly terminating = new Map<string, V1Pod>();
+  private readonly sources: PodSource[] = [];
+  private readonly podConfig: PodConfig;
+  private runtimeImpl!: ContainerRuntime;
+  private runtimeVersion!: RuntimeVersion;
+  private cache!: RuntimeCache;
+  private status!: StatusManager;
+  private syncer!: PodSyncer;
+  private workers!: PodWorkers;
+  private queue!: WorkQueue;
+  private pleg!: Pleg;
+  private timers: NodeJS.Timeout[] = [];
+  private housekeepingBusy = false;
+  private started = false;
+  /** The port the read-only server bound (0 when disabled). */
+  readOnlyPort = 0;
+
+  constructor(readonly config: KubeletConfig, readonly logger: Logger, private readonly extraSources: PodSource[] = []) {
+    this.plugins = new PluginHost({ hooks: this.hooks, config, logger });
+    this.server = new KubeletServer(logger.child({ component: 'server' }));
+    this.podConfig = new PodConfig((u) => this.handleUpdate(u));
+  }
+
+  /** The runtime as the core uses it (instrumented). */
+  get runtime(): ContainerRuntime {
+    return this.runtimeImpl;
+  }
+
+  /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
+  async start(): Promise<void> {
+    const { config, logger } = this;
+    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs });
+    await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
+    await fs.mkdir(config.podLogsDir, { recursive: true });
+    await this.plugins.loadAll(config.plugins);
+
+    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger);
+    this.runtimeVersion = await this.runtimeImpl.version();
+    logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
+
+    this.cache = new RuntimeCache(this.runtimeImpl);
+    const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
+    const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
+    this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName });
+    const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger });
+    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, logger });
+    this.queue = new WorkQueue((uid) => this.resync(uid));
+    this.workers = new PodWorkers(
+      {
+        sync: (pod) => this.syncPod(pod),
+        terminate: (pod) => this.syncer.terminate(pod),
+        requeue: (uid, ms) => this.queue.enqueue(uid, ms),
+        terminated: (pod) => this.terminating.delete(pod.metadata!.uid!),
+      },
+      logger.child({ component: 'pod-workers' }),
+    );
+    this.hooks.onProbe.tapPromise({ name: 'kubelet', stage: -1000 }, async (e) => {
+      if (e.probe === 'readiness') this.status.setReadiness(e.containerId, e.result === 'success');
+      const pod = this.desired.get(e.pod.metadata!.uid!);
+      if (pod) this.workers.update(pod);
+    });
+
+    // First look at the runtime before any source: running pods are adopted, not duplicated.
+    this.pleg = new Pleg({ cache: this.cache, periodMs: config.plegRelistPeriodMs, logger, onChange: (uids) => this.onPlegChange(uids) });
+    await this.pleg.start();
+    logger.info({ pods: this.cache.uids().length }, 'found pods in the runtime');
+
+    if (config.staticPodPath) {
+      this.sources.push(new StaticPodDirSource({ dir: config.staticPodPath, nodeName: config.nodeName, rescanPeriodMs: config.fileCheckFrequencyMs, logger: logger.child({ source: 'file' }) }));
+    }
+    this.sources.push(...this.extraSources);
+    for (const source of this.sources) await source.start((pods) => this.podConfig.set(source.name, pods));
+
+    this.timers.push(setInterval(() => void this.housekeeping(), HOUSEKEEPING_MS));
+    this.timers.push(setInterval(() => this.resyncAll(), config.syncFrequencyMs));
+    for (const t of this.timers) t.unref();
+
+    this.server.route('/healthz', () => this.healthz());
+    this.server.route('/pods', () => this.podList());
+    if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
+    this.started = true;
+    await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
+    logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, readOnlyPort: this.readOnlyPort }, 'kubelet started');
+  }
+
+  /** Stops watching and serving; pods keep running (a restarted kubelet adopts them). */
+  async stop(): Promise<void> {
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    await Promise.all(this.sources.map((s) => s.stop().catch(() => {})));
+    this.pleg?.stop();
+    this.queue?.stop();
+    await this.server.close();
+    if (this.started) await this.workers.drain();
+    try {
+      await this.hooks.shutdown.promise();
+    } catch (err) {
+      this.logger.warn({ err: errorMessage(err) }, 'shutdown hook failed');
+    }
+    await this.plugins.close();
+    this.started = false;
+  }
+
+  /** The pods this kubelet runs or is terminating, with their current status. */
+  pods(): V1Pod[] {
+    const out: V1Pod[] = [];
+    for (const [uid, pod] of [...this.desired, ...this.terminating]) {
+      const status = this.status?.get(uid) ?? pod.status;
+      out.push({ ...pod, apiVersion: 'v1', kind: 'Pod', ...(status ? { status } : {}) });
+    }
+    return out;
+  }
+
+  podList(): object {
+    return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.pods() };
+  }
+
+  healthz(): string {
+    if (!this.pleg.healthy()) throw Object.assign(new Error('PLEG is not healthy: no relist finished within 3m0s'), { statusCode: 500 });
+    return 'ok';
+  }
+
+  /** Resolves when all pod workers are idle (tests use it to wait for quiescence). */
+  async idle(): Promise<void> {
+    await this.workers.drain();
+  }
+
+  private handleUpdate(u: PodUpdate): void {
+    for (const pod of u.pods) {
+      const uid = pod.metadata!.uid!;
+      if (u.op === 'REMOVE') {
+        this.desired.delete(uid);
+        this.queue.forget(uid);
+        this.terminating.set(uid, pod);
+        this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod removed from source, terminating');
+        this.workers.update(pod, true);
+        continue;
+      }
+      if (u.op === 'ADD') {
+        this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
+        void this.admit(pod);
+        continue;
+      }
+      this.desired.set(uid, pod);
+      this.workers.update(pod);
+    }
+  }
+
+  private async admit(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata!.uid!;
+    this.desired.set(uid, pod);
+    let rejection: { reason: string; message: string } | undefined;
+    const active = [...this.desired.keys()].filter((u) => u !== uid).length;
+    if (active >= this.config.maxPods) rejection = { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${active}, capacity: ${this.config.maxPods}` };
+    if (!rejection) {
+      try {
+        const reason = await this.hooks.admitPod.promise(pod);
+        if (reason) rejection = { reason: 'UnexpectedAdmissionError', message: reason };
+      } catch (err) {
+        rejection = { reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
+      }
+    }
+    if (rejection) {
+      this.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
+      this.status.reject(uid, rejection.reason, rejection.message);
+      await this.status.update(pod, undefined);
+      return;
+    }
+    if (this.desired.get(uid) === pod) this.workers.update(pod);
+  }
+
+  private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
+    // A static pod replaced by an edit waits until its predecessor has fully stopped.
+    const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);
+    if (others.length > 0) {
+      await this.status.update(pod, undefined);
+      return { requeueAfterMs: REPLACEMENT_WAIT_MS };
+    }
+    if (this.status.get(pod.metadata!.uid!)?.reason === 'OutOfpods') return {};
+    return this.syncer.sync(pod);
+  }
+
+  private resync(uid: string): void {
+    const pod = this.desired.get(uid);
+    if (pod) this.workers.update(pod);
+  }
+
+  private resyncAll(): void {
+    for (const pod of this.desired.values()) this.workers.update(pod);
+  }
+
+  private onPlegChange(uids: Set<string>): void {
+    for (const uid of uids) this.resync(uid);
+  }
+
+  /** Terminates runtime pods that no source wants (after every source has reported once). */
+  private async housekeeping(): Promise<void> {
+    if (this.housekeepingBusy || !this.podConfig.seenAll(this.sources.map((s) => s.name))) return;
+    this.housekeepingBusy = true;
+    try {
+      for (const rs of this.cache.all()) {
+        if (this.desired.has(rs.uid) || this.workers.has(rs.uid)) continue;
+        const pod = orphanPod(rs);
+        this.logger.info({ pod: podFullName(pod), uid: rs.uid }, 'removing pod no source wants');
+        this.workers.update(pod, true);
+      }
+    } catch (err) {
+      this.logger.warn({ err: errorMessage(err) }, 'housekeeping failed');
+    } finally {
+      this.housekeepingBusy = false;
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Logger } from './logger.ts';
+import { errorMessage } from './errors.ts';
+import type { SyncOutcome } from './pod/pod-sync.ts';
+import { Backoff } from './pod/backoff.ts';
+
+/** What the workers call: the pod syncer's two operations. */
+export interface PodWorkHandlers {
+  sync(pod: V1Pod): Promise<SyncOutcome>;
+  terminate(pod: V1Pod): Promise<void>;
+  /** Asks for the pod to be looked at again after `ms`. */
+  requeue(uid: string, ms: number): void;
+  /** The pod finished terminating and its worker is gone. */
+  terminated(pod: V1Pod): void;
+  /** One operation's duration (for the pod worker duration metric). */
+  observe?(operation: 'sync' | 'terminate', ms: number): void;
+}
+
+interface Worker {
+  pod: V1Pod;
+  terminating: boolean;
+  busy: boolean;
+  dirty: boolean;
+  idle: Promise<void> | undefined;
+}
+
+/** Retry delays of failed syncs: quick first, then backing off to 30 s (upstream retries at ~10 s). */
+const ERROR_INITIAL_MS = 1000;
+const ERROR_MAX_MS = 30_000;
+
+/**
+ * One worker per pod: operations of one pod run one after another, pods run in parallel.
+ * Updates that arrive while a pod's worker is busy coalesce into one more run with the
+ * latest spec. Once termination is requested a pod never syncs again; when it is done
+ * the worker goes away.
+ */
+export class PodWorkers {
+  private readonly workers = new Map<string, Worker>();
+  private readonly errorBackoff = new Backoff(ERROR_INITIAL_MS, ERROR_MAX_MS);
+
+  constructor(private readonly handlers: PodWorkHandlers, private readonly logger: Logger) {}
+
+  /** Asks the pod's worker to sync (`terminate=false`) or terminate it. */
+  update(pod: V1Pod, terminate = false): void {
+    const uid = pod.metadata!.uid!;
+    let w = this.workers.get(uid);
+    if (!w) {
+      w = { pod, terminating: false, busy: false, dirty: false, idle: undefined };
+      this.workers.set(uid, w);
+    }
+    if (!w.terminating) w.pod = pod;
+    if (terminate) w.terminating = true;
+    w.dirty = true;
+    if (!w.busy) w.idle = this.run(uid, w);
+  }
+
+  has(uid: string): boolean {
+    return this.workers.has(uid);
+  }
+
+  isTerminating(uid: string): boolean {
+    return this.workers.get(uid)?.terminating === true;
+  }
+
+  /** UIDs of pods being terminated whose namespace/name is `fullName`. */
+  terminatingWithName(fullName: string): string[] {
+    return [...this.workers.entries()]
+      .filter(([, w]) => w.terminating && `${w.pod.metadata?.namespace}/${w.pod.metadata?.name}` === fullName)
+      .map(([uid]) => uid);
+  }
+
+  size(): number {
+    return this.workers.size;
+  }
+
+  /** Resolves when every worker is idle (for shutdown and tests). */
+  async drain(): Promise<void> {
+    await Promise.all([...this.workers.values()].map((w) => w.idle));
+  }
+
+  private async run(uid: string, w: Worker): Promise<void> {
+    w.busy = true;
+    try {
+      while (w.dirty) {
+        w.dirty = false;
+        const pod = w.pod;
+        const op = w.terminating ? 'terminate' : 'sync';
+        const started = performance.now();
+        try {
+          if (op === 'terminate') {
+            await this.handlers.terminate(pod);
+            this.workers.delete(uid);
+            this.errorBackoff.forgetPrefix(uid);
+            this.handlers.terminated(pod);
+            return;
+          }
+          const outcome = await this.handlers.sync(pod);
+          this.errorBackoff.forgetPrefix(uid);
+          if (outcome.requeueAfterMs !== undefined) this.handlers.requeue(uid, outcome.requeueAfterMs);
+        } catch (err) {
+          const delay = this.errorBackoff.next(uid, Date.now());
+          this.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, op, err: errorMessage(err), retryInMs: delay }, 'pod worker operation failed');
+          this.handlers.requeue(uid, delay);
+        } finally {
+          this.handlers.observe?.(op, performance.now() - started);
+        }
+      }
+    } finally {
+      w.busy = false;
+    }
+  }
+}

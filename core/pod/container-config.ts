@@ -1,0 +1,114 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION, LABEL } from '../runtime/labels.ts';
+import type { ContainerConfig, KeyValue, LinuxContainerResources, LinuxContainerSecurityContext } from '../runtime/types.ts';
+import { bytes, milliCPU } from './quantity.ts';
+import { containerHash, gracePeriodSeconds } from './pod-util.ts';
+import { namespaceModes } from './sandbox-config.ts';
+
+/** A container config that cannot be built (upstream reason CreateContainerConfigError). */
+export class ContainerConfigError extends Error {}
+
+const CPU_PERIOD_US = 100_000;
+const MIN_SHARES = 2;
+const MIN_QUOTA_US = 1000;
+
+/** requests/limits → cgroup values, with upstream's conversions (milliCPUToShares, milliCPUToQuota). */
+export function linuxResources(container: V1Container): LinuxContainerResources {
+  const requests = container.resources?.requests ?? {};
+  const limits = container.resources?.limits ?? {};
+  const out: LinuxContainerResources = {};
+  // A limit without a request implies the request (API defaulting).
+  const cpuRequest = requests.cpu ?? limits.cpu;
+  out.cpuShares = cpuRequest === undefined ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milliCPU(cpuRequest) * 1024) / 1000));
+  if (limits.cpu !== undefined) {
+    out.cpuPeriod = CPU_PERIOD_US;
+    out.cpuQuota = Math.max(MIN_QUOTA_US, Math.floor((milliCPU(limits.cpu) * CPU_PERIOD_US) / 1000));
+  }
+  if (limits.memory !== undefined) out.memoryLimitInBytes = bytes(limits.memory);
+  return out;
+}
+
+/** The values `fieldRef` may name in an env var, as the upstream downward API resolves them. */
+function fieldRefValue(pod: V1Pod, fieldPath: string, podIP: string, hostIP: string): string {
+  const m = pod.metadata ?? {};
+  const sub = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(fieldPath);
+  if (sub) return (sub[1] === 'labels' ? m.labels : m.annotations)?.[sub[2]!] ?? '';
+  switch (fieldPath) {
+    case 'metadata.name': return m.name ?? '';
+    case 'metadata.namespace': return m.namespace ?? '';
+    case 'metadata.uid': return m.uid ?? '';
+    case 'spec.nodeName': return pod.spec?.nodeName ?? '';
+    case 'spec.serviceAccountName': return pod.spec?.serviceAccountName ?? '';
+    case 'status.podIP': return podIP;
+    case 'status.podIPs': return podIP;
+    case 'status.hostIP': return hostIP;
+    case 'status.hostIPs': return hostIP;
+    default: throw new ContainerConfigError(`unsupported fieldRef fieldPath "${fieldPath}"`);
+  }
+}
+
+function envVars(pod: V1Pod, container: V1Container, podIP: string, hostIP: string): KeyValue[] {
+  const out: KeyValue[] = [];
+  for (const e of container.env ?? []) {
+    if (e.valueFrom?.fieldRef) out.push({ key: e.name, value: fieldRefValue(pod, e.valueFrom.fieldRef.fieldPath, podIP, hostIP) });
+    else if (e.valueFrom) throw new ContainerConfigError(`env ${e.name}: valueFrom source ${Object.keys(e.valueFrom).join(', ')} is not supported yet`);
+    else out.push({ key: e.name, value: e.value ?? '' });
+  }
+  return out;
+}
+
+function securityContext(pod: V1Pod, container: V1Container): LinuxContainerSecurityContext {
+  const psc = pod.spec?.securityContext;
+  const csc = container.securityContext;
+  const runAsUser = csc?.runAsUser ?? psc?.runAsUser;
+  const runAsGroup = csc?.runAsGroup ?? psc?.runAsGroup;
+  return {
+    namespaceOptions: namespaceModes(pod),
+    privileged: csc?.privileged ?? false,
+    readonlyRootfs: csc?.readOnlyRootFilesystem ?? false,
+    ...(runAsUser !== undefined ? { runAsUser: { value: runAsUser } } : {}),
+    ...(runAsGroup !== undefined ? { runAsGroup: { value: runAsGroup } } : {}),
+    ...(psc?.supplementalGroups ? { supplementalGroups: psc.supplementalGroups } : {}),
+    noNewPrivs: csc?.allowPrivilegeEscalation === false,
+    ...(csc?.capabilities ? { capabilities: { addCapabilities: csc.capabilities.add ?? [], dropCapabilities: csc.capabilities.drop ?? [] } } : {}),
+  };
+}
+
+/**
+ * Builds the runtime's container config from a pod's container, as upstream's
+ * generateContainerConfig does: command/args/env/workingDir, labels that let a restarted
+ * kubelet adopt it, restart count and spec hash in annotations, the log path
+ * `<container>/<restartCount>.log`, resources and the security context.
+ */
+export function buildContainerConfig(pod: V1Pod, container: V1Container, restartCount: number, ips: { podIP: string; hostIP: string }): ContainerConfig {
+  const m = pod.metadata!;
+  return {
+    metadata: { name: container.name, attempt: restartCount },
+    image: { image: container.image! },
+    command: container.command ?? [],
+    args: container.args ?? [],
+    workingDir: container.workingDir ?? '',
+    envs: envVars(pod, container, ips.podIP, ips.hostIP),
+    mounts: [],
+    labels: {
+      [LABEL.podName]: m.name!,
+      [LABEL.podNamespace]: m.namespace ?? 'default',
+      [LABEL.podUID]: m.uid!,
+      [LABEL.containerName]: container.name,
+      [LABEL.managed]: 'true',
+    },
+    annotations: {
+      [ANNOTATION.containerHash]: containerHash(container),
+      [ANNOTATION.containerRestartCount]: String(restartCount),
+      [ANNOTATION.podTerminationGracePeriod]: String(gracePeriodSeconds(pod)),
+      [ANNOTATION.containerTerminationMessagePath]: container.terminationMessagePath ?? '/dev/termination-log',
+      [ANNOTATION.containerTerminationMessagePolicy]: container.terminationMessagePolicy ?? 'File',
+      ...(container.ports?.length ? { [ANNOTATION.containerPorts]: JSON.stringify(container.ports) } : {}),
+    },
+    logPath: `${container.name}/${restartCount}.log`,
+    stdin: container.stdin ?? false,
+    stdinOnce: container.stdinOnce ?? false,
+    tty: container.tty ?? false,
+    linux: { resources: linuxResources(container), securityContext: securityContext(pod, container) },
+  };
+}

@@ -1,0 +1,52 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
+import type { Backoff } from './backoff.ts';
+
+/** The image is not there and the container must wait: the waiting reason and message. */
+export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName'; message: string }
+
+/**
+ * Ensures a container's image is on the node according to imagePullPolicy, with the
+ * upstream reasons: ErrImagePull on a failed pull, then ImagePullBackOff while the pull
+ * back-off lasts, ErrImageNeverPull for policy Never. Concurrent pulls of one image share
+ * one runtime call, so many pods of one image do not pull it many times.
+ */
+export class ImagePuller {
+  private readonly inflight = new Map<string, Promise<string>>();
+
+  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger }) {}
+
+  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string } | ImageWait> {
+    const image = container.image ?? '';
+    if (!image.trim()) return { reason: 'InvalidImageName', message: `Failed to apply default image tag "${image}": couldn't parse image name` };
+    const policy = container.imagePullPolicy ?? 'IfNotPresent';
+    if (policy !== 'Always') {
+      const present = await this.deps.runtime.imageStatus(image);
+      if (present) return { imageRef: present.id };
+      if (policy === 'Never') return { reason: 'ErrImageNeverPull', message: `Container image "${image}" is not present with pull policy of Never` };
+    }
+    const key = `${pod.metadata!.uid}/${image}`;
+    const now = Date.now();
+    if (this.deps.backoff.isInBackOffSinceUpdate(key, now)) return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
+    try {
+      return { imageRef: await this.pull(image, sandboxConfig) };
+    } catch (err) {
+      this.deps.backoff.next(key, now);
+      this.deps.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, image, err: errorMessage(err) }, 'image pull failed');
+      return { reason: 'ErrImagePull', message: `Failed to pull image "${image}": ${errorMessage(err)}` };
+    }
+  }
+
+  private pull(image: string, sandboxConfig: PodSandboxConfig): Promise<string> {
+    let p = this.inflight.get(image);
+    if (!p) {
+      const started = performance.now();
+      p = this.deps.runtime.pullImage(image, undefined, sandboxConfig).finally(() => this.inflight.delete(image));
+      p.then(() => this.deps.logger.info({ image, ms: Math.round(performance.now() - started) }, 'pulled image'), () => {});
+      this.inflight.set(image, p);
+    }
+    return p;
+  }
+}

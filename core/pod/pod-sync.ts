@@ -1,0 +1,254 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.ts';
+import { errorMessage, isNotFound } from '../errors.ts';
+import type { KubeletHooks } from '../hooks.ts';
+import type { KubeletConfig } from '../config/types.ts';
+import { ANNOTATION } from '../runtime/labels.ts';
+import type { PodRuntimeStatus, RuntimeCache } from '../runtime/runtime-cache.ts';
+import type { ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
+import type { StatusManager } from '../status/status-manager.ts';
+import type { Backoff } from './backoff.ts';
+import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
+import type { ImagePuller } from './image-puller.ts';
+import { computePodActions, type ContainerStart } from './pod-actions.ts';
+import { gracePeriodSeconds, isHostNetwork, podUID } from './pod-util.ts';
+import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
+
+/** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
+export interface SyncOutcome { requeueAfterMs?: number }
+
+/** Upstream's minimum time a container gets to stop after its preStop hook ran over. */
+const MIN_GRACE_SECONDS = 2;
+/** How soon to look again at a pod that waits for an image or failed to start a container. */
+const WAITING_RESYNC_MS = 1000;
+
+type Waiting = Map<string, { reason: string; message: string }>;
+
+/**
+ * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
+ * calls): computes the actions, creates the sandbox, pulls images, creates and starts
+ * containers, kills what must go, and updates the pod's status right after acting.
+ */
+export class PodSyncer {
+  /** The sandbox config of each pod's current sandbox: containers are created against it. */
+  private readonly sandboxConfigs = new Map<string, { id: string; config: PodSandboxConfig }>();
+
+  constructor(
+    private readonly deps: {
+      runtime: ContainerRuntime;
+      cache: RuntimeCache;
+      hooks: KubeletHooks;
+      config: KubeletConfig;
+      crashBackoff: Backoff;
+      pullBackoff: Backoff;
+      puller: ImagePuller;
+      status: StatusManager;
+      logger: Logger;
+    },
+  ) {}
+
+  /** Brings a pod to its desired state; throws on a failure that should be retried with back-off. */
+  async sync(pod: V1Pod): Promise<SyncOutcome> {
+    const { runtime, cache, hooks, config, status } = this.deps;
+    const uid = podUID(pod);
+    const log = this.podLogger(pod);
+    const rs = await cache.refreshPod(uid);
+    const actions = computePodActions(pod, rs, this.deps.crashBackoff);
+    const waiting: Waiting = new Map(actions.waiting);
+    let requeueAfterMs = actions.requeueAfterMs;
+
+    try {
+      if (actions.killPod) {
+        log.info({ createSandbox: actions.createSandbox }, actions.createSandbox ? 'sandbox changed, killing pod to recreate it' : 'pod finished, stopping its sandbox');
+        await this.killPod(pod, rs, gracePeriodSeconds(pod));
+      }
+      if (!actions.createSandbox && !actions.sandboxId) return this.finish(pod, waiting, requeueAfterMs);
+
+      let sandboxId = actions.sandboxId;
+      let sandboxConfig: PodSandboxConfig;
+      let podIP: string;
+      if (actions.createSandbox) {
+        sandboxConfig = await hooks.beforeSandbox.promise(buildSandboxConfig(pod, actions.attempt, config), pod);
+        await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
+        const started = performance.now();
+        try {
+          sandboxId = await runtime.runPodSandbox(sandboxConfig);
+        } catch (err) {
+          const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
+          for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message });
+          log.warn({ err: errorMessage(err) }, 'FailedCreatePodSandBox');
+          throw new Error(message, { cause: err });
+        }
+        const sbStatus = await runtime.podSandboxStatus(sandboxId);
+        log.info({ sandboxId, ip: sbStatus.ip, ms: Math.round(performance.now() - started) }, 'sandbox created');
+        this.sandboxConfigs.set(uid, { id: sandboxId, config: sandboxConfig });
+        await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus });
+        podIP = isHostNetwork(pod) ? config.nodeIP : sbStatus.ip;
+      } else {
+        const known = this.sandboxConfigs.get(uid);
+        const sb = rs!.sandboxes[0]!;
+        if (known && known.id === sandboxId) sandboxConfig = known.config;
+        else {
+          // Adopted after a restart: rebuild the config the sandbox was created with.
+          sandboxConfig = await hooks.beforeSandbox.promise(buildSandboxConfig(pod, sb.metadata.attempt, config), pod);
+          this.sandboxConfigs.set(uid, { id: sandboxId!, config: sandboxConfig });
+        }
+        podIP = isHostNetwork(pod) ? config.nodeIP : sb.ip;
+      }
+
+      await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
+      if (actions.nextInit) await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
+      await Promise.all(actions.containersToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
+      await this.removeDeadContainers(rs);
+    } finally {
+      if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
+    }
+    return this.finish(pod, waiting, requeueAfterMs);
+  }
+
+  private async finish(pod: V1Pod, waiting: Waiting, requeueAfterMs: number | undefined): Promise<SyncOutcome> {
+    const uid = podUID(pod);
+    this.deps.status.setWaiting(uid, waiting);
+    await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid));
+    return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  /** Creates and starts one container; a failure is recorded as the container's waiting reason. */
+  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting): Promise<void> {
+    const { runtime, hooks, config } = this.deps;
+    const c = start.container;
+    const log = this.podLogger(pod).child({ container: c.name });
+    const image = await this.deps.puller.ensure(pod, c, sandboxConfig);
+    if ('reason' in image) {
+      waiting.set(c.name, image);
+      return;
+    }
+    if (start.backoffKey) this.deps.crashBackoff.next(start.backoffKey, start.previousFinishedAt ?? Date.now());
+    let containerConfig;
+    try {
+      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP });
+    } catch (err) {
+      if (!(err instanceof ContainerConfigError)) throw err;
+      waiting.set(c.name, { reason: 'CreateContainerConfigError', message: err.message });
+      return;
+    }
+    await fs.mkdir(path.join(sandboxConfig.logDirectory, c.name), { recursive: true });
+    containerConfig = await hooks.beforeContainerCreate.promise(containerConfig, { pod, container: c, sandboxId, sandboxConfig, restartCount: start.restartCount });
+    let id: string;
+    try {
+      id = await runtime.createContainer(sandboxId, containerConfig, sandboxConfig);
+    } catch (err) {
+      waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
+      log.warn({ err: errorMessage(err) }, 'Failed to create container');
+      return;
+    }
+    try {
+      await runtime.startContainer(id);
+    } catch (err) {
+      waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
+      log.warn({ err: errorMessage(err) }, 'Failed to start container');
+      return;
+    }
+    log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
+    try {
+      await hooks.afterStart.promise({ pod, container: c, containerId: id, sandboxId, podIP });
+    } catch (err) {
+      // Upstream kills a container whose postStart handler failed, then restarts it per policy.
+      log.warn({ err: errorMessage(err) }, 'FailedPostStartHook');
+      await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Runs preStop (beforeKill) and stops one container within the grace period. */
+  private async killContainer(pod: V1Pod, id: string, name: string, grace: number, reason: string): Promise<void> {
+    const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c: V1Container) => c.name === name);
+    const started = Date.now();
+    try {
+      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, gracePeriodSeconds: grace, reason });
+    } catch (err) {
+      this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'preStop hook failed');
+    }
+    const left = Math.max(MIN_GRACE_SECONDS, grace - Math.floor((Date.now() - started) / 1000));
+    try {
+      await this.deps.runtime.stopContainer(id, grace === 0 ? 0 : left);
+      this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** Stops every running container (in parallel, each with its grace period), then the sandboxes. */
+  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, grace: number): Promise<void> {
+    const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
+    await Promise.all(live.map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
+    for (const sb of rs?.sandboxes ?? []) {
+      if (sb.state !== 'SANDBOX_READY') continue;
+      try {
+        await this.deps.runtime.stopPodSandbox(sb.id);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+  }
+
+  /** Stops and removes everything of a pod that left its source; forgets its state. */
+  async terminate(pod: V1Pod): Promise<void> {
+    const uid = podUID(pod);
+    const rs = await this.deps.cache.refreshPod(uid);
+    await this.killPod(pod, rs, gracePeriodSeconds(pod));
+    for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+    await this.deps.cache.refreshPod(uid);
+    await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
+    this.sandboxConfigs.delete(uid);
+    this.deps.crashBackoff.forgetPrefix(`${uid}/`);
+    this.deps.pullBackoff.forgetPrefix(`${uid}/`);
+    this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
+    await this.deps.hooks.podRemoved.promise(pod);
+    this.podLogger(pod).info('pod removed');
+  }
+
+  /**
+   * Keeps the newest two instances of each container (the current one and the one its
+   * lastState reports) and removes older dead ones, with their sandboxes of past attempts.
+   */
+  private async removeDeadContainers(rs: PodRuntimeStatus | undefined): Promise<void> {
+    if (!rs) return;
+    const seen = new Map<string, number>();
+    const dead: ContainerStatus[] = [];
+    for (const c of rs.containers) {
+      const n = (seen.get(c.metadata.name) ?? 0) + 1;
+      seen.set(c.metadata.name, n);
+      if (n > 2 && c.state === 'CONTAINER_EXITED') dead.push(c);
+    }
+    for (const c of dead) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    const removed = new Set(dead.map((c) => c.id));
+    const inUse = new Set(rs.containers.filter((c) => !removed.has(c.id)).map((c) => c.podSandboxId));
+    for (const sb of rs.sandboxes.slice(1)) {
+      if (sb.state !== 'SANDBOX_READY' && !inUse.has(sb.id)) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+    }
+  }
+
+  private async removeQuietly(fn: () => Promise<void>): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      if (!isNotFound(err)) this.deps.logger.warn({ err: errorMessage(err) }, 'remove failed');
+    }
+  }
+
+  private podLogger(pod: V1Pod): Logger {
+    return this.deps.logger.child({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid: pod.metadata?.uid });
+  }
+}
+
+/** A stand-in pod for runtime objects whose pod the kubelet no longer knows (orphans). */
+export function orphanPod(rs: PodRuntimeStatus): V1Pod {
+  const grace = Number(rs.containers[0]?.annotations[ANNOTATION.podTerminationGracePeriod] ?? rs.sandboxes[0]?.annotations[ANNOTATION.podTerminationGracePeriod] ?? 30);
+  return {
+    metadata: { name: rs.name, namespace: rs.namespace, uid: rs.uid },
+    spec: { containers: [], terminationGracePeriodSeconds: Number.isFinite(grace) ? grace : 30 },
+  };
+}

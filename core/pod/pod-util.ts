@@ -1,0 +1,42 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import crypto from 'node:crypto';
+
+/** `name_namespace(uid)`: how upstream names a pod in messages (format.Pod). */
+export function podDesc(pod: V1Pod): string {
+  return `${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`;
+}
+
+/** `namespace/name`: the key that two versions of one static pod share. */
+export function podFullName(pod: V1Pod): string {
+  return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name}`;
+}
+
+export function podUID(pod: V1Pod): string {
+  return pod.metadata!.uid!;
+}
+
+export function isHostNetwork(pod: V1Pod): boolean {
+  return pod.spec?.hostNetwork === true;
+}
+
+export function gracePeriodSeconds(pod: V1Pod): number {
+  const g = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+  return Math.max(0, g);
+}
+
+/**
+ * A stable hash of a container's spec: stored on the container so a changed spec (same pod
+ * UID, as for API pods) is noticed and the container replaced.
+ */
+export function containerHash(container: V1Container): string {
+  return crypto.createHash('sha256').update(canonicalJSON(container)).digest('hex').slice(0, 16);
+}
+
+export function canonicalJSON(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJSON).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJSON(v)}`).join(',')}}`;
+}

@@ -1,0 +1,66 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import path from 'node:path';
+import type { KubeletConfig } from '../config/types.ts';
+import { ANNOTATION, LABEL } from '../runtime/labels.ts';
+import type { NamespaceMode, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import { gracePeriodSeconds, isHostNetwork } from './pod-util.ts';
+
+/** `<podLogsDir>/<namespace>_<name>_<uid>`: the upstream per-pod log directory. */
+export function podLogDir(config: Pick<KubeletConfig, 'podLogsDir'>, pod: V1Pod): string {
+  const m = pod.metadata!;
+  return path.join(config.podLogsDir, `${m.namespace}_${m.name}_${m.uid}`);
+}
+
+/** Namespace modes of a pod: shared host namespaces, or the pod's own. */
+export function namespaceModes(pod: V1Pod): { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode } {
+  const spec = pod.spec ?? { containers: [] };
+  return {
+    network: spec.hostNetwork ? 'NODE' : 'POD',
+    pid: spec.hostPID ? 'NODE' : spec.shareProcessNamespace ? 'POD' : 'CONTAINER',
+    ipc: spec.hostIPC ? 'NODE' : 'POD',
+  };
+}
+
+/**
+ * Builds the runtime's sandbox config for a pod, as upstream's generatePodSandboxConfig does
+ * (labels, log directory, host ports, namespaces). `beforeSandbox` taps refine it (DNS,
+ * cgroups, network options) before the runtime sees it.
+ */
+export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<KubeletConfig, 'podLogsDir'>): PodSandboxConfig {
+  const m = pod.metadata!;
+  const spec = pod.spec!;
+  const portMappings: PortMapping[] = [];
+  for (const c of spec.containers) {
+    for (const p of c.ports ?? []) {
+      if (!p.hostPort) continue;
+      portMappings.push({ protocol: (p.protocol ?? 'TCP') as PortMapping['protocol'], containerPort: p.containerPort, hostPort: p.hostPort, hostIp: p.hostIP ?? '' });
+    }
+  }
+  const sc = spec.securityContext;
+  const sysctls: Record<string, string> = {};
+  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value;
+  return {
+    metadata: { name: m.name!, uid: m.uid!, namespace: m.namespace ?? 'default', attempt },
+    hostname: isHostNetwork(pod) ? '' : (spec.hostname ?? m.name!).slice(0, 63),
+    logDirectory: podLogDir(config, pod),
+    portMappings,
+    labels: {
+      ...(m.labels ?? {}),
+      [LABEL.podName]: m.name!,
+      [LABEL.podNamespace]: m.namespace ?? 'default',
+      [LABEL.podUID]: m.uid!,
+      [LABEL.managed]: 'true',
+    },
+    annotations: { ...(m.annotations ?? {}), [ANNOTATION.podTerminationGracePeriod]: String(gracePeriodSeconds(pod)) },
+    linux: {
+      securityContext: {
+        namespaceOptions: namespaceModes(pod),
+        ...(sc?.runAsUser !== undefined ? { runAsUser: { value: sc.runAsUser } } : {}),
+        ...(sc?.runAsGroup !== undefined ? { runAsGroup: { value: sc.runAsGroup } } : {}),
+        ...(sc?.supplementalGroups ? { supplementalGroups: sc.supplementalGroups } : {}),
+        privileged: spec.containers.some((c) => c.securityContext?.privileged === true),
+      },
+      sysctls,
+    },
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * The labels and annotations the kubelet puts on sandboxes and containers. They are the
+ * upstream kubelet's keys, so tools that read them (crictl, log collectors) keep working,
+ * and they are how a restarted kubelet recognises and adopts what it made.
+ */
+export const LABEL = Object.freeze({
+  podName: 'io.kubernetes.pod.name',
+  podNamespace: 'io.kubernetes.pod.namespace',
+  podUID: 'io.kubernetes.pod.uid',
+  containerName: 'io.kubernetes.container.name',
+  /** Marks what this kubelet made, so it never touches other sandboxes in the runtime. */
+  managed: 'io.kubernetes-ts.managed',
+});
+
+export const ANNOTATION = Object.freeze({
+  containerHash: 'io.kubernetes.container.hash',
+  containerRestartCount: 'io.kubernetes.container.restartCount',
+  containerTerminationMessagePath: 'io.kubernetes.container.terminationMessagePath',
+  containerTerminationMessagePolicy: 'io.kubernetes.container.terminationMessagePolicy',
+  podTerminationGracePeriod: 'io.kubernetes.pod.terminationGracePeriod',
+  containerPorts: 'io.kubernetes.container.ports',
+});

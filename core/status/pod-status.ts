@@ -1,0 +1,176 @@
+import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
+import type { ContainerStatus } from '../runtime/types.ts';
+import { restartCountOf } from '../pod/pod-actions.ts';
+import { bytes, milliCPU } from '../pod/quantity.ts';
+import { isHostNetwork } from '../pod/pod-util.ts';
+
+/** What status computation needs besides the pod and the runtime's view of it. */
+export interface StatusInputs {
+  nodeIP: string;
+  /** Prefix of container IDs, the runtime's name (`containerd://<id>`). */
+  runtimeName: string;
+  /** Why a container is not running, from the last sync (ErrImagePull, CrashLoopBackOff, ...). */
+  waiting: ReadonlyMap<string, { reason: string; message: string }>;
+  /** Readiness by container ID, from probe results; containers without a readiness probe are ready when running. */
+  readiness: ReadonlyMap<string, boolean>;
+  /** When the kubelet first saw the pod. */
+  startTime: Date;
+  /** The previous status, to keep condition transition times. */
+  previous: V1PodStatus | undefined;
+  /** The pod is being terminated (removed from its source). */
+  terminating: boolean;
+  /** Why the pod was rejected at admission, if it was. */
+  rejected?: { reason: string; message: string };
+}
+
+const date = (ms: number) => (ms > 0 ? new Date(ms) : undefined);
+
+function terminatedState(c: ContainerStatus, runtimeName: string): V1ContainerState {
+  return {
+    terminated: {
+      exitCode: c.exitCode,
+      reason: c.reason || (c.exitCode === 0 ? 'Completed' : 'Error'),
+      ...(c.message ? { message: c.message } : {}),
+      startedAt: date(c.startedAt) as Date,
+      finishedAt: date(c.finishedAt) as Date,
+      containerID: `${runtimeName}://${c.id}`,
+    },
+  };
+}
+
+function containerStatus(pod: V1Pod, spec: V1Container, instances: ContainerStatus[], inputs: StatusInputs): V1ContainerStatus {
+  const [cur, prev] = instances;
+  const waiting = inputs.waiting.get(spec.name);
+  const base = { name: spec.name, image: spec.image!, imageID: cur?.imageRef ?? '', restartCount: restartCountOf(cur) };
+  if (!cur) {
+    return { ...base, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? 'ContainerCreating', ...(waiting?.message ? { message: waiting.message } : {}) } } };
+  }
+  const containerID = `${inputs.runtimeName}://${cur.id}`;
+  if (cur.state === 'CONTAINER_RUNNING') {
+    const hasReadinessProbe = !!spec.readinessProbe;
+    const ready = hasReadinessProbe ? inputs.readiness.get(cur.id) === true : !inputs.terminating;
+    return {
+      ...base, containerID, ready, started: true,
+      state: { running: { startedAt: date(cur.startedAt) as Date } },
+      ...(prev ? { lastState: terminatedState(prev, inputs.runtimeName) } : {}),
+    };
+  }
+  if (cur.state === 'CONTAINER_EXITED' && waiting) {
+    // Exited and held back (crash loop, or a restart that failed): waiting, with the exit as lastState.
+    return { ...base, containerID, ready: false, started: false, state: { waiting: { reason: waiting.reason, message: waiting.message } }, lastState: terminatedState(cur, inputs.runtimeName) };
+  }
+  if (cur.state === 'CONTAINER_EXITED') {
+    return { ...base, containerID, ready: false, started: false, state: terminatedState(cur, inputs.runtimeName), ...(prev ? { lastState: terminatedState(prev, inputs.runtimeName) } : {}) };
+  }
+  return { ...base, containerID, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? 'ContainerCreating', ...(waiting?.message ? { message: waiting.message } : {}) } } };
+}
+
+/** Upstream's getPhase, for app containers once init is done. */
+export function podPhase(pod: V1Pod, statuses: V1ContainerStatus[], initDone: boolean, initFailed: boolean): string {
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  if (initFailed) return 'Failed';
+  if (!initDone) return 'Pending';
+  let waiting = 0, running = 0, stopped = 0, succeeded = 0, unknown = 0;
+  for (const s of statuses) {
+    if (s.state?.running) running++;
+    else if (s.state?.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.state?.waiting) {
+      if (s.lastState?.terminated) stopped++;
+      else waiting++;
+    } else unknown++;
+  }
+  if (waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
+    if (policy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (policy === 'Never') return 'Failed';
+    return 'Running';
+  }
+  return 'Pending';
+}
+
+/** Guaranteed, Burstable or BestEffort, as upstream's GetPodQOS decides. */
+export function qosClass(pod: V1Pod): string {
+  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  let any = false;
+  let guaranteed = true;
+  for (const c of all) {
+    const req = c.resources?.requests ?? {};
+    const lim = c.resources?.limits ?? {};
+    for (const r of ['cpu', 'memory']) {
+      if (req[r] !== undefined || lim[r] !== undefined) any = true;
+      if (lim[r] === undefined) guaranteed = false;
+      else if (req[r] !== undefined) {
+        const same = r === 'cpu' ? milliCPU(req[r]) === milliCPU(lim[r]) : bytes(req[r]) === bytes(lim[r]);
+        if (!same) guaranteed = false;
+      }
+    }
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
+function condition(type: string, ok: boolean, inputs: StatusInputs, reason?: string, message?: string): V1PodCondition {
+  const status = ok ? 'True' : 'False';
+  const prev = inputs.previous?.conditions?.find((c) => c.type === type);
+  const lastTransitionTime = prev && prev.status === status ? prev.lastTransitionTime : new Date();
+  return { type, status, lastTransitionTime: lastTransitionTime as Date, ...(reason && !ok ? { reason } : {}), ...(message && !ok ? { message } : {}) } as V1PodCondition;
+}
+
+/**
+ * Computes a pod's full v1 PodStatus from its spec and the runtime's view: phase,
+ * conditions, container and init container statuses (state, lastState, restartCount, image,
+ * imageID, containerID, started, ready), IPs and QoS class.
+ */
+export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, inputs: StatusInputs): V1PodStatus {
+  const byName = new Map<string, ContainerStatus[]>();
+  for (const c of rs?.containers ?? []) {
+    const list = byName.get(c.metadata.name) ?? [];
+    list.push(c);
+    byName.set(c.metadata.name, list);
+  }
+  const inits = pod.spec?.initContainers ?? [];
+  const initStatuses = inits.map((c) => containerStatus(pod, c, byName.get(c.name) ?? [], inputs));
+  const statuses = (pod.spec?.containers ?? []).map((c) => containerStatus(pod, c, byName.get(c.name) ?? [], inputs));
+  const initDone = initStatuses.every((s) => s.state?.terminated?.exitCode === 0);
+  const initFailed = (pod.spec?.restartPolicy ?? 'Always') === 'Never' && initStatuses.some((s) => (s.state?.terminated?.exitCode ?? 0) !== 0);
+
+  const sandbox = rs?.sandboxes[0];
+  const sandboxReady = sandbox?.state === 'SANDBOX_READY';
+  const podIP = isHostNetwork(pod) ? inputs.nodeIP : sandboxReady ? sandbox!.ip : (inputs.previous?.podIP ?? '');
+  const podIPs = isHostNetwork(pod) ? [inputs.nodeIP] : sandboxReady ? [sandbox!.ip, ...sandbox!.additionalIps].filter(Boolean) : (inputs.previous?.podIPs?.map((p) => p.ip) ?? []);
+
+  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const containersReady = unready.length === 0 && statuses.length > 0;
+  const unreadyMsg = `containers with unready status: [${unready.join(' ')}]`;
+  const uninitialized = initStatuses.filter((s) => s.state?.terminated?.exitCode !== 0).map((s) => s.name);
+
+  let phase = podPhase(pod, statuses, initDone, initFailed);
+  if (inputs.rejected) phase = 'Failed';
+  const status: V1PodStatus = {
+    phase,
+    conditions: [
+      condition('PodReadyToStartContainers', sandboxReady, inputs),
+      condition('Initialized', initDone, inputs, 'ContainersNotInitialized', `containers with incomplete status: [${uninitialized.join(' ')}]`),
+      condition('Ready', containersReady && phase === 'Running', inputs, phase === 'Succeeded' || phase === 'Failed' ? 'PodCompleted' : 'ContainersNotReady', unreadyMsg),
+      condition('ContainersReady', containersReady, inputs, phase === 'Succeeded' || phase === 'Failed' ? 'PodCompleted' : 'ContainersNotReady', unreadyMsg),
+      condition('PodScheduled', true, inputs),
+    ],
+    hostIP: inputs.nodeIP,
+    hostIPs: [{ ip: inputs.nodeIP }],
+    ...(podIP ? { podIP, podIPs: podIPs.map((ip) => ({ ip })) } : {}),
+    startTime: inputs.startTime,
+    ...(inits.length ? { initContainerStatuses: initStatuses } : {}),
+    containerStatuses: statuses,
+    qosClass: qosClass(pod),
+  };
+  if (inputs.rejected) {
+    status.reason = inputs.rejected.reason;
+    status.message = inputs.rejected.message;
+  }
+  return status;
+}

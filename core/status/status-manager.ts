@@ -1,0 +1,102 @@
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { Logger } from '../logger.ts';
+import type { KubeletHooks } from '../hooks.ts';
+import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
+import { computePodStatus, type StatusInputs } from './pod-status.ts';
+
+interface PodEntry {
+  status: V1PodStatus | undefined;
+  startTime: Date;
+  waiting: Map<string, { reason: string; message: string }>;
+  rejected?: { reason: string; message: string };
+}
+
+/**
+ * Keeps the latest v1 PodStatus of every pod the kubelet knows. The pod's worker calls
+ * `update` after each sync (so a container start shows at once, not one relist later);
+ * readiness comes from probe results. A change users can see is logged and announced on
+ * `podStatusChanged`.
+ */
+export class StatusManager {
+  private readonly pods = new Map<string, PodEntry>();
+  private readonly readiness = new Map<string, boolean>();
+
+  constructor(private readonly deps: { hooks: KubeletHooks; logger: Logger; nodeIP: string; runtimeName: () => string }) {}
+
+  /** The current status, if computed. */
+  get(uid: string): V1PodStatus | undefined {
+    return this.pods.get(uid)?.status;
+  }
+
+  /** Records why containers wait (from the last sync), replacing the previous reasons. */
+  setWaiting(uid: string, waiting: Map<string, { reason: string; message: string }>): void {
+    this.entry(uid).waiting = waiting;
+  }
+
+  /** Marks a pod rejected at admission: it reports phase Failed with this reason. */
+  reject(uid: string, reason: string, message: string): void {
+    this.entry(uid).rejected = { reason, message };
+  }
+
+  /** Sets a container's readiness (from a probe result). */
+  setReadiness(containerId: string, ready: boolean): void {
+    this.readiness.set(containerId, ready);
+  }
+
+  /** Recomputes a pod's status from the runtime's view; runs the podStatus hook. */
+  async update(pod: V1Pod, rs: PodRuntimeStatus | undefined, terminating = false): Promise<V1PodStatus> {
+    const uid = pod.metadata!.uid!;
+    const entry = this.entry(uid);
+    const inputs: StatusInputs = {
+      nodeIP: this.deps.nodeIP,
+      runtimeName: this.deps.runtimeName(),
+      waiting: entry.waiting,
+      readiness: this.readiness,
+      startTime: entry.startTime,
+      previous: entry.status,
+      terminating,
+      ...(entry.rejected ? { rejected: entry.rejected } : {}),
+    };
+    let status = computePodStatus(pod, rs, inputs);
+    status = await this.deps.hooks.podStatus.promise(status, pod);
+    const before = entry.status;
+    entry.status = status;
+    if (!before || summary(before) !== summary(status)) {
+      this.deps.logger.info(
+        { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, phase: status.phase, podIP: status.podIP, containers: containerSummary(status) },
+        'pod status changed',
+      );
+      this.deps.hooks.podStatusChanged.call(pod, status);
+    }
+    return status;
+  }
+
+  /** Forgets a pod and the readiness of its containers. */
+  delete(uid: string, containerIds: string[] = []): void {
+    this.pods.delete(uid);
+    for (const id of containerIds) this.readiness.delete(id);
+  }
+
+  private entry(uid: string): PodEntry {
+    let e = this.pods.get(uid);
+    if (!e) {
+      e = { status: undefined, startTime: new Date(), waiting: new Map() };
+      this.pods.set(uid, e);
+    }
+    return e;
+  }
+}
+
+function containerSummary(s: V1PodStatus): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const c of [...(s.initContainerStatuses ?? []), ...(s.containerStatuses ?? [])]) {
+    const st = c.state?.running ? 'running' : c.state?.terminated ? `terminated:${c.state.terminated.reason}` : `waiting:${c.state?.waiting?.reason ?? ''}`;
+    out[c.name] = `${st} ready=${c.ready} restarts=${c.restartCount}`;
+  }
+  return out;
+}
+
+/** What users see change: phase, IP, readiness, each container's state and restarts. */
+function summary(s: V1PodStatus): string {
+  return JSON.stringify([s.phase, s.podIP, s.reason, s.conditions?.map((c) => c.status), containerSummary(s)]);
+}

@@ -1,0 +1,14 @@
+// The default plugin bundle: what `kubelet-ts` runs with when no --config is given.
+// Copy this file to start your own; every field is optional (see README "Configuration").
+import { defineConfig } from 'kubelet-ts';
+
+export default defineConfig({
+  rootDir: '/var/lib/kubelet',
+  podLogsDir: '/var/log/pods',
+  staticPodPath: '/etc/kubernetes/manifests',
+  containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+  readOnlyPort: 10255,
+  plugins: [
+    ['cri-containerd', { pullTimeoutSeconds: 600 }],
+  ],
+});

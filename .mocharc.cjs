@@ -1,0 +1,26 @@
+'use strict';
+
+// Mocha merges a `spec` given on the command line (`--spec x` or a positional file) with
+// the one in this file instead of replacing it, so `npm run test:unit` would run every
+// test. Use this file's spec only when the command line names none.
+const OPTIONS_WITH_VALUE = new Set(['--require', '-r', '--file', '--config', '--reporter', '-R', '--ignore', '--exclude', '--grep', '-g', '--fgrep', '-f', '--timeout', '-t', '--slow', '-s', '--node-option', '-n', '--reporter-option', '--reporter-options', '-O', '--ui', '-u', '--extension', '--package', '--jobs', '-j', '--retries']);
+const args = process.argv.slice(2);
+const cliHasSpec = args.some(
+  (a, i) =>
+    a === '--spec' ||
+    a.startsWith('--spec=') ||
+    (!a.startsWith('-') && !OPTIONS_WITH_VALUE.has(args[i - 1] ?? '') && /\.[cm]?[jt]s$|[*{]/.test(a) && !/(^|\/)mocha(\.js)?$|cli\.js$/.test(a)),
+);
+
+// Mocha runs TypeScript through tsx's ESM loader (`--import=tsx` in the worker node
+// process), so spec files and the root hook plugin below are plain .ts modules.
+module.exports = {
+  ...(cliHasSpec ? {} : { spec: ['test/**/*.test.ts'] }),
+  extension: ['ts'],
+  'node-option': ['import=tsx'],
+  // Root hook plugin: stops the shared node environment (containerd, registry) after all
+  // tests, if a test started it. Tests must clean up after themselves: no `exit: true`.
+  require: ['test/support/root-hooks.ts'],
+  timeout: 30000,
+  reporter: 'spec',
+};

@@ -1,0 +1,145 @@
+import type {
+  ContainerConfig, ContainerRuntime, ContainerStatus, ContainerSummary, ExecResult, ImageInfo,
+  PodSandboxConfig, PullAuth, RuntimeVersion, SandboxStatus, SandboxSummary,
+} from '../../core/runtime/types.ts';
+import type { CriClient } from './cri-client.ts';
+
+/** Deadlines of the calls: most use `requestTimeoutMs`; these need their own. */
+export interface CriTimeouts { requestTimeoutMs: number; pullTimeoutMs: number }
+
+/** CRI int64 nanoseconds (a decimal string with our loader options) → milliseconds. */
+const nsToMs = (ns: string | number | null | undefined): number => (ns ? Number(BigInt(ns) / 1_000_000n) : 0);
+
+const labelsOf = (m: Record<string, string> | null | undefined) => ({ ...(m ?? {}) });
+
+/**
+ * ContainerRuntime over CRI v1: maps the core's calls one to one onto RuntimeService and
+ * ImageService RPCs (the core's types already use CRI's field names).
+ */
+export class CriRuntime implements ContainerRuntime {
+  constructor(private readonly client: CriClient, private readonly timeouts: CriTimeouts) {}
+
+  private rt<T = any>(method: string, request: object, timeoutMs = this.timeouts.requestTimeoutMs): Promise<T> {
+    return this.client.callRuntime<T>(method, request, timeoutMs);
+  }
+
+  async version(): Promise<RuntimeVersion> {
+    const r = await this.rt('Version', { version: 'v1' });
+    return { runtimeName: r.runtimeName, runtimeVersion: r.runtimeVersion, runtimeApiVersion: r.runtimeApiVersion };
+  }
+
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
+    const r = await this.rt('RunPodSandbox', { config, runtimeHandler });
+    return r.podSandboxId;
+  }
+
+  async stopPodSandbox(id: string): Promise<void> {
+    await this.rt('StopPodSandbox', { podSandboxId: id });
+  }
+
+  async removePodSandbox(id: string): Promise<void> {
+    await this.rt('RemovePodSandbox', { podSandboxId: id });
+  }
+
+  async podSandboxStatus(id: string): Promise<SandboxStatus> {
+    const r = await this.rt('PodSandboxStatus', { podSandboxId: id, verbose: true });
+    const s = r.status;
+    let netnsPath: string | undefined;
+    try {
+      const info = JSON.parse(r.info?.info ?? '{}');
+      netnsPath = info?.runtimeSpec?.linux?.namespaces?.find((n: { type: string }) => n.type === 'network')?.path;
+    } catch {
+      netnsPath = undefined;
+    }
+    return {
+      id: s.id,
+      metadata: s.metadata,
+      state: s.state,
+      createdAt: nsToMs(s.createdAt),
+      labels: labelsOf(s.labels),
+      annotations: labelsOf(s.annotations),
+      ip: s.network?.ip ?? '',
+      additionalIps: (s.network?.additionalIps ?? []).map((p: { ip: string }) => p.ip),
+      ...(netnsPath ? { netnsPath } : {}),
+    };
+  }
+
+  async listPodSandboxes(filter?: { labelSelector?: Record<string, string> }): Promise<SandboxSummary[]> {
+    const r = await this.rt('ListPodSandbox', { filter: filter?.labelSelector ? { labelSelector: filter.labelSelector } : null });
+    return (r.items ?? []).map((s: any) => ({
+      id: s.id, metadata: s.metadata, state: s.state, createdAt: nsToMs(s.createdAt),
+      labels: labelsOf(s.labels), annotations: labelsOf(s.annotations),
+    }));
+  }
+
+  async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
+    const r = await this.rt('CreateContainer', { podSandboxId: sandboxId, config, sandboxConfig });
+    return r.containerId;
+  }
+
+  async startContainer(id: string): Promise<void> {
+    await this.rt('StartContainer', { containerId: id });
+  }
+
+  async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+    // The runtime waits up to `timeout` before SIGKILL: the deadline must outlast it.
+    await this.rt('StopContainer', { containerId: id, timeout: timeoutSeconds }, timeoutSeconds * 1000 + this.timeouts.requestTimeoutMs);
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    await this.rt('RemoveContainer', { containerId: id });
+  }
+
+  async listContainers(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerSummary[]> {
+    const f = filter ? { labelSelector: filter.labelSelector ?? {}, podSandboxId: filter.podSandboxId ?? '' } : null;
+    const r = await this.rt('ListContainers', { filter: f });
+    return (r.containers ?? []).map((c: any) => ({
+      id: c.id, podSandboxId: c.podSandboxId, metadata: c.metadata, image: c.image?.image ?? '', imageRef: c.imageRef,
+      state: c.state, createdAt: nsToMs(c.createdAt), labels: labelsOf(c.labels), annotations: labelsOf(c.annotations),
+    }));
+  }
+
+  async containerStatus(id: string): Promise<ContainerStatus> {
+    const r = await this.rt('ContainerStatus', { containerId: id, verbose: false });
+    const s = r.status;
+    const labels = labelsOf(s.labels);
+    return {
+      id: s.id,
+      podSandboxId: '',
+      metadata: s.metadata,
+      image: s.image?.image ?? '',
+      imageRef: s.imageRef,
+      state: s.state,
+      createdAt: nsToMs(s.createdAt),
+      startedAt: nsToMs(s.startedAt),
+      finishedAt: nsToMs(s.finishedAt),
+      exitCode: s.exitCode,
+      reason: s.reason,
+      message: s.message,
+      labels,
+      annotations: labelsOf(s.annotations),
+      logPath: s.logPath,
+    };
+  }
+
+  async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
+    const r = await this.rt('ExecSync', { containerId: id, cmd, timeout: timeoutSeconds }, timeoutSeconds * 1000 + this.timeouts.requestTimeoutMs);
+    return { stdout: Buffer.from(r.stdout ?? []), stderr: Buffer.from(r.stderr ?? []), exitCode: r.exitCode };
+  }
+
+  async imageStatus(image: string): Promise<ImageInfo | null> {
+    const r = await this.client.callImage('ImageStatus', { image: { image } }, this.timeouts.requestTimeoutMs);
+    const i = r.image;
+    if (!i || !i.id) return null;
+    return { id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0) };
+  }
+
+  async pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string> {
+    const r = await this.client.callImage('PullImage', { image: { image }, auth: auth ?? null, sandboxConfig: sandboxConfig ?? null }, this.timeouts.pullTimeoutMs);
+    return r.imageRef;
+  }
+
+  async close(): Promise<void> {
+    this.client.close();
+  }
+}

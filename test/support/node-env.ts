@@ -1,0 +1,88 @@
+import { readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
+
+/**
+ * The real node environment (registry + containerd) shared by all integration tests of one
+ * mocha run. It starts lazily on the first getNodeEnv() call, so unit-only runs never start
+ * containerd, and stops in the root afterAll hook (test/support/root-hooks.ts).
+ *
+ * Tests share containerd: each test uses its own pod names, namespaces and directories, and
+ * removes what it creates.
+ */
+
+const PREFIX = 'kubelet-ts-test-';
+
+let envPromise: Promise<NodeEnv> | undefined;
+
+/** Log lines of the environment go to stderr when KUBELET_TS_TEST_LOG=1. */
+function log(line: string): void {
+  if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`[node-env] ${line}\n`);
+}
+
+/** The base dir of this run's environment: `<os tmp>/kubelet-ts-test-<pid>`. */
+export function nodeEnvBaseDir(): string {
+  return join(tmpdir(), `${PREFIX}${process.pid}`);
+}
+
+/** Why integration tests cannot run here (not root, a package missing), or undefined. */
+export function nodeEnvSkipReason(): string | undefined {
+  return nodeEnvUnavailableReason();
+}
+
+/** Starts the shared environment once per run (memoized) and returns it. */
+export function getNodeEnv(): Promise<NodeEnv> {
+  envPromise ??= (async () => {
+    await sweepStaleTestEnvs();
+    return startNodeEnv({ baseDir: nodeEnvBaseDir(), log, removeOnStop: !process.env.KUBELET_TS_KEEP_TEST_ENV });
+  })();
+  // A failed start is not retried by later callers: they get the same error.
+  return envPromise;
+}
+
+/** True if getNodeEnv() was called in this run. */
+export function nodeEnvStarted(): boolean {
+  return envPromise !== undefined;
+}
+
+/** Stops the shared environment if it was started. Idempotent. */
+export async function stopNodeEnv(): Promise<void> {
+  if (!envPromise) return;
+  const p = envPromise;
+  let env: NodeEnv;
+  try {
+    env = await p;
+  } catch {
+    return; // start failed and cleaned up after itself
+  }
+  await env.stop();
+}
+
+/** Removes environments of earlier runs whose process died without stopping them. */
+async function sweepStaleTestEnvs(): Promise<void> {
+  const dir = tmpdir();
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith(PREFIX)) continue;
+    const pid = Number(name.slice(PREFIX.length));
+    if (!(pid > 0) || pid === process.pid || alive(pid)) continue;
+    const base = join(dir, name);
+    log(`sweeping stale test env ${base}`);
+    try {
+      await stopStaleContainerd(join(base, 'containerd'), log);
+      await stopStaleRegistry(join(base, 'registry'), log);
+      await rm(base, { recursive: true, force: true });
+    } catch (err) {
+      log(`could not sweep ${base}: ${(err as Error).message}`);
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

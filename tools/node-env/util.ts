@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Options for {@link run}. */
+export interface RunOptions {
+  /** Kill the command (SIGKILL) after this many milliseconds. Default 60 s. */
+  timeoutMs?: number;
+  /** Extra environment variables. */
+  env?: NodeJS.ProcessEnv;
+  /** Working directory. */
+  cwd?: string;
+  /** Resolve with the output instead of rejecting on a non-zero exit. */
+  allowFailure?: boolean;
+  /** Data written to stdin. */
+  input?: string;
+}
+
+/** The result of {@link run}. */
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a command to completion with a time limit and returns its output. Rejects with an
+ * error naming the command and its stderr when it fails, unless `allowFailure` is set.
+ */
+export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: opts.env ? { ...process.env, ...opts.env } : process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd}: ${err.message}`));
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (timedOut) {
+        reject(new Error(`${cmd} ${args.join(' ')}: timed out after ${timeoutMs} ms\n${stderr}`));
+      } else if (code !== 0 && !opts.allowFailure) {
+        reject(new Error(`${cmd} ${args.join(' ')}: exit ${code}\n${stderr.trim() || stdout.trim()}`));
+      } else {
+        resolve({ code, stdout, stderr });
+      }
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Finds an executable on PATH (plus the sbin directories, which a non-login root shell may lack). */
+export function which(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+  for (const dir of dirs) {
+    if (!dir) continue;
+    const p = join(dir, name);
+    if (existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+/** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Polls `check` every `intervalMs` until it returns true, for at most `timeoutMs`.
+ * Rejects with `what` in the message when time runs out.
+ */
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000, intervalMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (err) {
+      lastErr = err;
+    }
+    await sleep(intervalMs);
+  }
+  const detail = lastErr instanceof Error ? `: ${lastErr.message}` : '';
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
+}
+
+/** True if a process with this pid exists. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A logger that receives one line at a time. */
+export type LineLog = (line: string) => void;
+
+/** The default log: nothing. */
+export const noLog: LineLog = () => {};

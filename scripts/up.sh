@@ -12,27 +12,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static iptables iproute2)
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "scripts/up.sh: installing ${missing[*]}"
-  # Packages like containerd and docker-registry start a system-wide service on install;
-  # we run our own private instances, so keep the init scripts from starting theirs.
-  policy_rc_d=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    policy_rc_d=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\nexit 101\n' > "$policy_rc_d"
-    chmod +x "$policy_rc_d"
-    trap 'rm -f "$policy_rc_d"' EXIT
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update
-  apt-get install -y --no-install-recommends "${missing[@]}"
-  if [ -n "$policy_rc_d" ]; then rm -f "$policy_rc_d"; trap - EXIT; fi
-fi
+scripts/install-node-packages.sh
 
 if ! command -v node >/dev/null 2>&1; then
   echo "scripts/up.sh: Node.js >= 20 is required (https://nodejs.org or the NodeSource Debian packages)" >&2

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { loadCriPackage, type CriServiceClient } from '../../plugins/cri-containerd/proto-loader.ts';
 import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv, nodeEnvSkipReason } from '../support/node-env.ts';
+import { getNodeEnv } from '../support/node-env.ts';
 
 /**
  * Proves the real node environment works with real components only: images built from
@@ -111,14 +111,6 @@ async function mountsUnder(dir: string): Promise<string[]> {
 
 describe('node environment (real containerd, registry, CNI)', function () {
   this.timeout(120_000);
-
-  before(function () {
-    const reason = nodeEnvSkipReason();
-    if (reason) {
-      if (process.env.CI) throw new Error(reason);
-      this.skip();
-    }
-  });
 
   it('pulls the busybox image from our registry with ctr', async () => {
     const env = await getNodeEnv();

@@ -1,7 +1,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
+import { startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
 
 /**
  * The real node environment (registry + containerd) shared by all integration tests of one
@@ -24,11 +24,6 @@ function log(line: string): void {
 /** The base dir of this run's environment: `<os tmp>/kubelet-ts-test-<pid>`. */
 export function nodeEnvBaseDir(): string {
   return join(tmpdir(), `${PREFIX}${process.pid}`);
-}
-
-/** Why integration tests cannot run here (not root, a package missing), or undefined. */
-export function nodeEnvSkipReason(): string | undefined {
-  return nodeEnvUnavailableReason();
 }
 
 /** Starts the shared environment once per run (memoized) and returns it. */

@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { LABEL } from '../../core/runtime/labels.ts';
+import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
+import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
+import { freePort } from '../../tools/node-env/util.ts';
+import type { NodeEnv } from '../../tools/node-env/index.ts';
+import { getNodeEnv } from '../support/node-env.ts';
+import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+
+/** GET a URL on loopback or a pod this test created; bounded by a timeout. */
+function get(url: string, timeoutMs = 3000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * Static pods on real containerd: a manifest dropped in the directory runs to Running with
+ * a full status, served on /pods; an edit replaces the pod; a removed file removes every
+ * container and sandbox; a bad manifest or a missing image affects no other pod.
+ */
+describe('static pods on containerd', function () {
+  this.timeout(90_000);
+  let env: NodeEnv;
+  let t: TestKubelet;
+  let cri: CriRuntime;
+  const ns = 'static-pods-test';
+
+  before(async function () {
+    env = await getNodeEnv();
+    cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
+    t = await startTestKubelet({
+      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
+      config: { readOnlyPort: await freePort(), crashLoopBackOff: { initialMs: 500, maxMs: 2000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 } },
+    });
+  });
+
+  after(async function () {
+    // Remove every manifest so the kubelet removes its pods, then stop it.
+    for (const f of await fs.readdir(t.manifestDir).catch(() => [] as string[])) await t.removeManifest(f);
+    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 60_000, 'all pods removed').catch(() => {});
+    await t.stop();
+    await cri.close();
+    await fs.rm(t.dir, { recursive: true, force: true });
+  });
+
+  const sandboxesOf = async (uid: string) => cri.listPodSandboxes({ labelSelector: { [LABEL.podUID]: uid } });
+  const containersOf = async (uid: string) => cri.listContainers({ labelSelector: { [LABEL.podUID]: uid } });
+
+  it('runs a dropped manifest to Running with a full status, served on GET /pods', async () => {
+    const web = podManifest('web', [{
+      name: 'httpd',
+      image: env.images.busybox,
+      command: ['sh', '-c', 'mkdir -p /www && echo served-by-pod > /www/index.html && exec httpd -f -p 8080 -h /www'],
+      ports: [{ containerPort: 8080 }],
+    }], { terminationGracePeriodSeconds: 1 }, { namespace: ns });
+    await t.writeManifest('web.yaml', web);
+    const pod = (await t.waitForPod('web', isRunning, 30_000, 'Running'))!;
+    const st = pod.status!;
+    assert.equal(st.phase, 'Running');
+    assert.match(st.podIP ?? '', /^10\.88\.\d+\.\d+$/);
+    assert.equal(st.hostIP, '127.0.0.1');
+    const cs = st.containerStatuses![0]!;
+    assert.equal(cs.name, 'httpd');
+    assert.equal(cs.ready, true);
+    assert.equal(cs.started, true);
+    assert.equal(cs.restartCount, 0);
+    assert.match(cs.containerID ?? '', /^containerd:\/\/[0-9a-f]{64}$/);
+    assert.match(cs.imageID ?? '', /sha256:[0-9a-f]{64}/);
+    assert.ok(cs.state?.running?.startedAt);
+    for (const type of ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready']) {
+      assert.equal(st.conditions?.find((c) => c.type === type)?.status, 'True', `condition ${type}`);
+    }
+
+    // The sandbox and container carry the upstream labels; the log file is where upstream puts it.
+    const uid = pod.metadata!.uid!;
+    const [sb] = await sandboxesOf(uid);
+    assert.equal(sb!.labels[LABEL.podName], 'web-test-node');
+    assert.equal(sb!.labels[LABEL.podNamespace], ns);
+    const [c] = await containersOf(uid);
+    assert.equal(c!.labels[LABEL.containerName], 'httpd');
+    const logFile = path.join(t.config.podLogsDir, `${ns}_web-test-node_${uid}`, 'httpd', '0.log');
+    await fs.access(logFile);
+
+    // The pod really serves on its IP, and /pods shows it as the upstream read-only port does.
+    const page = await get(`http://${st.podIP}:8080/`);
+    assert.equal(page.body.trim(), 'served-by-pod');
+    const list = JSON.parse((await get(`http://127.0.0.1:${t.kubelet.readOnlyPort}/pods`)).body);
+    assert.equal(list.kind, 'PodList');
+    const listed = list.items.find((p: any) => p.metadata.name === 'web-test-node');
+    assert.equal(listed.status.phase, 'Running');
+    assert.equal(listed.status.podIP, st.podIP);
+    assert.equal((await get(`http://127.0.0.1:${t.kubelet.readOnlyPort}/healthz`)).body, 'ok');
+  });
+
+  it('replaces the pod when its manifest is edited', async () => {
+    const v1 = podManifest('edited', [{ name: 'main', image: env.images.busybox, command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns });
+    await t.writeManifest('edited.yaml', v1);
+    const first = (await t.waitForPod('edited', isRunning, 30_000, 'Running'))!;
+    const oldUid = first.metadata!.uid!;
+    const v2 = podManifest('edited', [{ name: 'main', image: env.images.busybox, command: ['sleep', '7200'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns });
+    await t.writeManifest('edited.yaml', v2);
+    const second = (await t.waitForPod('edited', (p) => isRunning(p) && p!.metadata!.uid !== oldUid, 30_000, 'replaced and Running'))!;
+    assert.notEqual(second.metadata!.uid, oldUid);
+    assert.equal((await sandboxesOf(oldUid)).length, 0, 'old sandbox removed');
+    assert.equal((await containersOf(oldUid)).length, 0, 'old containers removed');
+    const [c] = await containersOf(second.metadata!.uid!);
+    assert.deepEqual((await cri.containerStatus(c!.id)).state, 'CONTAINER_RUNNING');
+  });
+
+  it('removes every container and the sandbox when the manifest goes', async () => {
+    await t.writeManifest('gone.yaml', podManifest('gone', [{ name: 'main', image: env.images.busybox, command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = (await t.waitForPod('gone', isRunning, 30_000, 'Running'))!;
+    const uid = pod.metadata!.uid!;
+    const logDir = path.join(t.config.podLogsDir, `${ns}_gone-test-node_${uid}`);
+    await t.removeManifest('gone.yaml');
+    await t.waitForPod('gone', (p) => p === undefined, 20_000, 'removed');
+    assert.equal((await sandboxesOf(uid)).length, 0);
+    assert.equal((await containersOf(uid)).length, 0);
+    await assert.rejects(fs.access(logDir), 'log directory removed');
+  });
+
+  it('keeps other pods running when a manifest is invalid or an image does not exist', async () => {
+    await t.writeManifest('broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: broken}\nspec:\n  containers: [ {name: x}\n');
+    await t.writeManifest('noimage.yaml', podManifest('noimage', [{ name: 'main', image: `${env.registry}/kubelet-ts/does-not-exist:1` }], {}, { namespace: ns }));
+    await t.writeManifest('fine.yaml', podManifest('fine', [{ name: 'main', image: env.images.busybox, command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    await t.waitForPod('fine', isRunning, 30_000, 'Running');
+    const waitingReason = (p: any) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason;
+    const pulled = await t.waitForPod('noimage', (p) => waitingReason(p) === 'ErrImagePull', 20_000, 'ErrImagePull');
+    assert.match(pulled!.status!.containerStatuses![0]!.state!.waiting!.message!, /does-not-exist/);
+    assert.equal(pulled!.status!.phase, 'Pending');
+    await t.waitForPod('noimage', (p) => waitingReason(p) === 'ImagePullBackOff', 20_000, 'ImagePullBackOff');
+    assert.equal(t.pod('broken'), undefined, 'the invalid manifest makes no pod');
+    assert.equal(t.kubelet.healthz(), 'ok');
+    for (const f of ['broken.yaml', 'noimage.yaml', 'fine.yaml']) await t.removeManifest(f);
+    await t.waitForPod('fine', (p) => p === undefined, 20_000, 'removed');
+    await t.waitForPod('noimage', (p) => p === undefined, 20_000, 'removed');
+  });
+
+  it('restarts a crashing container with a growing restart count and CrashLoopBackOff', async () => {
+    await t.writeManifest('crash.yaml', podManifest('crash', [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'echo dying; exit 3'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = await t.waitForPod('crash', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 2, 30_000, 'restartCount >= 2');
+    const cs = pod!.status!.containerStatuses![0]!;
+    const last = cs.lastState?.terminated ?? cs.state?.terminated;
+    assert.equal(last?.exitCode, 3);
+    assert.equal(last?.reason, 'Error');
+    await t.waitForPod('crash', (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff', 20_000, 'CrashLoopBackOff');
+    assert.equal(t.pod('crash')!.status!.phase, 'Running', 'a restarting pod with restartPolicy Always is Running, as upstream reports it');
+    await t.removeManifest('crash.yaml');
+    await t.waitForPod('crash', (p) => p === undefined, 20_000, 'removed');
+  });
+
+  it('gives a hostNetwork pod the node IP and no pod network', async () => {
+    await t.writeManifest('hostnet.yaml', podManifest('hostnet', [{ name: 'main', image: env.images.busybox, command: ['sleep', '3600'] }], { hostNetwork: true, terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = (await t.waitForPod('hostnet', isRunning, 30_000, 'Running'))!;
+    assert.equal(pod.status!.podIP, '127.0.0.1');
+    const [sb] = await sandboxesOf(pod.metadata!.uid!);
+    assert.equal((await cri.podSandboxStatus(sb!.id)).ip, '', 'the runtime gave the sandbox no pod IP');
+    await t.removeManifest('hostnet.yaml');
+    await t.waitForPod('hostnet', (p) => p === undefined, 20_000, 'removed');
+  });
+});

@@ -1,0 +1,102 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
+import { Kubelet } from '../../core/kubelet.ts';
+import { createLogger, silentLogger } from '../../core/logger.ts';
+
+/** A full resolved config for tests: fast periods, dirs under `dir`, overridable. */
+export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}): KubeletConfig {
+  return {
+    nodeName: 'test-node',
+    nodeIP: '127.0.0.1',
+    rootDir: path.join(dir, 'root'),
+    podLogsDir: path.join(dir, 'logs'),
+    staticPodPath: path.join(dir, 'manifests'),
+    fileCheckFrequencyMs: 1000,
+    syncFrequencyMs: 60_000,
+    plegRelistPeriodMs: 300,
+    containerRuntimeEndpoint: 'unix:///nonexistent.sock',
+    runtimeRequestTimeoutMs: 30_000,
+    address: '127.0.0.1',
+    readOnlyPort: 0,
+    maxPods: 110,
+    crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
+    imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
+    hookTimeoutMs: 30_000,
+    logLevel: 'info',
+    plugins: [],
+    configFile: undefined,
+    ...overrides,
+  };
+}
+
+export interface TestKubelet {
+  kubelet: Kubelet;
+  dir: string;
+  config: KubeletConfig;
+  manifestDir: string;
+  /** Writes a manifest file (object → JSON) into the watched directory. */
+  writeManifest(file: string, pod: object | string): Promise<void>;
+  removeManifest(file: string): Promise<void>;
+  /** The pod as the kubelet reports it (by metadata.name as written, before the node suffix). */
+  pod(name: string): V1Pod | undefined;
+  /** Polls until `check(pod)` returns true; bounded by `timeoutMs`. */
+  waitForPod(name: string, check: (pod: V1Pod | undefined) => boolean, timeoutMs?: number, what?: string): Promise<V1Pod | undefined>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts an in-process kubelet with its own directories (one per test) and the given
+ * plugins. Logs are silent unless KUBELET_TS_TEST_LOG=1.
+ */
+export async function startTestKubelet(options: { plugins: PluginEntry[]; config?: Partial<KubeletConfig>; dir?: string }): Promise<TestKubelet> {
+  const dir = options.dir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'kts-kubelet-')));
+  const config = testConfig(dir, { plugins: options.plugins, ...options.config });
+  await fs.mkdir(config.staticPodPath!, { recursive: true });
+  const logger = process.env.KUBELET_TS_TEST_LOG ? createLogger({ level: 'debug' }) : silentLogger();
+  const kubelet = new Kubelet(config, logger);
+  await kubelet.start();
+  const fullName = (name: string) => `${name}-${config.nodeName}`;
+  const t: TestKubelet = {
+    kubelet,
+    dir,
+    config,
+    manifestDir: config.staticPodPath!,
+    async writeManifest(file, pod) {
+      const tmp = path.join(config.staticPodPath!, `.${file}.tmp`);
+      await fs.writeFile(tmp, typeof pod === 'string' ? pod : JSON.stringify(pod));
+      await fs.rename(tmp, path.join(config.staticPodPath!, file));
+    },
+    async removeManifest(file) {
+      await fs.rm(path.join(config.staticPodPath!, file), { force: true });
+    },
+    pod(name) {
+      return kubelet.pods().find((p) => p.metadata?.name === fullName(name));
+    },
+    async waitForPod(name, check, timeoutMs = 20_000, what = 'condition') {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const pod = t.pod(name);
+        if (check(pod)) return pod;
+        if (Date.now() > deadline) {
+          throw new Error(`pod ${name}: ${what} not reached within ${timeoutMs} ms; last status: ${JSON.stringify(pod?.status ?? null)}`);
+        }
+        await sleep(100);
+      }
+    },
+    async stop() {
+      await kubelet.stop();
+    },
+  };
+  return t;
+}
+
+/** A minimal pod manifest object. */
+export function podManifest(name: string, containers: object[], spec: object = {}, metadata: object = {}): object {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, ...metadata }, spec: { containers, ...spec } };
+}
+
+export const isRunning = (p: V1Pod | undefined) => p?.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.state?.running);

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, type ConfigFlags } from './config/load.ts';
-import { ConfigError, PluginError, errorMessage } from './errors.ts';
+import { ConfigError, isPluginError, errorMessage } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { Kubelet } from './kubelet.ts';
 
@@ -103,7 +103,7 @@ main().then(
     if (code >= 0) process.exit(code);
   },
   (err) => {
-    const known = err instanceof ConfigError || err instanceof PluginError;
+    const known = err instanceof ConfigError || isPluginError(err);
     process.stderr.write(`kubelet-ts: ${known ? err.message : (err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);
   },

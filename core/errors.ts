@@ -4,8 +4,15 @@
  */
 export type ErrorCode = 'NotFound' | 'InvalidInput' | 'Unavailable' | 'AlreadyExists' | 'DeadlineExceeded' | 'Internal';
 
+// Errors are recognised by a registry-wide symbol, not instanceof: a plugin may bring its
+// own copy of this module (an npm package with its own kubelet-ts, or a loader that loads
+// the file twice), and its errors must still be understood.
+const KUBELET_ERROR = Symbol.for('kubelet-ts.KubeletError');
+const PLUGIN_ERROR = Symbol.for('kubelet-ts.PluginError');
+
 export class KubeletError extends Error {
   readonly code: ErrorCode;
+  readonly [KUBELET_ERROR] = true;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
@@ -13,16 +20,27 @@ export class KubeletError extends Error {
   }
 }
 
+/** True for a KubeletError from any copy of this module. */
+export function isKubeletError(err: unknown): err is KubeletError {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[KUBELET_ERROR] === true;
+}
+
+/** True for a PluginError from any copy of this module. */
+export function isPluginError(err: unknown): err is PluginError {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[PLUGIN_ERROR] === true;
+}
+
 export const notFound = (msg: string, cause?: unknown) => new KubeletError('NotFound', msg, { cause });
 export const invalidInput = (msg: string, cause?: unknown) => new KubeletError('InvalidInput', msg, { cause });
 export const unavailable = (msg: string, cause?: unknown) => new KubeletError('Unavailable', msg, { cause });
 
 export function isNotFound(err: unknown): boolean {
-  return err instanceof KubeletError && err.code === 'NotFound';
+  return isKubeletError(err) && err.code === 'NotFound';
 }
 
 /** An error raised by a plugin, named for the plugin (and the hook, when a tap threw). */
 export class PluginError extends Error {
+  readonly [PLUGIN_ERROR] = true;
   readonly plugin: string;
   readonly hook: string | undefined;
   constructor(plugin: string, message: string, options?: { hook?: string; cause?: unknown }) {

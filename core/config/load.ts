@@ -40,7 +40,9 @@ const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]>
 // same `kubelet-ts` package self-reference) as the rest of the program.
 const importLoader: Loader = async (filepath) => {
   const mod = await import(pathToFileURL(filepath).href);
-  return mod.default ?? mod;
+  // Without a default export, the module's named exports would be read as config fields.
+  if (!('default' in mod)) throw new Error('the file has no default export (export default defineConfig({...}))');
+  return mod.default;
 };
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '../logger.ts';
-import { PluginError, errorMessage } from '../errors.ts';
+import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../config/load.ts';
@@ -128,7 +128,7 @@ export class PluginHost {
     try {
       await plugin.apply(ctx, validated);
     } catch (err) {
-      if (err instanceof PluginError) throw err;
+      if (isPluginError(err)) throw err;
       throw new PluginError(name, errorMessage(err), { cause: err });
     }
     record.applyMs = performance.now() - start;
@@ -167,11 +167,7 @@ export class PluginHost {
       origin = 'builtin';
     } else {
       origin = 'module';
-      try {
-        file = createRequire(path.join(configDir, 'noop.js')).resolve(ref);
-      } catch {
-        throw new PluginError(ref, `unknown plugin: not a built-in (${builtinPluginNames().join(', ')}), not a path, and no npm module '${ref}' is installed where ${configDir} can import it`);
-      }
+      file = resolveModule(ref, configDir);
     }
     let mod: { default?: unknown };
     try {
@@ -181,6 +177,40 @@ export class PluginHost {
     }
     return { plugin: checkShape(mod.default ?? mod, ref), origin, location: file };
   }
+}
+
+/**
+ * Resolves an npm module from `dir`. `require.resolve` finds most packages; an ESM-only
+ * package (whose `exports` has only an `import` condition) is found through that condition.
+ */
+function resolveModule(ref: string, dir: string): string {
+  const require = createRequire(path.join(dir, 'noop.js'));
+  try {
+    return require.resolve(ref);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const esm = code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' ? esmEntry(ref, require.resolve.paths(ref) ?? []) : undefined;
+    if (esm) return esm;
+    if (code !== 'MODULE_NOT_FOUND') throw new PluginError(ref, `cannot resolve npm module '${ref}' from ${dir}: ${errorMessage(err)}`, { cause: err });
+    throw new PluginError(ref, `unknown plugin: not a built-in (${builtinPluginNames().join(', ')}), not a path, and no npm module '${ref}' is installed where ${dir} can import it`);
+  }
+}
+
+/** The file a package's root export names for `import` (first matching condition, as Node picks). */
+function esmEntry(pkg: string, lookupDirs: string[]): string | undefined {
+  const pick = (e: unknown): string | undefined => {
+    if (typeof e === 'string') return e;
+    if (!e || typeof e !== 'object') return undefined;
+    const key = Object.keys(e).find((k) => k === '.' || k === 'import' || k === 'node' || k === 'default');
+    return key === undefined ? undefined : pick((e as Record<string, unknown>)[key]);
+  };
+  for (const dir of lookupDirs) {
+    const pkgDir = path.join(dir, pkg);
+    if (!fs.existsSync(path.join(pkgDir, 'package.json'))) continue;
+    const entry = pick(JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')).exports);
+    return entry ? path.join(pkgDir, entry) : undefined;
+  }
+  return undefined;
 }
 
 function normalizeEntry(entry: PluginEntry, index: number): { ref: string | KubeletPlugin<any>; options: unknown } {

@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.ts';
-import { PluginError, errorMessage } from '../errors.ts';
+import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import type { HookName, KubeletHooks } from '../hooks.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
@@ -28,7 +28,7 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
   const fn = tap.fn;
   const log = logger.child({ plugin, hook });
   const fail = (err: unknown): PluginError => {
-    if (err instanceof PluginError) return err;
+    if (isPluginError(err)) return err;
     const wrapped = new PluginError(plugin, errorMessage(err), { hook, cause: err });
     log.warn({ err: errorMessage(err) }, 'plugin tap failed');
     return wrapped;

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
-import { errorMessage, KubeletError } from '../../core/errors.ts';
+import { errorMessage, isKubeletError } from '../../core/errors.ts';
 import { CriClient } from './cri-client.ts';
 import { CriRuntime } from './cri-runtime.ts';
 import { optionsSchema, type CriContainerdOptions } from './options-schema.ts';
@@ -29,7 +29,7 @@ export default definePlugin<CriContainerdOptions>({
       ctx.logger.info({ endpoint, runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion, runtimeApiVersion: v.runtimeApiVersion }, 'connected to CRI runtime');
     } catch (err) {
       client.close();
-      const code = err instanceof KubeletError ? err.code : 'Internal';
+      const code = isKubeletError(err) ? err.code : "Internal";
       const hint = /unimplemented|unknown service/i.test(errorMessage(err))
         ? 'it does not serve CRI v1 (runtime.v1.RuntimeService); for containerd, check that the cri plugin is not disabled'
         : code === 'DeadlineExceeded' || code === 'Unavailable'

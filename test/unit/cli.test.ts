@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = path.join(REPO, 'bin', 'kubelet-ts.mjs');
+const CASES = path.join(REPO, 'test', 'cases');
+/** Bound on one CLI run: tsx compiles on start, so allow a few seconds, never hang the suite. */
+const RUN_TIMEOUT_MS = 20_000;
+
+interface RunResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+
+/** Runs `node bin/kubelet-ts.mjs ...args` in the repo and returns its exit code and output. */
+function kubeletTs(args: string[]): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: REPO, timeout: RUN_TIMEOUT_MS, killSignal: 'SIGKILL', env: { ...process.env, KUBELET_LOG_LEVEL: 'warn' } },
+      (err, stdout, stderr) => {
+        const e = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;
+        resolve({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('kubelet-ts CLI', function () {
+  this.timeout(RUN_TIMEOUT_MS + 5000);
+  this.slow(5000);
+  let dir: string;
+
+  beforeEach(async function () {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-cli-'));
+  });
+
+  afterEach(async function () {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('--help exits 0 and prints usage with the upstream flags', async function () {
+    const r = await kubeletTs(['--help']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Usage: kubelet-ts \[run\] \[flags\]/);
+    for (const flag of ['--config', '--pod-manifest-path', '--container-runtime-endpoint', '--root-dir', '--node-name', '--read-only-port']) {
+      assert.ok(r.stdout.includes(flag), `usage lacks ${flag}`);
+    }
+    assert.equal(r.stderr, '');
+  });
+
+  it('an unknown flag exits 2 naming the flag, with usage', async function () {
+    const r = await kubeletTs(['--pod-manifest-dir', '/tmp']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^kubelet-ts: Unknown option '--pod-manifest-dir'/);
+    assert.match(r.stderr, /Usage: kubelet-ts/);
+    assert.equal(r.stdout, '');
+  });
+
+  it('an unknown command exits 2 naming it', async function () {
+    const r = await kubeletTs(['frobnicate']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^kubelet-ts: unknown command 'frobnicate'/);
+  });
+
+  it('--read-only-port abc exits non-zero naming the flag, the value and what is allowed', async function () {
+    const r = await kubeletTs(['--read-only-port', 'abc', '--root-dir', dir]);
+    assert.notEqual(r.code, 0);
+    assert.equal(r.signal, null);
+    assert.match(r.stderr, /^kubelet-ts: --read-only-port: 'abc' is not a port number; allowed: an integer 0-65535/);
+  });
+
+  it('--read-only-port out of range exits 1 naming the flag', async function () {
+    const config = path.join(dir, 'kubelet.json');
+    await fs.writeFile(config, '{}');
+    const r = await kubeletTs(['--config', config, '--read-only-port', '70000', '--root-dir', dir]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'kubelet-ts: --read-only-port: readOnlyPort is 70000; allowed: an integer port 0-65535 (0 disables)\n');
+  });
+
+  it('--config with a bad field exits 1 naming the file and the field', async function () {
+    const config = path.join(dir, 'kubelet.yaml');
+    await fs.writeFile(config, 'staticPodPath: ./manifests\nsyncFrequncy: 1m\n');
+    const r = await kubeletTs(['--config', config, '--root-dir', dir]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, new RegExp(`^kubelet-ts: ${escape(config)}: unknown field 'syncFrequncy' \\(allowed fields: nodeName, `));
+    assert.ok(!r.stderr.includes('    at '), 'a config error must not print a stack trace');
+  });
+
+  it('`plugins` prints each plugin, what it provides and which hooks it taps', async function () {
+    const r = await kubeletTs(['plugins', '--config', path.join(CASES, 'inline-stub-runtime', 'kubelet.config.ts'), '--root-dir', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n').map((l) => l.replace(/apply [\d.]+ ms/, 'apply N ms'));
+    assert.deepEqual(lines, [
+      'inline-runtime  (runtime, inline: config)  apply N ms',
+      '  provides: runtime',
+      'inline-admission  (policy, inline: config)  apply N ms',
+      '  taps: admitPod (stage -100)',
+      '  taps: onPressure',
+    ]);
+    const stateDirs = (await fs.readdir(path.join(dir, 'plugin-state'))).sort();
+    assert.deepEqual(stateDirs, ['inline-admission', 'inline-runtime'], 'state dirs go under --root-dir');
+  });
+
+  it('a config with no runtime plugin exits 1 with the missing slot message', async function () {
+    const config = path.join(CASES, 'no-runtime', 'kubelet.config.ts');
+    const r = await kubeletTs(['plugins', '--config', config, '--root-dir', dir]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `kubelet-ts: plugin 'host': no plugin provides the 'runtime' slot: add a runtime plugin (for example 'cri-containerd') to plugins in ${config}\n`);
+    assert.equal(r.stdout, '');
+  });
+
+  it('run with --container-runtime-endpoint to an absent socket exits 1 naming the endpoint', async function () {
+    // podLogsDir has no flag: a config in the temp dir keeps the run from writing under /var/log.
+    const config = path.join(dir, 'kubelet.config.json');
+    await fs.writeFile(config, JSON.stringify({ podLogsDir: './logs', plugins: ['cri-containerd'] }));
+    const r = await kubeletTs(['--config', config, '--container-runtime-endpoint', 'unix:///nonexistent.sock', '--root-dir', path.join(dir, 'root')]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.ok(
+      r.stderr.includes("kubelet-ts: plugin 'cri-containerd': container runtime endpoint unix:///nonexistent.sock: no socket at /nonexistent.sock (is containerd running? set --container-runtime-endpoint)\n"),
+      r.stderr,
+    );
+    await fs.access(path.join(dir, 'root', 'plugin-state', 'cri-containerd'));
+  });
+});
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { createHooks } from '../../core/hooks.ts';
+import { PluginError } from '../../core/errors.ts';
+import { loadConfig, type ConfigFlags } from '../../core/config/load.ts';
+import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
+import { definePlugin, type PluginContext } from '../../core/plugins/plugin-api.ts';
+import { PluginHost, builtinPluginNames } from '../../core/plugins/plugin-host.ts';
+import { stubRuntimePlugin } from '../support/recorder-plugin.ts';
+
+const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases');
+
+/** Resolves to the PluginError a promise rejects with (fails the test if it resolves or rejects otherwise). */
+async function pluginError(p: Promise<unknown>): Promise<PluginError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  assert.ok(err instanceof PluginError, `expected a PluginError, got ${err === undefined ? 'success' : String(err)}`);
+  return err;
+}
+
+function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream) as unknown as Logger, lines };
+}
+
+describe('PluginHost', function () {
+  let dir: string;
+
+  beforeEach(async function () {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-host-'));
+  });
+
+  afterEach(async function () {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** A config loaded from a JSON file in the test's dir (rootDir under it), as an operator writes one. */
+  async function tempConfig(fields: object = {}, flags: ConfigFlags = {}): Promise<KubeletConfig> {
+    const file = path.join(dir, 'kubelet.config.json');
+    await fs.writeFile(file, JSON.stringify({ rootDir: './root', podLogsDir: './logs', ...fields }));
+    return loadConfig({ configFile: file, flags });
+  }
+
+  function hostFor(config: KubeletConfig, logger: Logger = silentLogger()): PluginHost {
+    return new PluginHost({ hooks: createHooks(), config, logger });
+  }
+
+  async function load(entries: PluginEntry[], config?: KubeletConfig, logger?: Logger): Promise<PluginHost> {
+    const host = hostFor(config ?? (await tempConfig()), logger);
+    await host.loadAll(entries);
+    return host;
+  }
+
+  describe('resolving plugins', function () {
+    it("resolves the built-in 'cri-containerd' and reports an absent socket naming the plugin and the endpoint", async function () {
+      assert.ok(builtinPluginNames().includes('cri-containerd'));
+      const endpoint = `unix://${path.join(dir, 'nonexistent.sock')}`;
+      const err = await pluginError(load([['cri-containerd', { endpoint }]]));
+      assert.equal(err.plugin, 'cri-containerd');
+      assert.equal(err.message, `plugin 'cri-containerd': container runtime endpoint ${endpoint}: no socket at ${path.join(dir, 'nonexistent.sock')} (is containerd running? set --container-runtime-endpoint)`);
+    });
+
+    it("gives 'cri-containerd' the kubelet's containerRuntimeEndpoint when the plugin has no endpoint option", async function () {
+      const endpoint = `unix://${path.join(dir, 'from-flag.sock')}`;
+      const config = await tempConfig({}, { containerRuntimeEndpoint: endpoint });
+      const err = await pluginError(load(['cri-containerd'], config));
+      assert.match(err.message, new RegExp(`endpoint ${endpoint.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: no socket`));
+    });
+
+    it('resolves relative paths (file and directory) against the config file of a test case', async function () {
+      const config = await loadConfig({ configFile: path.join(CASES, 'relative-plugin', 'kubelet.config.ts'), flags: { rootDir: path.join(dir, 'root') } });
+      const host = await load(config.plugins, config);
+      assert.deepEqual(
+        host.loaded.map((p) => [p.name, p.origin, path.relative(CASES, p.location)]),
+        [
+          ['case-stub-runtime', 'path', 'relative-plugin/stub-runtime.ts'],
+          ['greeter', 'path', 'relative-plugin/greeter.ts'],
+          ['dir-plugin', 'path', 'relative-plugin/plugins/dir-plugin/index.ts'],
+        ],
+      );
+      assert.equal(host.slotOwner('runtime'), 'case-stub-runtime');
+    });
+
+    it('reports a relative plugin path that does not exist with its absolute path', async function () {
+      const err = await pluginError(load(['./missing-plugin.ts']));
+      assert.equal(err.message, `plugin './missing-plugin.ts': plugin file not found: ${path.join(dir, 'missing-plugin.ts')}`);
+    });
+
+    for (const [label, pkg] of [
+      ['main', { main: 'index.js' }],
+      ['ESM-only exports (import condition)', { exports: { '.': { import: './index.js' } } }],
+    ] as const) {
+      it(`resolves an npm module from node_modules next to the config file (${label})`, async function () {
+        const pkgDir = path.join(dir, 'node_modules', 'vendor-plugin');
+        await fs.mkdir(pkgDir, { recursive: true });
+        await fs.writeFile(path.join(pkgDir, 'package.json'), JSON.stringify({ name: 'vendor-plugin', version: '1.0.0', type: 'module', ...pkg }));
+        await fs.writeFile(
+          path.join(pkgDir, 'index.js'),
+          `export default {
+  name: 'vendor-plugin',
+  kind: 'network',
+  optionsSchema: { type: 'object', properties: { mtu: { type: 'integer', default: 1500 } } },
+  apply(ctx) { ctx.hooks.afterSandbox.tap('vendor', () => {}); },
+};\n`,
+        );
+        const config = await tempConfig({ plugins: [['vendor-plugin', {}]] });
+        const host = await load([...config.plugins, stubRuntimePlugin()], config);
+        const vendor = host.loaded[0]!;
+        assert.deepEqual([vendor.name, vendor.kind, vendor.origin, vendor.location], ['vendor-plugin', 'network', 'module', path.join(pkgDir, 'index.js')]);
+        assert.deepEqual(vendor.options, { mtu: 1500 });
+        assert.deepEqual(vendor.taps.map((t) => t.hook), ['afterSandbox']);
+      });
+    }
+
+    it('accepts an inline plugin object, alone or with options', async function () {
+      const seen: unknown[] = [];
+      const inline = definePlugin<{ level?: string }>({ name: 'inline', apply: (_ctx, o) => void seen.push(o) });
+      const host = await load([stubRuntimePlugin(), [inline, { level: 'high' }]]);
+      assert.deepEqual(host.loaded.map((p) => [p.name, p.origin, p.location]), [['stub-runtime', 'inline', 'config'], ['inline', 'inline', 'config']]);
+      assert.deepEqual(seen, [{ level: 'high' }]);
+    });
+
+    it('rejects an unknown plugin name with a message listing the built-ins', async function () {
+      const err = await pluginError(load(['no-such-plugin']));
+      assert.equal(err.plugin, 'no-such-plugin');
+      assert.match(err.message, /unknown plugin: not a built-in \(cri-containerd[,)]/);
+      assert.ok(err.message.includes(`no npm module 'no-such-plugin' is installed where ${dir} can import it`), err.message);
+    });
+
+    it('rejects a module that does not export a plugin object', async function () {
+      await fs.writeFile(path.join(dir, 'not-a-plugin.mjs'), 'export default { name: "half" };\n');
+      const err = await pluginError(load(['./not-a-plugin.mjs']));
+      assert.equal(err.message, "plugin 'half': the plugin object has no 'apply(ctx, options)' function");
+    });
+  });
+
+  describe('options', function () {
+    it('validates options with the plugin schema: names plugin, field, bad value and what is allowed', async function () {
+      const err = await pluginError(load([['cri-containerd', { connectTimeoutSeconds: -1 }]]));
+      assert.equal(err.plugin, 'cri-containerd');
+      assert.equal(err.message, "plugin 'cri-containerd': invalid options:\nplugin 'cri-containerd' options: connectTimeoutSeconds is -1; allowed: a number of seconds > 0");
+    });
+
+    it('rejects an unknown option, listing the allowed ones', async function () {
+      const err = await pluginError(load([['cri-containerd', { endpont: 'unix:///x.sock' }]]));
+      assert.match(err.message, /unknown field 'endpont' \(allowed fields: endpoint, connectTimeoutSeconds, pullTimeoutSeconds\)/);
+    });
+
+    it('rejects a wrong type and a missing required option of a path plugin', async function () {
+      const config = await tempConfig();
+      const greeter = path.join(CASES, 'relative-plugin', 'greeter.ts');
+      const wrongType = await pluginError(load([[greeter, { greeting: 'hi', times: 'twice' }]], config));
+      assert.match(wrongType.message, /plugin 'greeter' options: times is "twice"; allowed: an integer >= 1/);
+      const missing = await pluginError(load([[greeter, {}]], config));
+      assert.match(missing.message, /plugin 'greeter' options: greeting is required/);
+    });
+
+    it("fills defaults from the schema before apply, without changing the caller's object", async function () {
+      const seen: unknown[] = [];
+      const withDefaults = definePlugin<{ greeting: string; times: number; extra: { on: boolean } }>({
+        name: 'with-defaults',
+        optionsSchema: {
+          type: 'object',
+          properties: {
+            greeting: { type: 'string' },
+            times: { type: 'integer', default: 3 },
+            extra: { type: 'object', default: {}, properties: { on: { type: 'boolean', default: true } } },
+          },
+        },
+        apply: (_ctx, o) => void seen.push(o),
+      });
+      const options = { greeting: 'hi' };
+      const host = await load([stubRuntimePlugin(), [withDefaults, options], definePlugin({ ...withDefaults, name: 'no-options' })]);
+      assert.deepEqual(seen, [{ greeting: 'hi', times: 3, extra: { on: true } }, { times: 3, extra: { on: true } }]);
+      assert.deepEqual(host.loaded[1]!.options, { greeting: 'hi', times: 3, extra: { on: true } });
+      assert.deepEqual(options, { greeting: 'hi' });
+    });
+  });
+
+  describe('checks across plugins', function () {
+    it('rejects a plugin listed twice', async function () {
+      const p = definePlugin({ name: 'twice', apply() {} });
+      const err = await pluginError(load([stubRuntimePlugin(), p, p]));
+      assert.equal(err.message, "plugin 'twice': is listed twice in plugins (entries 1 and 2)");
+    });
+
+    it("rejects a plugin whose 'requires' is not loaded before it, and accepts it when it is", async function () {
+      const cni = definePlugin({ name: 'cni-exec', apply() {} });
+      const needsCni = definePlugin({ name: 'network-policy', requires: ['cni-exec'], apply() {} });
+      const err = await pluginError(load([stubRuntimePlugin(), needsCni, cni]));
+      assert.equal(err.message, "plugin 'network-policy': requires plugin 'cni-exec', which is not loaded before it: list 'cni-exec' earlier in plugins");
+      const host = await load([stubRuntimePlugin(), cni, needsCni]);
+      assert.deepEqual(host.loaded.map((p) => p.name), ['stub-runtime', 'cni-exec', 'network-policy']);
+    });
+
+    it('rejects two plugins providing the runtime, naming both', async function () {
+      const err = await pluginError(load([stubRuntimePlugin('runtime-a'), stubRuntimePlugin('runtime-b')]));
+      assert.equal(err.plugin, 'runtime-b');
+      assert.equal(err.message, "plugin 'runtime-b': cannot provide the 'runtime' slot: plugin 'runtime-a' already provides it (keep one of them in plugins)");
+    });
+
+    it('refuses to start without a runtime provider, naming the slot and the config file', async function () {
+      const config = await tempConfig();
+      const err = await pluginError(load([definePlugin({ name: 'observer', apply() {} })], config));
+      assert.equal(err.message, `plugin 'host': no plugin provides the 'runtime' slot: add a runtime plugin (for example 'cri-containerd') to plugins in ${config.configFile}`);
+    });
+
+    it('gives the runtime slot to the plugin that provided it', async function () {
+      const host = await load([definePlugin({ name: 'observer', apply() {} }), stubRuntimePlugin('my-runtime')]);
+      assert.equal(host.slotOwner('runtime'), 'my-runtime');
+      await assert.rejects(host.slot('runtime').version(), /stub runtime: version not used/);
+    });
+  });
+
+  describe('apply and close', function () {
+    it('wraps an apply that throws (sync or async) in a PluginError with the plugin name', async function () {
+      const syncErr = await pluginError(load([stubRuntimePlugin(), definePlugin({ name: 'broken', apply() { throw new Error('cannot read /etc/cni'); } })]));
+      assert.deepEqual([syncErr.plugin, syncErr.message], ['broken', "plugin 'broken': cannot read /etc/cni"]);
+      assert.equal((syncErr.cause as Error).message, 'cannot read /etc/cni');
+      const asyncErr = await pluginError(load([stubRuntimePlugin(), definePlugin({ name: 'broken-async', async apply() { await Promise.resolve(); throw new Error('dial failed'); } })]));
+      assert.equal(asyncErr.message, "plugin 'broken-async': dial failed");
+    });
+
+    it('closes plugins in reverse load order; a failing close does not stop the others and is logged', async function () {
+      const closed: string[] = [];
+      const closing = (name: string, fail = false) =>
+        definePlugin({
+          name,
+          apply(ctx) {
+            ctx.onClose(async () => {
+              closed.push(name);
+              if (fail) throw new Error(`${name} close exploded`);
+            });
+          },
+        });
+      const { logger, lines } = captureLogger();
+      const host = await load([stubRuntimePlugin(), closing('first'), closing('second', true), closing('third')], undefined, logger);
+      await host.close();
+      assert.deepEqual(closed, ['third', 'second', 'first']);
+      const warn = lines.find((l) => l.msg === 'plugin close failed');
+      assert.deepEqual([warn?.plugin, warn?.err], ['second', 'second close exploded']);
+      await host.close();
+      assert.equal(closed.length, 3, 'close ran the cleanups twice');
+    });
+
+    it('gives each plugin its own state directory under the root dir, created before apply', async function () {
+      const config = await tempConfig();
+      const dirs: Record<string, boolean> = {};
+      const probe = (name: string) => definePlugin({ name, apply: (ctx: PluginContext) => void (dirs[ctx.stateDir] = statSync(ctx.stateDir).isDirectory()) });
+      await load([stubRuntimePlugin(), probe('alpha'), probe('@vendor/beta')], config);
+      const root = path.join(dir, 'root', 'plugin-state');
+      assert.deepEqual(dirs, { [path.join(root, 'alpha')]: true, [path.join(root, '_vendor_beta')]: true });
+      assert.ok(existsSync(path.join(root, 'stub-runtime')));
+    });
+
+    it('gives each plugin a context with its name, the config and a logger bound to it', async function () {
+      const config = await tempConfig();
+      const { logger, lines } = captureLogger();
+      let seen: PluginContext | undefined;
+      await load([stubRuntimePlugin(), definePlugin({ name: 'ctx-reader', apply(ctx) { seen = ctx; ctx.logger.info('hello'); } })], config, logger);
+      assert.equal(seen?.name, 'ctx-reader');
+      assert.equal(seen?.config, config);
+      assert.equal(Object.isFrozen(seen), true);
+      assert.equal(lines.find((l) => l.msg === 'hello')?.plugin, 'ctx-reader');
+      assert.deepEqual(lines.find((l) => l.msg === 'plugin loaded' && l.plugin === 'ctx-reader')?.origin, 'inline');
+    });
+  });
+});

@@ -25,7 +25,7 @@ export interface ContainerCreateContext { pod: V1Pod; container: V1Container; sa
 export interface ContainerStartedEvent { pod: V1Pod; container: V1Container; containerId: string; sandboxId: string; podIP: string }
 
 /** What `beforeKill` sees: a running container is about to get its stop signal. */
-export interface ContainerKillEvent { pod: V1Pod; container: V1Container | undefined; containerId: string; gracePeriodSeconds: number; reason: string }
+export interface ContainerKillEvent { pod: V1Pod; container: V1Container | undefined; containerId: string; podIP: string; gracePeriodSeconds: number; reason: string }
 
 export type ProbeType = 'liveness' | 'readiness' | 'startup';
 export type ProbeOutcome = 'success' | 'failure' | 'unknown';

@@ -14,6 +14,7 @@ import { StatusManager } from './status/status-manager.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { PodSyncer, orphanPod } from './pod/pod-sync.ts';
+import { tapLifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { podFullName } from './pod/pod-util.ts';
 import { PodWorkers } from './pod-workers.ts';
 import { WorkQueue } from './work-queue.ts';
@@ -73,8 +74,8 @@ export class Kubelet {
     const { config, logger } = this;
     isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
-    await fs.mkdir(config.podLogsDir, { recursive: true });
     await this.plugins.loadAll(config.plugins);
+    await fs.mkdir(config.podLogsDir, { recursive: true });
 
     this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger);
     this.runtimeVersion = await this.runtimeImpl.version();
@@ -96,6 +97,7 @@ export class Kubelet {
       },
       logger.child({ component: 'pod-workers' }),
     );
+    tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger });
     this.hooks.onProbe.tapPromise({ name: 'kubelet', stage: -1000 }, async (e) => {
       if (e.probe === 'readiness') this.status.setReadiness(e.containerId, e.result === 'success');
       const pod = this.desired.get(e.pod.metadata!.uid!);
@@ -167,12 +169,16 @@ export class Kubelet {
   }
 
   private handleUpdate(u: PodUpdate): void {
-    for (const pod of u.pods) {
+    for (let pod of u.pods) {
       const uid = pod.metadata!.uid!;
       if (u.op === 'REMOVE') {
         this.desired.delete(uid);
         this.queue.forget(uid);
+        // Shown as Terminating (deletionTimestamp) while its containers get their grace period.
+        const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+        pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
         this.terminating.set(uid, pod);
+        void this.status.update(pod, this.cache.get(uid), true).catch(() => {});
         this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod removed from source, terminating');
         this.workers.update(pod, true);
         continue;

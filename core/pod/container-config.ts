@@ -1,9 +1,11 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import os from 'node:os';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerConfig, KeyValue, LinuxContainerResources, LinuxContainerSecurityContext } from '../runtime/types.ts';
-import { bytes, milliCPU } from './quantity.ts';
+import { bytes, milliCPU, parseQuantity } from './quantity.ts';
 import { containerHash, gracePeriodSeconds } from './pod-util.ts';
 import { namespaceModes } from './sandbox-config.ts';
+import { expandVars } from './expansion.ts';
 
 /** A container config that cannot be built (upstream reason CreateContainerConfigError). */
 export class ContainerConfigError extends Error {}
@@ -47,14 +49,35 @@ function fieldRefValue(pod: V1Pod, fieldPath: string, podIP: string, hostIP: str
   }
 }
 
+/** The container's environment in order; a value may refer to variables defined before it. */
 function envVars(pod: V1Pod, container: V1Container, podIP: string, hostIP: string): KeyValue[] {
-  const out: KeyValue[] = [];
+  const defined = new Map<string, string>();
   for (const e of container.env ?? []) {
-    if (e.valueFrom?.fieldRef) out.push({ key: e.name, value: fieldRefValue(pod, e.valueFrom.fieldRef.fieldPath, podIP, hostIP) });
+    let value: string;
+    if (e.valueFrom?.fieldRef) value = fieldRefValue(pod, e.valueFrom.fieldRef.fieldPath, podIP, hostIP);
+    else if (e.valueFrom?.resourceFieldRef) value = resourceFieldValue(pod, container, e.valueFrom.resourceFieldRef);
     else if (e.valueFrom) throw new ContainerConfigError(`env ${e.name}: valueFrom source ${Object.keys(e.valueFrom).join(', ')} is not supported yet`);
-    else out.push({ key: e.name, value: e.value ?? '' });
+    else value = expandVars(e.value ?? '', (name) => defined.get(name));
+    defined.set(e.name, value);
   }
-  return out;
+  return [...defined].map(([key, value]) => ({ key, value }));
+}
+
+/** `resourceFieldRef`: a container's request or limit in the divisor's units, rounded up as upstream. */
+function resourceFieldValue(pod: V1Pod, self: V1Container, ref: { containerName?: string; resource: string; divisor?: string }): string {
+  const target = ref.containerName ? [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c) => c.name === ref.containerName) : self;
+  if (!target) throw new ContainerConfigError(`resourceFieldRef: no container named "${ref.containerName}"`);
+  const [kind, resource] = ref.resource.split('.') as [string, string];
+  const bag = kind === 'requests' ? target.resources?.requests : kind === 'limits' ? target.resources?.limits : undefined;
+  if ((kind !== 'requests' && kind !== 'limits') || !['cpu', 'memory', 'ephemeral-storage'].includes(resource)) {
+    throw new ContainerConfigError(`resourceFieldRef: unsupported resource "${ref.resource}"`);
+  }
+  // An unset limit reports the node's capacity (upstream: allocatable); an unset request 0.
+  const nodeCapacity: Record<string, number> = { cpu: os.cpus().length, memory: os.totalmem(), 'ephemeral-storage': 0 };
+  const value = bag?.[resource] !== undefined ? parseQuantity(bag[resource]!) : kind === 'limits' ? nodeCapacity[resource]! : 0;
+  const divisor = parseQuantity(ref.divisor ?? '1');
+  if (divisor <= 0) throw new ContainerConfigError(`resourceFieldRef: divisor must be positive`);
+  return String(Math.ceil(value / divisor - 1e-9));
 }
 
 function securityContext(pod: V1Pod, container: V1Container): LinuxContainerSecurityContext {
@@ -82,13 +105,16 @@ function securityContext(pod: V1Pod, container: V1Container): LinuxContainerSecu
  */
 export function buildContainerConfig(pod: V1Pod, container: V1Container, restartCount: number, ips: { podIP: string; hostIP: string }): ContainerConfig {
   const m = pod.metadata!;
+  const envs = envVars(pod, container, ips.podIP, ips.hostIP);
+  const env = new Map(envs.map((e) => [e.key, e.value]));
+  const expand = (s: string) => expandVars(s, (name) => env.get(name));
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: { image: container.image! },
-    command: container.command ?? [],
-    args: container.args ?? [],
+    command: (container.command ?? []).map(expand),
+    args: (container.args ?? []).map(expand),
     workingDir: container.workingDir ?? '',
-    envs: envVars(pod, container, ips.podIP, ips.hostIP),
+    envs,
     mounts: [],
     labels: {
       [LABEL.podName]: m.name!,

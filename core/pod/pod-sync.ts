@@ -166,7 +166,8 @@ export class PodSyncer {
     const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c: V1Container) => c.name === name);
     const started = Date.now();
     try {
-      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, gracePeriodSeconds: grace, reason });
+      const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
+      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace, reason });
     } catch (err) {
       this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'preStop hook failed');
     }
@@ -198,6 +199,7 @@ export class PodSyncer {
     const uid = podUID(pod);
     const rs = await this.deps.cache.refreshPod(uid);
     await this.killPod(pod, rs, gracePeriodSeconds(pod));
+    if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
     for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
     for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
     await this.deps.cache.refreshPod(uid);

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
+import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
+import type { NodeEnv } from '../../tools/node-env/index.ts';
+import { getNodeEnv } from '../support/node-env.ts';
+import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+
+/**
+ * Container lifecycle on containerd: postStart and preStop handlers observed from what they
+ * write or request, a failing postStart restarting the container, a container that ignores
+ * SIGTERM killed at the end of its grace period, and env from pod fields with $(VAR) expansion.
+ */
+describe('container lifecycle on containerd', function () {
+  this.timeout(90_000);
+  let env: NodeEnv;
+  let t: TestKubelet;
+  let cri: CriRuntime;
+  const ns = 'lifecycle-test';
+
+  before(async () => {
+    env = await getNodeEnv();
+    cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
+    t = await startTestKubelet({
+      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
+      config: { crashLoopBackOff: { initialMs: 300, maxMs: 1000 } },
+    });
+  });
+
+  after(async () => {
+    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
+    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
+    await t.stop();
+    await cri.close();
+    await fs.rm(t.dir, { recursive: true, force: true });
+  });
+
+  const containerId = (name: string) => t.pod(name)!.status!.containerStatuses![0]!.containerID!.replace('containerd://', '');
+  const removeAndTime = async (file: string, name: string) => {
+    const started = Date.now();
+    await t.removeManifest(file);
+    await t.waitForPod(name, (p) => p === undefined, 30_000, 'removed');
+    return Date.now() - started;
+  };
+
+  it('runs postStart exec in the container right after start', async () => {
+    await t.writeManifest('post.json', podManifest('post', [{
+      name: 'main', image: env.images.busybox, command: ['sleep', '3600'],
+      lifecycle: { postStart: { exec: { command: ['sh', '-c', 'echo hello-from-poststart > /tmp/poststart'] } } },
+    }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    await t.waitForPod('post', isRunning, 30_000, 'Running');
+    const r = await cri.execSync(containerId('post'), ['cat', '/tmp/poststart'], 5);
+    assert.equal(r.stdout.toString().trim(), 'hello-from-poststart');
+    assert.equal(t.pod('post')!.status!.containerStatuses![0]!.restartCount, 0);
+    await removeAndTime('post.json', 'post');
+  });
+
+  it('kills and restarts a container whose postStart fails', async () => {
+    await t.writeManifest('badpost.json', podManifest('badpost', [{
+      name: 'main', image: env.images.busybox, command: ['sleep', '3600'],
+      lifecycle: { postStart: { exec: { command: ['sh', '-c', 'exit 7'] } } },
+    }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = await t.waitForPod('badpost', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, 30_000, 'restarted');
+    const cs = pod!.status!.containerStatuses![0]!;
+    const last = cs.lastState?.terminated ?? cs.state?.terminated;
+    assert.ok(last, 'the killed instance is reported as terminated');
+    await removeAndTime('badpost.json', 'badpost');
+  });
+
+  it('calls a preStop httpGet handler before stopping the container', async () => {
+    const hits: string[] = [];
+    const server = http.createServer((req, res) => {
+      hits.push(`${req.url} ${req.headers['x-test'] ?? ''}`);
+      res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      // hostNetwork: the handler's default host is the node IP (127.0.0.1 here), our server.
+      await t.writeManifest('prestop.json', podManifest('prestop', [{
+        name: 'main', image: env.images.busybox, command: ['sleep', '3600'],
+        lifecycle: { preStop: { httpGet: { path: '/prestop', port, httpHeaders: [{ name: 'X-Test', value: 'yes' }] } } },
+      }], { hostNetwork: true, terminationGracePeriodSeconds: 2 }, { namespace: ns }));
+      await t.waitForPod('prestop', isRunning, 30_000, 'Running');
+      assert.deepEqual(hits, []);
+      await removeAndTime('prestop.json', 'prestop');
+      assert.deepEqual(hits, ['/prestop yes']);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('kills a container that ignores SIGTERM at the end of its grace period', async () => {
+    // PID 1 without a TERM handler ignores SIGTERM: only SIGKILL after the grace period stops it.
+    await t.writeManifest('stubborn.json', podManifest('stubborn', [{ name: 'main', image: env.images.busybox, command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 3 }, { namespace: ns }));
+    await t.waitForPod('stubborn', isRunning, 30_000, 'Running');
+    const took = await removeAndTime('stubborn.json', 'stubborn');
+    assert.ok(took >= 2900, `stopped after ${took} ms, before the 3 s grace period ended`);
+    assert.ok(took < 15_000, `took ${took} ms`);
+  });
+
+  it('stops at once a container that handles SIGTERM', async () => {
+    await t.writeManifest('polite.json', podManifest('polite', [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 0.2; done'] }], { terminationGracePeriodSeconds: 20 }, { namespace: ns }));
+    await t.waitForPod('polite', isRunning, 30_000, 'Running');
+    const took = await removeAndTime('polite.json', 'polite');
+    assert.ok(took < 10_000, `took ${took} ms with a 20 s grace period`);
+  });
+
+  it('fills env from pod fields and expands $(VAR) with $$ escaping', async () => {
+    await t.writeManifest('envs.json', podManifest('envs', [{
+      name: 'main', image: env.images.busybox,
+      command: ['sh', '-c', 'echo "name=$POD_NAME ns=$POD_NS node=$NODE greeting=$GREETING literal=$(echo x)"; echo "arg=$0"; sleep 3600', '$(GREETING)-$$(GREETING)'],
+      env: [
+        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        { name: 'POD_NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+        { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+        { name: 'WHO', value: 'world' },
+        { name: 'GREETING', value: 'hello-$(WHO)-$(UNDEFINED)' },
+        { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+      ],
+      resources: { limits: { memory: '64Mi' } },
+    }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = (await t.waitForPod('envs', isRunning, 30_000, 'Running'))!;
+    const logFile = path.join(t.config.podLogsDir, `${ns}_envs-test-node_${pod.metadata!.uid}`, 'main', '0.log');
+    let log = '';
+    for (let i = 0; i < 50 && !log.includes('arg='); i++) {
+      log = await fs.readFile(logFile, 'utf8').catch(() => '');
+      await sleep(100);
+    }
+    assert.match(log, /name=envs-test-node ns=lifecycle-test node=test-node greeting=hello-world-\$\(UNDEFINED\)/);
+    assert.match(log, /arg=hello-world-\$\(UNDEFINED\)-\$\(GREETING\)/);
+    const r = await cri.execSync(containerId('envs'), ['sh', '-c', 'echo $MEM'], 5);
+    assert.equal(r.stdout.toString().trim(), '64');
+    await removeAndTime('envs.json', 'envs');
+  });
+
+  it('reports CreateContainerConfigError for an env that refers to an unknown field, and keeps going', async () => {
+    await t.writeManifest('badenv.json', podManifest('badenv', [{
+      name: 'main', image: env.images.busybox, command: ['sleep', '3600'],
+      env: [{ name: 'X', valueFrom: { fieldRef: { fieldPath: 'metadata.nosuchfield' } } }],
+    }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = await t.waitForPod('badenv', (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError', 20_000, 'CreateContainerConfigError');
+    assert.match(pod!.status!.containerStatuses![0]!.state!.waiting!.message!, /metadata\.nosuchfield/);
+    assert.equal(t.kubelet.healthz(), 'ok');
+    await removeAndTime('badenv.json', 'badenv');
+  });
+});

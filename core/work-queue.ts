@@ -46,7 +46,11 @@ export class WorkQueue {
     for (const [uid, at] of this.due) {
       if (at <= now) {
         this.due.delete(uid);
-        this.onDue(uid);
+        try {
+          this.onDue(uid);
+        } catch {
+          // One pod's failure must not stall the others; the callback logs its own errors.
+        }
       } else next = Math.min(next, at);
     }
     if (next < Infinity && !this.stopped) this.arm(next);

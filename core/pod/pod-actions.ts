@@ -89,6 +89,9 @@ export function computePodActions(pod: V1Pod, rs: PodRuntimeStatus | undefined, 
     if (latestSandbox && restartPolicy === 'Never' && (rs?.containers.length ?? 0) > 0) return actions;
     if (latestSandbox && restartPolicy === 'OnFailure' && containers.every((c) => isDone(latest.get(c.name)))) return actions;
     actions.createSandbox = true;
+    // Upstream: KillPod = createPodSandbox. A dead (NOTREADY) sandbox is still stopped
+    // before its replacement is made, so what it holds (its network) is released.
+    actions.killPod = anyRunning || !!latestSandbox;
     actions.attempt = latestSandbox ? latestSandbox.metadata.attempt + 1 : 0;
     const start = (c: V1Container): ContainerStart => ({ container: c, restartCount: latest.has(c.name) ? restartCountOf(latest.get(c.name)) + 1 : 0 });
     if (initContainers.length > 0) actions.nextInit = start(initContainers[0]!);

@@ -70,15 +70,17 @@ export class PodSyncer {
       let sandboxConfig: PodSandboxConfig;
       let podIP: string;
       if (actions.createSandbox) {
-        sandboxConfig = await hooks.beforeSandbox.promise(buildSandboxConfig(pod, actions.attempt, config), pod);
-        await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
         const started = performance.now();
         try {
+          sandboxConfig = await hooks.beforeSandbox.promise(buildSandboxConfig(pod, actions.attempt, config), pod);
+          await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
           sandboxId = await runtime.runPodSandbox(sandboxConfig);
         } catch (err) {
+          // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
           for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message });
           log.warn({ err: errorMessage(err) }, 'FailedCreatePodSandBox');
+          await this.finish(pod, waiting, undefined).catch(() => {});
           throw new Error(message, { cause: err });
         }
         const sbStatus = await runtime.podSandboxStatus(sandboxId);
@@ -184,8 +186,8 @@ export class PodSyncer {
   async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, grace: number): Promise<void> {
     const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
     await Promise.all(live.map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
+    // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
     for (const sb of rs?.sandboxes ?? []) {
-      if (sb.state !== 'SANDBOX_READY') continue;
       try {
         await this.deps.runtime.stopPodSandbox(sb.id);
       } catch (err) {

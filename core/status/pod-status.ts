@@ -41,10 +41,12 @@ function terminatedState(c: ContainerStatus, runtimeName: string): V1ContainerSt
 
 function containerStatus(pod: V1Pod, spec: V1Container, instances: ContainerStatus[], inputs: StatusInputs): V1ContainerStatus {
   const [cur, prev] = instances;
+  // Upstream's default waiting reason: PodInitializing for pods with init containers.
+  const defaultReason = pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating';
   const waiting = inputs.waiting.get(spec.name);
   const base = { name: spec.name, image: spec.image!, imageID: cur?.imageRef ?? '', restartCount: restartCountOf(cur) };
   if (!cur) {
-    return { ...base, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? 'ContainerCreating', ...(waiting?.message ? { message: waiting.message } : {}) } } };
+    return { ...base, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? defaultReason, ...(waiting?.message ? { message: waiting.message } : {}) } } };
   }
   const containerID = `${inputs.runtimeName}://${cur.id}`;
   if (cur.state === 'CONTAINER_RUNNING') {
@@ -63,7 +65,7 @@ function containerStatus(pod: V1Pod, spec: V1Container, instances: ContainerStat
   if (cur.state === 'CONTAINER_EXITED') {
     return { ...base, containerID, ready: false, started: false, state: terminatedState(cur, inputs.runtimeName), ...(prev ? { lastState: terminatedState(prev, inputs.runtimeName) } : {}) };
   }
-  return { ...base, containerID, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? 'ContainerCreating', ...(waiting?.message ? { message: waiting.message } : {}) } } };
+  return { ...base, containerID, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? defaultReason, ...(waiting?.message ? { message: waiting.message } : {}) } } };
 }
 
 /** Upstream's getPhase, for app containers once init is done. */
@@ -102,12 +104,13 @@ export function qosClass(pod: V1Pod): string {
     const req = c.resources?.requests ?? {};
     const lim = c.resources?.limits ?? {};
     for (const r of ['cpu', 'memory']) {
-      if (req[r] !== undefined || lim[r] !== undefined) any = true;
-      if (lim[r] === undefined) guaranteed = false;
-      else if (req[r] !== undefined) {
-        const same = r === 'cpu' ? milliCPU(req[r]) === milliCPU(lim[r]) : bytes(req[r]) === bytes(lim[r]);
-        if (!same) guaranteed = false;
-      }
+      // Upstream GetPodQOS ignores zero quantities.
+      const amount = (q: string | undefined) => (q === undefined ? 0 : r === 'cpu' ? milliCPU(q) : bytes(q));
+      const rq = amount(req[r]);
+      const lm = amount(lim[r]);
+      if (rq > 0 || lm > 0) any = true;
+      if (lm <= 0) guaranteed = false;
+      else if (rq > 0 && rq !== lm) guaranteed = false;
     }
   }
   if (!any) return 'BestEffort';
@@ -134,7 +137,11 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
     byName.set(c.metadata.name, list);
   }
   const inits = pod.spec?.initContainers ?? [];
-  const initStatuses = inits.map((c) => containerStatus(pod, c, byName.get(c.name) ?? [], inputs));
+  // An init container is ready once it completed, not while it runs (upstream).
+  const initStatuses = inits.map((c) => {
+    const st = containerStatus(pod, c, byName.get(c.name) ?? [], inputs);
+    return { ...st, ready: st.state?.terminated?.exitCode === 0 };
+  });
   const statuses = (pod.spec?.containers ?? []).map((c) => containerStatus(pod, c, byName.get(c.name) ?? [], inputs));
   const initDone = initStatuses.every((s) => s.state?.terminated?.exitCode === 0);
   const initFailed = (pod.spec?.restartPolicy ?? 'Always') === 'Never' && initStatuses.some((s) => (s.state?.terminated?.exitCode ?? 0) !== 0);
@@ -151,13 +158,16 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
 
   let phase = podPhase(pod, statuses, initDone, initFailed);
   if (inputs.rejected) phase = 'Failed';
+  // Terminal phases: reason PodCompleted / PodFailed and no message, as upstream.
+  const notReadyReason = phase === 'Succeeded' ? 'PodCompleted' : phase === 'Failed' ? 'PodFailed' : 'ContainersNotReady';
+  const notReadyMsg = phase === 'Succeeded' || phase === 'Failed' ? undefined : unreadyMsg;
   const status: V1PodStatus = {
     phase,
     conditions: [
       condition('PodReadyToStartContainers', sandboxReady, inputs),
       condition('Initialized', initDone, inputs, 'ContainersNotInitialized', `containers with incomplete status: [${uninitialized.join(' ')}]`),
-      condition('Ready', containersReady && phase === 'Running', inputs, phase === 'Succeeded' || phase === 'Failed' ? 'PodCompleted' : 'ContainersNotReady', unreadyMsg),
-      condition('ContainersReady', containersReady, inputs, phase === 'Succeeded' || phase === 'Failed' ? 'PodCompleted' : 'ContainersNotReady', unreadyMsg),
+      condition('Ready', containersReady && phase === 'Running', inputs, notReadyReason, notReadyMsg),
+      condition('ContainersReady', containersReady, inputs, notReadyReason, notReadyMsg),
       condition('PodScheduled', true, inputs),
     ],
     hostIP: inputs.nodeIP,

@@ -1,0 +1,367 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { KubeletConfig } from '../../core/config/types.ts';
+import { Kubelet } from '../../core/kubelet.ts';
+import { createLogger } from '../../core/logger.ts';
+import type { KubeletPlugin } from '../../core/plugins/plugin-api.ts';
+import { LABEL } from '../../core/runtime/labels.ts';
+import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
+import { FakeCriServer } from '../fakes/fake-cri-server.ts';
+import { isRunning, podManifest, startTestKubelet, testConfig, type TestKubelet } from '../support/test-kubelet.ts';
+
+const IMAGE = 'busybox:1.36';
+
+/** Polls `check` every 20 ms until it returns a truthy value; fails after `timeoutMs`. */
+async function waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs = 8000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+const app = (name = 'app', image = IMAGE, extra: object = {}) => ({ name, image, command: ['sleep', '3600'], ...extra });
+const cs = (p: V1Pod | undefined, name = 'app'): V1ContainerStatus | undefined => p?.status?.containerStatuses?.find((c) => c.name === name);
+const idOf = (containerID: string | undefined) => containerID?.replace(/^[^:]+:\/\//, '') ?? '';
+
+describe('Kubelet sync against the fake CRI server', function () {
+  this.timeout(20_000);
+  let dir: string;
+  let fake: FakeCriServer;
+  let kubelets: Array<{ stop(): Promise<void> }>;
+  const plugins = () => [['cri-containerd', { endpoint: fake.endpoint }]] as KubeletConfig['plugins'];
+
+  async function start(config: Partial<KubeletConfig> = {}, extraPlugins: KubeletConfig['plugins'] = []): Promise<TestKubelet> {
+    const t = await startTestKubelet({ plugins: [...plugins(), ...extraPlugins], config, dir: path.join(dir, 'kubelet') });
+    kubelets.push(t);
+    return t;
+  }
+  async function stopKubelet(k: { stop(): Promise<void> }): Promise<void> {
+    kubelets = kubelets.filter((x) => x !== k);
+    await k.stop();
+  }
+  /** Statuses of pod `name` as announced on podStatusChanged, in order. */
+  function recordStatuses(t: TestKubelet, name: string): V1PodStatus[] {
+    const seen: V1PodStatus[] = [];
+    t.kubelet.hooks.podStatusChanged.tap('test-recorder', (pod, status) => {
+      if (pod.metadata?.name === `${name}-${t.config.nodeName}`) seen.push(structuredClone(status));
+    });
+    return seen;
+  }
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-sync-'));
+    fake = await FakeCriServer.start(path.join(dir, 'cri.sock'));
+    fake.addImage(IMAGE);
+    kubelets = [];
+  });
+
+  afterEach(async () => {
+    for (const k of kubelets.splice(0).reverse()) await k.stop();
+    await fake.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs a pod from a manifest: labelled sandbox and containers, Running status, upstream log path', async () => {
+    const t = await start();
+    await t.writeManifest('web.yaml', podManifest('web', [app('app'), app('side')]));
+    const pod = (await t.waitForPod('web', isRunning, 8000, 'Running'))!;
+    const uid = pod.metadata!.uid!;
+    assert.ok(uid);
+
+    assert.equal(fake.sandboxes().length, 1);
+    const sb = fake.sandboxes()[0]!;
+    assert.equal(sb.labels[LABEL.podName], 'web-test-node');
+    assert.equal(sb.labels[LABEL.podNamespace], 'default');
+    assert.equal(sb.labels[LABEL.podUID], uid);
+    assert.equal(sb.metadata.attempt, 0);
+    assert.deepEqual(fake.containers().map((c) => c.labels[LABEL.containerName]).sort(), ['app', 'side']);
+    for (const c of fake.containers()) {
+      assert.equal(c.labels[LABEL.podUID], uid);
+      assert.equal(c.podSandboxId, sb.id);
+      assert.equal(c.state, 'CONTAINER_RUNNING');
+    }
+
+    assert.equal(pod.status!.phase, 'Running');
+    assert.equal(pod.status!.podIP, sb.ip);
+    const image = fake.images().find((i) => i.repoTags.includes('docker.io/library/busybox:1.36'))!;
+    for (const name of ['app', 'side']) {
+      const st = cs(pod, name)!;
+      const c = fake.containers().find((x) => x.labels[LABEL.containerName] === name)!;
+      assert.equal(st.containerID, `fake-cri://${c.id}`);
+      assert.equal(st.imageID, image.repoDigests[0]);
+      assert.equal(st.started, true);
+      assert.equal(st.ready, true);
+      assert.equal(st.restartCount, 0);
+      assert.ok(st.state?.running?.startedAt);
+    }
+    assert.equal(pod.status!.conditions!.find((c) => c.type === 'Ready')!.status, 'True');
+
+    const logDir = path.join(t.config.podLogsDir, `default_web-test-node_${uid}`);
+    const create = fake.requestsOf('CreateContainer').find((r) => r.config.metadata.name === 'app');
+    assert.equal(create.config.logPath, 'app/0.log');
+    assert.equal(create.sandboxConfig.logDirectory, logDir);
+    assert.equal(fake.containers().find((x) => x.labels[LABEL.containerName] === 'app')!.logPath, path.join(logDir, 'app', '0.log'));
+    assert.ok((await fs.stat(path.join(logDir, 'app'))).isDirectory(), 'the container log directory exists');
+  });
+
+  it('shows a container start in the status at once, without waiting for a relist', async () => {
+    const t = await start({ plegRelistPeriodMs: 60_000 });
+    const t0 = Date.now();
+    await t.writeManifest('web.yaml', podManifest('web', [app()]));
+    await t.waitForPod('web', isRunning, 3000, 'Running with a 60 s relist period');
+    assert.ok(Date.now() - t0 < 3000);
+  });
+
+  it('restarts an exited container (restartCount 1), then reports CrashLoopBackOff while backing off', async () => {
+    const t = await start({ crashLoopBackOff: { initialMs: 200, maxMs: 1000 }, plegRelistPeriodMs: 50 });
+    const statuses = recordStatuses(t, 'web');
+    await t.writeManifest('web.yaml', podManifest('web', [app()]));
+    let pod = (await t.waitForPod('web', isRunning, 8000, 'Running'))!;
+    const uid = pod.metadata!.uid!;
+    const first = idOf(cs(pod)!.containerID);
+
+    fake.exitContainer(first, 1);
+    pod = (await t.waitForPod('web', (p) => cs(p)?.restartCount === 1 && !!cs(p)?.state?.running, 5000, 'restart 1'))!;
+    assert.notEqual(idOf(cs(pod)!.containerID), first, 'a new container instance');
+    assert.equal(cs(pod)!.lastState?.terminated?.exitCode, 1);
+    assert.equal(cs(pod)!.lastState?.terminated?.reason, 'Error');
+    assert.equal(fake.requestsOf('CreateContainer').at(-1).config.logPath, 'app/1.log');
+
+    // Crash again (and again, should a relist come later than the back-off): the status says CrashLoopBackOff.
+    const inBackoff = (s: V1PodStatus) => s.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff';
+    for (let i = 0; i < 5 && !statuses.some(inBackoff); i++) {
+      const cur = idOf(cs(t.pod('web'))!.containerID);
+      const count = cs(t.pod('web'))!.restartCount;
+      fake.exitContainer(cur, 1);
+      await waitFor('CrashLoopBackOff or another restart', () => statuses.some(inBackoff) || (cs(t.pod('web'))!.restartCount > count && cs(t.pod('web'))!.state?.running), 5000);
+    }
+    const backingOff = statuses.find(inBackoff)!;
+    assert.ok(backingOff, 'CrashLoopBackOff was reported');
+    const st = backingOff.containerStatuses![0]!;
+    assert.match(st.state!.waiting!.message!, new RegExp(`^back-off \\d+(ms|s) restarting failed container=app pod=web-test-node_default\\(${uid}\\)$`));
+    assert.equal(st.lastState?.terminated?.exitCode, 1);
+    assert.equal(st.ready, false);
+    assert.equal(backingOff.phase, 'Running', 'a crash-looping Always pod stays Running');
+
+    // After the back-off the container runs again with a higher restart count.
+    const before = st.restartCount;
+    await t.waitForPod('web', (p) => (cs(p)?.restartCount ?? 0) > before && !!cs(p)?.state?.running, 5000, 'restart after back-off');
+  });
+
+  it('reports ErrImagePull then ImagePullBackOff for a missing image; other pods run', async () => {
+    const t = await start({ imagePullBackOff: { initialMs: 1500, maxMs: 3000 } });
+    const statuses = recordStatuses(t, 'bad');
+    await t.writeManifest('bad.yaml', podManifest('bad', [app('app', 'example.com/no/such:1.0')]));
+    await t.writeManifest('good.yaml', podManifest('good', [app()]));
+    await t.waitForPod('good', isRunning, 8000, 'the other pod Running');
+    const reasons = () => statuses.map((s) => s.containerStatuses?.[0]?.state?.waiting?.reason);
+    await waitFor('ImagePullBackOff', () => reasons().includes('ImagePullBackOff'), 5000);
+    const firstPull = statuses.find((s) => s.containerStatuses?.[0]?.state?.waiting?.reason === 'ErrImagePull')!;
+    assert.ok(firstPull, `ErrImagePull before ImagePullBackOff; saw ${reasons().join(', ')}`);
+    assert.ok(reasons().indexOf('ErrImagePull') < reasons().indexOf('ImagePullBackOff'));
+    assert.match(firstPull.containerStatuses![0]!.state!.waiting!.message!, /^Failed to pull image "example.com\/no\/such:1.0": .*not found/);
+    const backoff = statuses.find((s) => s.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff')!;
+    assert.equal(backoff.containerStatuses![0]!.state!.waiting!.message, 'Back-off pulling image "example.com/no/such:1.0"');
+    assert.equal(t.pod('bad')!.status!.phase, 'Pending');
+    assert.ok(fake.calls.PullImage! >= 2, 'the good image and at least one failed pull');
+    assert.ok(isRunning(t.pod('good')));
+  });
+
+  it('stops and removes a pod whose manifest was removed, with its grace period', async () => {
+    const t = await start();
+    await t.writeManifest('web.yaml', podManifest('web', [app()], { terminationGracePeriodSeconds: 7 }));
+    const pod = (await t.waitForPod('web', isRunning, 8000, 'Running'))!;
+    const uid = pod.metadata!.uid!;
+    const containerId = idOf(cs(pod)!.containerID);
+    const sandboxId = fake.sandboxes()[0]!.id;
+    fake.resetCalls();
+
+    await t.removeManifest('web.yaml');
+    await waitFor('pod gone from the kubelet', () => t.kubelet.pods().length === 0, 8000);
+    assert.equal(fake.sandboxes().length, 0);
+    assert.equal(fake.containers().length, 0);
+
+    const order = fake.requests.map((r) => r.method).filter((m) => ['StopContainer', 'StopPodSandbox', 'RemoveContainer', 'RemovePodSandbox'].includes(m));
+    assert.deepEqual(order, ['StopContainer', 'StopPodSandbox', 'RemoveContainer', 'RemovePodSandbox']);
+    const stop = fake.requestsOf('StopContainer')[0];
+    assert.equal(stop.containerId, containerId);
+    assert.equal(Number(stop.timeout), 7);
+    assert.equal(fake.requestsOf('StopPodSandbox')[0].podSandboxId, sandboxId);
+    assert.equal(fake.requestsOf('RemovePodSandbox')[0].podSandboxId, sandboxId);
+    await assert.rejects(fs.stat(path.join(t.config.podLogsDir, `default_web-test-node_${uid}`)), /ENOENT/, 'pod log directory removed');
+    assert.equal(fake.calls.RunPodSandbox, 0, 'not started again');
+  });
+
+  it('replaces an edited static pod: the old pod is terminated before the new one starts', async () => {
+    const t = await start();
+    await t.writeManifest('web.yaml', podManifest('web', [app()]));
+    const oldPod = (await t.waitForPod('web', isRunning, 8000, 'Running'))!;
+    const oldUid = oldPod.metadata!.uid!;
+    const oldSandbox = fake.sandboxes()[0]!.id;
+    fake.resetCalls();
+
+    await t.writeManifest('web.yaml', podManifest('web', [app('app', IMAGE, { env: [{ name: 'VERSION', value: '2' }] })]));
+    const newPod = (await t.waitForPod('web', (p) => !!p && p.metadata!.uid !== oldUid && isRunning(p), 8000, 'new pod Running'))!;
+    assert.notEqual(newPod.metadata!.uid, oldUid);
+    await waitFor('old pod forgotten', () => t.kubelet.pods().length === 1, 5000);
+
+    const methods = fake.requests.map((r) => r.method);
+    const oldGone = fake.requests.findIndex((r) => r.method === 'RemovePodSandbox' && r.request.podSandboxId === oldSandbox);
+    const newSandbox = methods.indexOf('RunPodSandbox');
+    assert.ok(oldGone >= 0, 'old sandbox removed');
+    assert.ok(newSandbox > oldGone, `new sandbox created after the old one was removed (${methods.join(',')})`);
+    assert.deepEqual(fake.sandboxes().map((s) => s.labels[LABEL.podUID]), [newPod.metadata!.uid]);
+    assert.equal(fake.containers()[0]!.config.envs.find((e: { key: string }) => e.key === 'VERSION')?.value, '2');
+  });
+
+  it('adopts running pods after a restart: no new sandbox or container, same IDs, restartCount kept', async () => {
+    const config = { crashLoopBackOff: { initialMs: 200, maxMs: 1000 } };
+    const t1 = await start(config);
+    await t1.writeManifest('web.yaml', podManifest('web', [app()]));
+    let pod = (await t1.waitForPod('web', isRunning, 8000, 'Running'))!;
+    fake.exitContainer(idOf(cs(pod)!.containerID), 1);
+    pod = (await t1.waitForPod('web', (p) => cs(p)?.restartCount === 1 && !!cs(p)?.state?.running, 5000, 'restart 1'))!;
+    const uid = pod.metadata!.uid;
+    const containerID = cs(pod)!.containerID;
+    const sandboxes = fake.sandboxes().map((s) => s.id);
+    await stopKubelet(t1);
+    assert.equal(fake.containers().find((c) => `fake-cri://${c.id}` === containerID)?.state, 'CONTAINER_RUNNING', 'pods keep running while the kubelet is down');
+
+    fake.resetCalls();
+    const t2 = await start(config);
+    const adopted = (await t2.waitForPod('web', isRunning, 8000, 'Running after restart'))!;
+    await t2.kubelet.idle();
+    await sleep(700); // two relists and a resync: time enough for a duplicate to show up
+    assert.equal(adopted.metadata!.uid, uid);
+    assert.equal(cs(adopted)!.containerID, containerID);
+    assert.equal(cs(t2.pod('web'))!.restartCount, 1);
+    assert.equal(cs(t2.pod('web'))!.lastState?.terminated?.exitCode, 1);
+    assert.equal(fake.calls.RunPodSandbox, 0);
+    assert.equal(fake.calls.CreateContainer, 0);
+    assert.equal(fake.calls.StopContainer, 0);
+    assert.equal(fake.calls.StopPodSandbox, 0);
+    assert.deepEqual(fake.sandboxes().map((s) => s.id), sandboxes);
+  });
+
+  it('runs the valid pod next to an invalid manifest and stays healthy', async () => {
+    const t = await start();
+    await t.writeManifest('broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: broken}\nspec: {containers: [{name: "x"}]}\n');
+    await t.writeManifest('garbage.yaml', '{ this is: [not yaml');
+    await t.writeManifest('web.yaml', podManifest('web', [app()]));
+    await t.waitForPod('web', isRunning, 8000, 'Running');
+    await sleep(300);
+    assert.deepEqual(t.kubelet.pods().map((p) => p.metadata!.name), ['web-test-node']);
+    assert.equal(t.kubelet.healthz(), 'ok');
+    assert.equal(fake.calls.RunPodSandbox, 1);
+  });
+
+  it('retries a pod whose plugin tap threw once, naming the plugin; other pods are unaffected', async () => {
+    let victimCalls = 0;
+    const flaky: KubeletPlugin = {
+      name: 'flaky-net',
+      apply(ctx) {
+        ctx.hooks.beforeSandbox.tapPromise('flaky-net', async (sandboxConfig, pod) => {
+          if (pod.metadata?.name === 'victim-test-node' && ++victimCalls === 1) throw new Error('address pool exhausted');
+          return sandboxConfig;
+        });
+      },
+    };
+    // Built like startTestKubelet, with a logger the test reads.
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const config = testConfig(path.join(dir, 'kubelet'), { plugins: [...plugins(), flaky] });
+    await fs.mkdir(config.staticPodPath!, { recursive: true });
+    const kubelet = new Kubelet(config, createLogger({ level: 'info', destination: sink }));
+    await kubelet.start();
+    kubelets.push(kubelet);
+    const manifest = async (name: string) => {
+      await fs.writeFile(path.join(config.staticPodPath!, `.${name}.tmp`), JSON.stringify(podManifest(name, [app()])));
+      await fs.rename(path.join(config.staticPodPath!, `.${name}.tmp`), path.join(config.staticPodPath!, `${name}.json`));
+    };
+    const podNamed = (name: string) => kubelet.pods().find((p) => p.metadata?.name === `${name}-test-node`);
+
+    await manifest('victim');
+    await manifest('bystander');
+    await waitFor('bystander Running', () => isRunning(podNamed('bystander')), 8000);
+    const failure = await waitFor('the failed sync logged', () => lines.find((l) => l.msg === 'pod worker operation failed'), 5000);
+    assert.equal(failure.pod, 'default/victim-test-node');
+    assert.match(String(failure.err), /plugin 'flaky-net' \(hook beforeSandbox\): address pool exhausted/);
+    assert.ok(lines.some((l) => l.plugin === 'flaky-net' && l.hook === 'beforeSandbox' && l.msg === 'plugin tap failed'));
+    await waitFor('victim Running after a retry', () => isRunning(podNamed('victim')), 8000);
+    assert.equal(victimCalls, 2, 'one failed call, one retry');
+    assert.equal(fake.calls.RunPodSandbox, 2);
+    assert.equal(kubelet.healthz(), 'ok');
+  });
+
+  it('retries a pod whose RunPodSandbox failed once', async () => {
+    fake.failNext('RunPodSandbox', grpc.status.UNKNOWN, 'failed to setup network for sandbox: injected');
+    const t = await start();
+    await t.writeManifest('web.yaml', podManifest('web', [app()]));
+    const pod = (await t.waitForPod('web', isRunning, 8000, 'Running after a retry'))!;
+    assert.equal(fake.calls.RunPodSandbox, 2);
+    assert.equal(fake.sandboxes().length, 1);
+    assert.equal(fake.sandboxes()[0]!.metadata.attempt, 0, 'the failed attempt left nothing behind');
+    assert.equal(cs(pod)!.restartCount, 0);
+  });
+
+  it('stops and removes a sandbox of ours that no source wants (orphan), leaving others alone', async () => {
+    fake.addImage(IMAGE, { present: true });
+    const cri = new CriClient(fake.endpoint);
+    const sandbox = (name: string, uid: string, labels: Record<string, string>) => ({
+      metadata: { name, uid, namespace: 'default', attempt: 0 },
+      logDirectory: path.join(dir, 'logs', name),
+      labels,
+      linux: { securityContext: { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
+    });
+    let orphanSandbox: string;
+    let orphanContainer: string;
+    let foreignSandbox: string;
+    try {
+      const ours = { [LABEL.managed]: 'true', [LABEL.podUID]: 'orphan-uid', [LABEL.podName]: 'ghost', [LABEL.podNamespace]: 'default' };
+      const config = sandbox('ghost', 'orphan-uid', ours);
+      orphanSandbox = (await cri.callRuntime('RunPodSandbox', { config }, 2000)).podSandboxId;
+      orphanContainer = (await cri.callRuntime('CreateContainer', {
+        podSandboxId: orphanSandbox,
+        config: { metadata: { name: 'c', attempt: 0 }, image: { image: IMAGE }, labels: { ...ours, [LABEL.containerName]: 'c' }, logPath: 'c/0.log' },
+        sandboxConfig: config,
+      }, 2000)).containerId;
+      await cri.callRuntime('StartContainer', { containerId: orphanContainer }, 2000);
+      // Someone else's pod (another kubelet or crictl): same pod labels, but not marked as ours.
+      const foreign = { [LABEL.podUID]: 'foreign-uid', [LABEL.podName]: 'other', [LABEL.podNamespace]: 'default' };
+      foreignSandbox = (await cri.callRuntime('RunPodSandbox', { config: sandbox('other', 'foreign-uid', foreign) }, 2000)).podSandboxId;
+    } finally {
+      cri.close();
+    }
+    fake.resetCalls();
+
+    const t = await start();
+    await t.writeManifest('web.yaml', podManifest('web', [app()]));
+    await t.waitForPod('web', isRunning, 8000, 'Running');
+    await waitFor('orphan sandbox removed', () => !fake.sandbox(orphanSandbox), 8000);
+    assert.equal(fake.container(orphanContainer), undefined);
+    const stop = fake.requestsOf('StopContainer').find((r) => r.containerId === orphanContainer);
+    assert.ok(stop, 'the orphan container was stopped');
+    assert.equal(Number(stop.timeout), 30, 'default grace period');
+    const idx = (m: string) => fake.requests.findIndex((r) => r.method === m && (r.request.podSandboxId === orphanSandbox || r.request.containerId === orphanContainer));
+    assert.ok(idx('StopContainer') < idx('StopPodSandbox') && idx('StopPodSandbox') < idx('RemovePodSandbox'));
+
+    assert.equal(fake.sandbox(foreignSandbox!)?.state, 'SANDBOX_READY', 'a sandbox without our label is not touched');
+    assert.ok(!fake.requests.some((r) => r.request?.podSandboxId === foreignSandbox && r.method !== 'PodSandboxStatus'));
+    assert.ok(isRunning(t.pod('web')), 'our pod is not affected');
+    assert.deepEqual(t.kubelet.pods().map((p) => p.metadata!.name), ['web-test-node']);
+  });
+});

@@ -11,6 +11,7 @@ import { instrumentRuntime } from './runtime/instrumented-runtime.ts';
 import { RuntimeCache } from './runtime/runtime-cache.ts';
 import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
 import { StatusManager } from './status/status-manager.ts';
+import { ProbeResults } from './status/probe-results.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { PodSyncer, orphanPod } from './pod/pod-sync.ts';
@@ -44,6 +45,7 @@ export class Kubelet {
   private readonly terminating = new Map<string, V1Pod>();
   private readonly sources: PodSource[] = [];
   private readonly podConfig: PodConfig;
+  private readonly probes = new ProbeResults();
   private runtimeImpl!: ContainerRuntime;
   private runtimeVersion!: RuntimeVersion;
   private cache!: RuntimeCache;
@@ -59,7 +61,19 @@ export class Kubelet {
   readOnlyPort = 0;
 
   constructor(readonly config: KubeletConfig, readonly logger: Logger, private readonly extraSources: PodSource[] = []) {
-    this.plugins = new PluginHost({ hooks: this.hooks, config, logger });
+    this.plugins = new PluginHost({
+      hooks: this.hooks,
+      config,
+      logger,
+      services: {
+        runtime: () => {
+          if (!this.runtimeImpl) throw new Error('the runtime is not ready yet: call ctx.runtime() from a hook, not during apply');
+          return this.runtimeImpl;
+        },
+        pods: () => this.pods(),
+        reportProbe: (event) => this.hooks.onProbe.promise(event),
+      },
+    });
     this.server = new KubeletServer(logger.child({ component: 'server' }));
     this.podConfig = new PodConfig((u) => this.handleUpdate(u));
   }
@@ -84,9 +98,9 @@ export class Kubelet {
     this.cache = new RuntimeCache(this.runtimeImpl);
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
-    this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName });
+    this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
     const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger });
-    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, logger });
+    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, logger });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {
@@ -98,8 +112,10 @@ export class Kubelet {
       logger.child({ component: 'pod-workers' }),
     );
     tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger });
+    // The core acts on probe results first: readiness and startup feed status, liveness and
+    // startup failures make the next sync kill and restart the container.
     this.hooks.onProbe.tapPromise({ name: 'kubelet', stage: -1000 }, async (e) => {
-      if (e.probe === 'readiness') this.status.setReadiness(e.containerId, e.result === 'success');
+      this.probes.set(e.containerId, e.probe, e.result);
       const pod = this.desired.get(e.pod.metadata!.uid!);
       if (pod) this.workers.update(pod);
     });

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.ts';
-import type { PluginHooks } from '../hooks.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { PluginHooks, ProbeResultEvent } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 
@@ -11,6 +12,13 @@ import type { ContainerRuntime } from '../runtime/types.ts';
 export interface Capabilities {
   /** The container runtime: required, exactly one. */
   runtime: ContainerRuntime;
+}
+
+/** What the host lends plugins besides hooks and slots; the kubelet fills it. */
+export interface HostServices {
+  runtime(): ContainerRuntime;
+  pods(): V1Pod[];
+  reportProbe(event: ProbeResultEvent): Promise<void>;
 }
 
 /** Slots the host refuses to start without. */
@@ -28,6 +36,12 @@ export interface PluginContext {
   readonly stateDir: string;
   /** The resolved kubelet configuration (read-only). */
   readonly config: Readonly<KubeletConfig>;
+  /** The container runtime (the `runtime` slot's provider, timed by the core); usable once every plugin is applied. */
+  runtime(): ContainerRuntime;
+  /** The pods this kubelet runs or is terminating, with their current status. */
+  pods(): V1Pod[];
+  /** Reports a probe result; the host fires `onProbe`, and the core sets readiness or restarts the container. */
+  reportProbe(event: ProbeResultEvent): Promise<void>;
   /** Fills a capability slot; the host fails at start if two plugins claim one slot. */
   provide<K extends keyof Capabilities>(slot: K, impl: Capabilities[K]): void;
   /** Registers cleanup to run at shutdown; plugins close in reverse load order. */

@@ -5,11 +5,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '../logger.ts';
 import { PluginError, errorMessage, isPluginError } from '../errors.ts';
-import type { KubeletHooks } from '../hooks.ts';
+import type { KubeletHooks, ProbeResultEvent } from '../hooks.ts';
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../config/load.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
-import { REQUIRED_SLOTS, type Capabilities, type KubeletPlugin, type PluginContext } from './plugin-api.ts';
+import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
@@ -48,7 +48,7 @@ export class PluginHost {
   private readonly closers: Array<{ plugin: string; fn: () => void | Promise<void> }> = [];
   private readonly ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
 
-  constructor(private readonly deps: { hooks: KubeletHooks; config: KubeletConfig; logger: Logger }) {}
+  constructor(private readonly deps: { hooks: KubeletHooks; config: KubeletConfig; logger: Logger; services?: HostServices }) {}
 
   /** Loads and applies every entry in order, then checks the required slots. */
   async loadAll(entries: PluginEntry[]): Promise<void> {
@@ -71,6 +71,11 @@ export class PluginHost {
   /** Which plugin fills a slot. */
   slotOwner(slot: keyof Capabilities): string | undefined {
     return this.slots.get(slot)?.plugin;
+  }
+
+  private service(): HostServices {
+    if (!this.deps.services) throw new PluginError('host', 'host services are not available in this context (plugins are only being listed)');
+    return this.deps.services;
   }
 
   /** Runs the plugins' cleanups in reverse load order; one failing does not stop the rest. */
@@ -111,6 +116,9 @@ export class PluginHost {
       logger,
       stateDir,
       config: this.deps.config,
+      runtime: () => this.service().runtime(),
+      pods: () => this.service().pods(),
+      reportProbe: (event: ProbeResultEvent) => this.service().reportProbe(event),
       provide: <K extends keyof Capabilities>(slot: K, impl: Capabilities[K]) => {
         const claim = this.slots.get(slot);
         if (claim) {

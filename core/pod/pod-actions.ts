@@ -68,7 +68,14 @@ const isDone = (c: ContainerStatus | undefined) => !!c && c.state === 'CONTAINER
  * Decides what a sync does, from the pod's spec and what the runtime holds. Pure except for
  * reading the back-off (it does not advance it: the executor does, when a restart happens).
  */
-export function computePodActions(pod: V1Pod, rs: PodRuntimeStatus | undefined, crashBackoff: Backoff, now = Date.now()): PodActions {
+export function computePodActions(
+  pod: V1Pod,
+  rs: PodRuntimeStatus | undefined,
+  crashBackoff: Backoff,
+  now = Date.now(),
+  /** Running containers whose liveness or startup probe failed, by container ID. */
+  unhealthy: ReadonlyMap<string, 'liveness' | 'startup'> = new Map(),
+): PodActions {
   const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
   const actions: PodActions = {
     killPod: false, createSandbox: false, attempt: 0, sandboxId: undefined, nextInit: undefined,
@@ -139,6 +146,14 @@ export function computePodActions(pod: V1Pod, rs: PodRuntimeStatus | undefined, 
       continue;
     }
     if (st.state === 'CONTAINER_RUNNING') {
+      const failedProbe = unhealthy.get(st.id);
+      if (failedProbe) {
+        // Upstream: kill it; restart at once unless the policy is Never.
+        const restart = restartPolicy !== 'Never';
+        actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} failed ${failedProbe} probe${restart ? ', will be restarted' : ''}` });
+        if (restart) actions.containersToStart.push({ container: c, restartCount: restartCountOf(st) + 1 });
+        continue;
+      }
       if (st.annotations[ANNOTATION.containerHash] !== containerHash(c)) {
         actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
         actions.containersToStart.push({ container: c, restartCount: restartCountOf(st) + 1 });

@@ -9,6 +9,7 @@ import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus, RuntimeCache } from '../runtime/runtime-cache.ts';
 import type { ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
 import type { StatusManager } from '../status/status-manager.ts';
+import type { ProbeResults } from '../status/probe-results.ts';
 import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
@@ -45,6 +46,7 @@ export class PodSyncer {
       pullBackoff: Backoff;
       puller: ImagePuller;
       status: StatusManager;
+      probes: ProbeResults;
       logger: Logger;
     },
   ) {}
@@ -55,7 +57,8 @@ export class PodSyncer {
     const uid = podUID(pod);
     const log = this.podLogger(pod);
     const rs = await cache.refreshPod(uid);
-    const actions = computePodActions(pod, rs, this.deps.crashBackoff);
+    const running = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.id);
+    const actions = computePodActions(pod, rs, this.deps.crashBackoff, Date.now(), this.deps.probes.unhealthy(running));
     const waiting: Waiting = new Map(actions.waiting);
     let requeueAfterMs = actions.requeueAfterMs;
 
@@ -176,6 +179,7 @@ export class PodSyncer {
     const left = Math.max(MIN_GRACE_SECONDS, grace - Math.floor((Date.now() - started) / 1000));
     try {
       await this.deps.runtime.stopContainer(id, grace === 0 ? 0 : left);
+      this.deps.probes.forget(id);
       this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
     } catch (err) {
       if (!isNotFound(err)) throw err;

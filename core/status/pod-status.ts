@@ -12,8 +12,8 @@ export interface StatusInputs {
   runtimeName: string;
   /** Why a container is not running, from the last sync (ErrImagePull, CrashLoopBackOff, ...). */
   waiting: ReadonlyMap<string, { reason: string; message: string }>;
-  /** Readiness by container ID, from probe results; containers without a readiness probe are ready when running. */
-  readiness: ReadonlyMap<string, boolean>;
+  /** Probe results by container ID: readiness (false until a success) and startup gate a running container. */
+  probes: { get(containerId: string, probe: 'readiness' | 'startup' | 'liveness'): string | undefined };
   /** When the kubelet first saw the pod. */
   startTime: Date;
   /** The previous status, to keep condition transition times. */
@@ -50,10 +50,11 @@ function containerStatus(pod: V1Pod, spec: V1Container, instances: ContainerStat
   }
   const containerID = `${inputs.runtimeName}://${cur.id}`;
   if (cur.state === 'CONTAINER_RUNNING') {
-    const hasReadinessProbe = !!spec.readinessProbe;
-    const ready = hasReadinessProbe ? inputs.readiness.get(cur.id) === true : !inputs.terminating;
+    // With a startup probe a container is started only once it succeeded; readiness waits for that.
+    const started = spec.startupProbe ? inputs.probes.get(cur.id, 'startup') === 'success' : true;
+    const ready = started && !inputs.terminating && (spec.readinessProbe ? inputs.probes.get(cur.id, 'readiness') === 'success' : true);
     return {
-      ...base, containerID, ready, started: true,
+      ...base, containerID, ready, started,
       state: { running: { startedAt: date(cur.startedAt) as Date } },
       ...(prev ? { lastState: terminatedState(prev, inputs.runtimeName) } : {}),
     };

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import { computePodStatus, type StatusInputs } from './pod-status.ts';
+import type { ProbeResults } from './probe-results.ts';
 
 interface PodEntry {
   status: V1PodStatus | undefined;
@@ -19,9 +20,8 @@ interface PodEntry {
  */
 export class StatusManager {
   private readonly pods = new Map<string, PodEntry>();
-  private readonly readiness = new Map<string, boolean>();
 
-  constructor(private readonly deps: { hooks: KubeletHooks; logger: Logger; nodeIP: string; runtimeName: () => string }) {}
+  constructor(private readonly deps: { hooks: KubeletHooks; logger: Logger; nodeIP: string; runtimeName: () => string; probes: ProbeResults }) {}
 
   /** The current status, if computed. */
   get(uid: string): V1PodStatus | undefined {
@@ -38,11 +38,6 @@ export class StatusManager {
     this.entry(uid).rejected = { reason, message };
   }
 
-  /** Sets a container's readiness (from a probe result). */
-  setReadiness(containerId: string, ready: boolean): void {
-    this.readiness.set(containerId, ready);
-  }
-
   /** Recomputes a pod's status from the runtime's view; runs the podStatus hook. */
   async update(pod: V1Pod, rs: PodRuntimeStatus | undefined, terminating = false): Promise<V1PodStatus> {
     const uid = pod.metadata!.uid!;
@@ -51,7 +46,7 @@ export class StatusManager {
       nodeIP: this.deps.nodeIP,
       runtimeName: this.deps.runtimeName(),
       waiting: entry.waiting,
-      readiness: this.readiness,
+      probes: this.deps.probes,
       startTime: entry.startTime,
       previous: entry.status,
       terminating,
@@ -71,10 +66,10 @@ export class StatusManager {
     return status;
   }
 
-  /** Forgets a pod and the readiness of its containers. */
+  /** Forgets a pod and the probe results of its containers. */
   delete(uid: string, containerIds: string[] = []): void {
     this.pods.delete(uid);
-    for (const id of containerIds) this.readiness.delete(id);
+    for (const id of containerIds) this.deps.probes.forget(id);
   }
 
   private entry(uid: string): PodEntry {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { ProbeResults } from '../../core/status/probe-results.ts';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { computePodStatus, podPhase, qosClass, type StatusInputs } from '../../core/status/pod-status.ts';
 import { T0, makeContainer, makePod, makeRuntimeStatus, makeSandbox } from '../support/runtime-fixtures.ts';
@@ -7,12 +8,18 @@ const a: V1Container = { name: 'a', image: 'busybox:1.36' };
 const b: V1Container = { name: 'b', image: 'nginx:1.25' };
 const NODE_IP = '192.168.1.10';
 
+function probesWith(id: string, probe: 'readiness' | 'startup' | 'liveness', result: 'success' | 'failure'): ProbeResults {
+  const p = new ProbeResults();
+  p.set(id, probe, result);
+  return p;
+}
+
 function inputs(o: Partial<StatusInputs> = {}): StatusInputs {
   return {
     nodeIP: NODE_IP,
     runtimeName: 'containerd',
     waiting: new Map(),
-    readiness: new Map(),
+    probes: new ProbeResults(),
     startTime: new Date(T0),
     previous: undefined,
     terminating: false,
@@ -138,7 +145,7 @@ describe('computePodStatus', () => {
       }
       assert.equal(cond(s, 'PodScheduled')!.status, 'True');
       assert.equal(cond(s, 'Initialized')!.status, 'True');
-      s = computePodStatus(pod, rs, inputs({ readiness: new Map([['a-0', true]]), previous: s }));
+      s = computePodStatus(pod, rs, inputs({ probes: probesWith('a-0', 'readiness', 'success'), previous: s }));
       assert.equal(cond(s, 'Ready')!.status, 'True');
       assert.equal(cond(s, 'Ready')!.message, undefined);
     });

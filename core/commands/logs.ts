@@ -1,0 +1,238 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import http from 'node:http';
+import type { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../config/duration.ts';
+
+export const LOGS_USAGE = `Usage: kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [flags]
+
+Print a container's log from the local kubelet's read-only server (as kubectl logs does).
+POD is the pod's name, or a static pod's manifest name (the kubelet names it <name>-<node>).
+
+Flags:
+  -c, --container NAME     the container (default: the pod's only or default container)
+  -n, --namespace NS       the pod's namespace (default: "default", else the only namespace with such a pod)
+  -f, --follow             keep streaming new lines until the container stops (Ctrl-C to stop)
+  -p, --previous           the previous (terminated) instance of the container
+      --tail N             only the last N lines (-1: all)
+      --timestamps         prefix each line with its RFC3339Nano timestamp
+      --limit-bytes N      stop after N bytes
+      --since DURATION     only lines newer than this (5s, 2m, 3h)
+      --since-time TIME    only lines at or after this RFC3339 time
+      --port N             the kubelet's read-only port (default: the configured readOnlyPort)
+  -h, --help               this help
+`;
+
+/** What a failed request to the kubelet said. */
+class KubeletUnreachable extends Error {}
+
+const REASONS: Record<number, string> = { 400: 'BadRequest', 404: 'NotFound', 422: 'Invalid', 500: 'InternalError', 503: 'ServiceUnavailable' };
+
+function get(url: string, signal: AbortSignal | undefined, connectTimeoutMs: number): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { ...(signal ? { signal } : {}) }, (res) => {
+      clearTimeout(timer);
+      resolve(res);
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`no response within ${connectTimeoutMs} ms`)), connectTimeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      if ((err as Error).name === 'AbortError') reject(err);
+      else reject(new KubeletUnreachable(err.message || (err as NodeJS.ErrnoException).code || String(err)));
+    });
+  });
+}
+
+async function readBody(res: http.IncomingMessage): Promise<string> {
+  res.setEncoding('utf8');
+  let body = '';
+  for await (const d of res) body += d;
+  return body;
+}
+
+function allContainers(pod: V1Pod): Array<V1Container & { kind: 'init' | 'app' | 'ephemeral' }> {
+  const s = pod.spec;
+  return [
+    ...(s?.initContainers ?? []).map((c) => ({ ...c, kind: 'init' as const })),
+    ...(s?.containers ?? []).map((c) => ({ ...c, kind: 'app' as const })),
+    ...(s?.ephemeralContainers ?? []).map((c) => ({ ...(c as V1Container), kind: 'ephemeral' as const })),
+  ];
+}
+
+/** Finds the pod by name or static name (`<name>-<node>`), in the namespace or, without one, in "default" first. */
+function findPod(pods: V1Pod[], name: string, namespace: string | undefined): V1Pod | V1Pod[] | undefined {
+  const matches = pods.filter((p) => {
+    const n = p.metadata?.name;
+    const node = p.spec?.nodeName?.toLowerCase();
+    return n === name || (node !== undefined && n === `${name}-${node}`);
+  });
+  const ns = (p: V1Pod) => p.metadata?.namespace ?? 'default';
+  if (namespace !== undefined) return matches.find((p) => ns(p) === namespace);
+  const inDefault = matches.filter((p) => ns(p) === 'default');
+  const pool = inDefault.length ? inDefault : matches;
+  // An exact name beats a static-name match.
+  const exact = pool.filter((p) => p.metadata?.name === name);
+  const pick = exact.length ? exact : pool;
+  if (pick.length === 1) return pick[0];
+  return pick.length ? pick : undefined;
+}
+
+/**
+ * `kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--previous] [--tail N] [--timestamps]`:
+ * resolves the pod (GET /pods) and the container, then streams
+ * GET /containerLogs/{ns}/{pod}/{container} to stdout. Returns the exit code: 0 done, 1 the
+ * kubelet is unreachable or refused (unknown pod or container, no previous instance), 2 usage.
+ */
+export async function logsCommand(
+  argv: string[],
+  opts: { port: number; address?: string; stdout?: Writable; stderr?: Writable; signal?: AbortSignal },
+): Promise<number> {
+  const stdout = opts.stdout ?? process.stdout;
+  const stderr = opts.stderr ?? process.stderr;
+  const fail = (msg: string, code = 1) => {
+    stderr.write(`${msg}\n`);
+    return code;
+  };
+
+  let values, positionals;
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        container: { type: 'string', short: 'c' },
+        namespace: { type: 'string', short: 'n' },
+        follow: { type: 'boolean', short: 'f' },
+        previous: { type: 'boolean', short: 'p' },
+        tail: { type: 'string' },
+        timestamps: { type: 'boolean' },
+        'limit-bytes': { type: 'string' },
+        since: { type: 'string' },
+        'since-time': { type: 'string' },
+        port: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    return fail(`kubelet-ts logs: ${(err as Error).message}\n\n${LOGS_USAGE}`, 2);
+  }
+  if (values.help) {
+    stdout.write(LOGS_USAGE);
+    return 0;
+  }
+  if (positionals.length < 1 || positionals.length > 2) return fail(`kubelet-ts logs: expected POD [CONTAINER], got ${positionals.length} arguments\n\n${LOGS_USAGE}`, 2);
+  const podArg = positionals[0]!.replace(/^pods?\//, '');
+  const containerArg = values.container ?? positionals[1];
+
+  const query = new URLSearchParams();
+  if (values.follow) query.set('follow', 'true');
+  if (values.previous) query.set('previous', 'true');
+  if (values.timestamps) query.set('timestamps', 'true');
+  if (values.tail !== undefined) {
+    if (!/^-?\d+$/.test(values.tail)) return fail(`kubelet-ts logs: --tail: '${values.tail}' is not an integer`, 2);
+    if (Number(values.tail) >= 0) query.set('tailLines', String(Number(values.tail)));
+  }
+  if (values['limit-bytes'] !== undefined) {
+    if (!/^\d+$/.test(values['limit-bytes']) || Number(values['limit-bytes']) < 1) return fail(`kubelet-ts logs: --limit-bytes: '${values['limit-bytes']}' is not a positive integer`, 2);
+    query.set('limitBytes', values['limit-bytes']);
+  }
+  if (values.since !== undefined && values['since-time'] !== undefined) return fail('kubelet-ts logs: at most one of --since-time or --since may be used', 2);
+  if (values.since !== undefined) {
+    let ms: number;
+    try {
+      ms = parseDuration(values.since);
+    } catch (err) {
+      return fail(`kubelet-ts logs: --since: ${(err as Error).message}`, 2);
+    }
+    query.set('sinceSeconds', String(Math.max(1, Math.ceil(ms / 1000))));
+  }
+  if (values['since-time'] !== undefined) {
+    if (Number.isNaN(Date.parse(values['since-time'])) || !/^\d{4}-\d{2}-\d{2}T/.test(values['since-time'])) return fail(`kubelet-ts logs: --since-time: '${values['since-time']}' is not an RFC3339 time`, 2);
+    query.set('sinceTime', values['since-time']);
+  }
+
+  let port = opts.port;
+  if (values.port !== undefined) {
+    if (!/^\d+$/.test(values.port)) return fail(`kubelet-ts logs: --port: '${values.port}' is not a port number`, 2);
+    port = Number(values.port);
+  }
+  if (!port) return fail('kubelet-ts logs: the kubelet\'s read-only server is disabled (readOnlyPort 0); enable it with --read-only-port or pass --port', 1);
+  const host = !opts.address || opts.address === '0.0.0.0' ? '127.0.0.1' : opts.address === '::' ? '::1' : opts.address;
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const unreachable = (err: unknown) => fail(`kubelet-ts logs: cannot reach the kubelet at ${base} (${(err as Error).message}); is it running with --read-only-port ${port}?`);
+
+  // Resolve the pod and the container from the kubelet's pod list.
+  let pods: V1Pod[];
+  try {
+    const res = await get(`${base}/pods`, opts.signal, 5000);
+    const body = await readBody(res);
+    if (res.statusCode !== 200) return fail(`kubelet-ts logs: GET /pods: ${res.statusCode} ${body.trim()}`);
+    pods = (JSON.parse(body) as { items?: V1Pod[] }).items ?? [];
+  } catch (err) {
+    if (err instanceof KubeletUnreachable) return unreachable(err);
+    if ((err as Error).name === 'AbortError') return 0;
+    return fail(`kubelet-ts logs: GET /pods: ${(err as Error).message}`);
+  }
+  const found = findPod(pods, podArg, values.namespace);
+  if (!found) return fail(`Error from server (NotFound): pods "${podArg}" not found${values.namespace ? ` in namespace "${values.namespace}"` : ''}`);
+  if (Array.isArray(found)) {
+    const where = found.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ');
+    return fail(`kubelet-ts logs: pod "${podArg}" is ambiguous: ${where}; choose one with -n NAMESPACE`);
+  }
+  const pod = found;
+  const podName = pod.metadata!.name!;
+  const namespace = pod.metadata?.namespace ?? 'default';
+  const containers = allContainers(pod);
+  let container = containerArg;
+  if (container !== undefined) {
+    if (!containers.some((c) => c.name === container)) {
+      const names = containers.map((c) => c.name).join(', ');
+      return fail(`error: container "${container}" is not valid for pod "${podName}"; choose one of: ${names}`);
+    }
+  } else {
+    const app = containers.filter((c) => c.kind === 'app');
+    const annotated = pod.metadata?.annotations?.['kubectl.kubernetes.io/default-container'];
+    const chosen = (annotated && containers.find((c) => c.name === annotated)) || app[0] || containers[0];
+    if (!chosen) return fail(`error: pod "${podName}" has no containers`);
+    container = chosen.name;
+    if (app.length > 1 && !annotated) {
+      const list = containers.map((c) => (c.kind === 'app' ? c.name : `${c.name} (${c.kind})`)).join(', ');
+      stderr.write(`Defaulted container "${container}" out of: ${list}\n`);
+    }
+  }
+
+  // Stream the log.
+  const qs = query.toString();
+  const url = `${base}/containerLogs/${encodeURIComponent(namespace)}/${encodeURIComponent(podName)}/${encodeURIComponent(container)}${qs ? `?${qs}` : ''}`;
+  let res: http.IncomingMessage;
+  try {
+    res = await get(url, opts.signal, 10_000);
+  } catch (err) {
+    if (err instanceof KubeletUnreachable) return unreachable(err);
+    if ((err as Error).name === 'AbortError') return 0;
+    return fail(`kubelet-ts logs: ${(err as Error).message}`);
+  }
+  if (res.statusCode !== 200) {
+    const body = (await readBody(res).catch(() => '')).trim();
+    const reason = REASONS[res.statusCode ?? 0] ?? `HTTP ${res.statusCode}`;
+    return fail(`Error from server (${reason}): ${body}`);
+  }
+  try {
+    for await (const chunk of res) {
+      if (!stdout.write(chunk)) await new Promise<void>((resolve) => {
+        const done = () => {
+          stdout.off('drain', done);
+          stdout.off('close', done);
+          resolve();
+        };
+        stdout.on('drain', done);
+        stdout.on('close', done);
+      });
+      if (stdout.destroyed) break;
+    }
+  } catch (err) {
+    if ((err as Error).name === 'AbortError' || opts.signal?.aborted) return 0;
+    return fail(`kubelet-ts logs: the log stream broke: ${(err as Error).message}`);
+  }
+  return 0;
+}

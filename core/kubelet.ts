@@ -12,6 +12,7 @@ import { RuntimeCache } from './runtime/runtime-cache.ts';
 import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
 import { StatusManager } from './status/status-manager.ts';
 import { ProbeResults } from './status/probe-results.ts';
+import { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { PodSyncer, orphanPod } from './pod/pod-sync.ts';
@@ -96,11 +97,20 @@ export class Kubelet {
     logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
 
     this.cache = new RuntimeCache(this.runtimeImpl);
+    let cgroups: PodCgroups | undefined;
+    if (config.cgroupsPerQOS) {
+      cgroups = new PodCgroups({ root: config.cgroupRoot, logger });
+      if (cgroups.supported) await cgroups.ensureQoS();
+      else {
+        logger.warn('no cgroup v1 memory and cpu hierarchies on this host (cgroup v2 is not handled yet): pods run without pod cgroups');
+        cgroups = undefined;
+      }
+    }
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
     const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger });
-    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, logger });
+    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, logger });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {

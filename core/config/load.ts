@@ -119,6 +119,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     address: c.address,
     readOnlyPort: c.readOnlyPort,
     maxPods: c.maxPods,
+    cgroupsPerQOS: c.cgroupsPerQOS,
+    cgroupRoot: c.cgroupRoot,
     crashLoopBackOff: {
       initialMs: parseDuration(c.crashLoopBackOff.initialContainerRestartPeriod!),
       maxMs: parseDuration(c.crashLoopBackOff.maxContainerRestartPeriod!),

@@ -33,6 +33,8 @@ export const configSchema = {
     address: { type: 'string', default: '0.0.0.0', 'x-allowed': 'an IP address to listen on' },
     readOnlyPort: { ...port, default: 0 },
     maxPods: { type: 'integer', minimum: 1, default: 110, 'x-allowed': 'an integer >= 1' },
+    cgroupsPerQOS: { type: 'boolean', default: true },
+    cgroupRoot: { type: 'string', pattern: '^/', default: '/', 'x-allowed': "an absolute cgroup path such as '/'" },
     crashLoopBackOff: {
       type: 'object',
       additionalProperties: false,

@@ -39,6 +39,10 @@ export interface KubeletConfigInput {
   readOnlyPort?: number;
   /** Most pods this kubelet admits. Default 110. */
   maxPods?: number;
+  /** Create the QoS cgroup hierarchy (kubepods/burstable/besteffort, pod<uid>) and run pods in it. Default true. */
+  cgroupsPerQOS?: boolean;
+  /** The cgroup under which `kubepods` is made. Default '/'. */
+  cgroupRoot?: string;
   /** Restart back-off of crashing containers (upstream crashLoopBackOff). */
   crashLoopBackOff?: { initialContainerRestartPeriod?: Duration; maxContainerRestartPeriod?: Duration };
   /** kubelet-ts: back-off of failed image pulls (upstream hard-codes 10s doubling to 300s). */
@@ -66,6 +70,8 @@ export interface KubeletConfig {
   address: string;
   readOnlyPort: number;
   maxPods: number;
+  cgroupsPerQOS: boolean;
+  cgroupRoot: string;
   crashLoopBackOff: { initialMs: number; maxMs: number };
   imagePullBackOff: { initialMs: number; maxMs: number };
   hookTimeoutMs: number;

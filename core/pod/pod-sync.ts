@@ -10,6 +10,7 @@ import type { PodRuntimeStatus, RuntimeCache } from '../runtime/runtime-cache.ts
 import type { ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
 import type { StatusManager } from '../status/status-manager.ts';
 import type { ProbeResults } from '../status/probe-results.ts';
+import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
 import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
@@ -47,6 +48,8 @@ export class PodSyncer {
       puller: ImagePuller;
       status: StatusManager;
       probes: ProbeResults;
+      /** The pod cgroup hierarchy, when cgroupsPerQOS is on. */
+      cgroups: PodCgroups | undefined;
       logger: Logger;
     },
   ) {}
@@ -75,7 +78,9 @@ export class PodSyncer {
       if (actions.createSandbox) {
         const started = performance.now();
         try {
-          sandboxConfig = await hooks.beforeSandbox.promise(buildSandboxConfig(pod, actions.attempt, config), pod);
+          sandboxConfig = buildSandboxConfig(pod, actions.attempt, config);
+          if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
+          sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
           await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
           sandboxId = await runtime.runPodSandbox(sandboxConfig);
         } catch (err) {
@@ -97,7 +102,9 @@ export class PodSyncer {
         if (known && known.id === sandboxId) sandboxConfig = known.config;
         else {
           // Adopted after a restart: rebuild the config the sandbox was created with.
-          sandboxConfig = await hooks.beforeSandbox.promise(buildSandboxConfig(pod, sb.metadata.attempt, config), pod);
+          sandboxConfig = buildSandboxConfig(pod, sb.metadata.attempt, config);
+          if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
+          sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
           this.sandboxConfigs.set(uid, { id: sandboxId!, config: sandboxConfig });
         }
         podIP = isHostNetwork(pod) ? config.nodeIP : sb.ip;
@@ -210,6 +217,7 @@ export class PodSyncer {
     for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
     await this.deps.cache.refreshPod(uid);
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
+    await this.deps.cgroups?.removePod(uid);
     this.sandboxConfigs.delete(uid);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.pullBackoff.forgetPrefix(`${uid}/`);

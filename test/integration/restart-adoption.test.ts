@@ -12,6 +12,7 @@ import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { getNodeEnv } from '../support/node-env.ts';
+import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
 import { podManifest } from '../support/test-kubelet.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/kubelet-ts.mjs', import.meta.url));
@@ -46,6 +47,8 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
   let cri: CriRuntime;
   let proc: ChildProcess | undefined;
   let logFile: string;
+  // The product default (cgroupsPerQOS) under a cgroup root of this test's own.
+  const cgroupRoot = testCgroupRoot('adopt');
 
   const start = async () => {
     const log = await fs.open(logFile, 'a');
@@ -90,6 +93,7 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
     await fs.writeFile(path.join(dir, 'kubelet.config.json'), JSON.stringify({
       podLogsDir: path.join(dir, 'logs'),
       plegRelistPeriod: '300ms',
+      cgroupRoot,
       address: '127.0.0.1',
       crashLoopBackOff: { initialContainerRestartPeriod: '500ms', maxContainerRestartPeriod: '1s' },
       plugins: [['cri-containerd']],
@@ -105,6 +109,7 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
     }
     await cri.close();
     await fs.rm(dir, { recursive: true, force: true });
+    await removeCgroupRoot(cgroupRoot);
   });
 
   it('keeps containers, sandboxes and restart counts across kill -9', async () => {

@@ -23,6 +23,9 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     address: '127.0.0.1',
     readOnlyPort: 0,
     maxPods: 110,
+    // Off for tests that do not test cgroups: the fake runtime's pods have no processes to place.
+    cgroupsPerQOS: false,
+    cgroupRoot: '/',
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     hookTimeoutMs: 30_000,

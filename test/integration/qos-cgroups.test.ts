@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
+import type { NodeEnv } from '../../tools/node-env/index.ts';
+import { getNodeEnv } from '../support/node-env.ts';
+import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
+import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+
+/**
+ * QoS and pod cgroups on containerd with cgroupfs: pods land in kubepods/, burstable/ or
+ * besteffort/ by QoS class with their pod-level limits, a container over its memory limit
+ * is reported OOMKilled, and a pod's cgroups go with it.
+ */
+describe('QoS classes and pod cgroups on containerd', function () {
+  this.timeout(90_000);
+  let env: NodeEnv;
+  let t: TestKubelet;
+  const ns = 'qos-test';
+  const cgroupRoot = testCgroupRoot('qos');
+  const mounts = cgroupV1Mounts();
+  const memoryDir = (...parts: string[]) => path.join(mounts.get('memory')!, cgroupRoot, 'kubepods', ...parts);
+
+  before(async () => {
+    env = await getNodeEnv();
+    t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]], config: { cgroupsPerQOS: true, cgroupRoot } });
+  });
+
+  after(async () => {
+    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
+    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
+    await t.stop();
+    await fs.rm(t.dir, { recursive: true, force: true });
+    // The QoS cgroups outlive pods by design; this run's root goes with the test.
+    await removeCgroupRoot(cgroupRoot);
+  });
+
+  const sleeper = (resources?: object) => ({ name: 'main', image: env.images.busybox, command: ['sleep', '3600'], ...(resources ? { resources } : {}) });
+
+  it('puts each pod in the cgroup of its QoS class with pod-level limits, and removes it with the pod', async () => {
+    await t.writeManifest('guaranteed.json', podManifest('guaranteed', [sleeper({ limits: { cpu: '200m', memory: '48Mi' } })], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    await t.writeManifest('burstable.json', podManifest('burstable', [sleeper({ requests: { cpu: '100m', memory: '16Mi' } })], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    await t.writeManifest('besteffort.json', podManifest('besteffort', [sleeper()], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const g = (await t.waitForPod('guaranteed', isRunning, 30_000, 'Running'))!;
+    const b = (await t.waitForPod('burstable', isRunning, 30_000, 'Running'))!;
+    const be = (await t.waitForPod('besteffort', isRunning, 30_000, 'Running'))!;
+    assert.equal(g.status!.qosClass, 'Guaranteed');
+    assert.equal(b.status!.qosClass, 'Burstable');
+    assert.equal(be.status!.qosClass, 'BestEffort');
+
+    const gDir = memoryDir(`pod${g.metadata!.uid}`);
+    assert.equal((await fs.readFile(path.join(gDir, 'memory.limit_in_bytes'), 'utf8')).trim(), String(48 * 1024 * 1024));
+    const cpuDir = path.join(mounts.get('cpu')!, cgroupRoot, 'kubepods', `pod${g.metadata!.uid}`);
+    assert.equal((await fs.readFile(path.join(cpuDir, 'cpu.cfs_quota_us'), 'utf8')).trim(), '20000');
+    // The container's own cgroup is inside the pod's: the runtime got it as cgroup parent.
+    const containerId = g.status!.containerStatuses![0]!.containerID!.replace('containerd://', '');
+    const tasks = (await fs.readFile(path.join(gDir, containerId, 'cgroup.procs'), 'utf8')).trim();
+    assert.ok(tasks.length > 0, 'the container process runs in the pod cgroup');
+    await fs.access(memoryDir('burstable', `pod${b.metadata!.uid}`));
+    await fs.access(memoryDir('besteffort', `pod${be.metadata!.uid}`));
+
+    for (const f of ['guaranteed.json', 'burstable.json', 'besteffort.json']) await t.removeManifest(f);
+    for (const n of ['guaranteed', 'burstable', 'besteffort']) await t.waitForPod(n, (p) => p === undefined, 20_000, 'removed');
+    await assert.rejects(fs.access(gDir), 'guaranteed pod cgroup removed');
+    await assert.rejects(fs.access(memoryDir('burstable', `pod${b.metadata!.uid}`)), 'burstable pod cgroup removed');
+    await assert.rejects(fs.access(memoryDir('besteffort', `pod${be.metadata!.uid}`)), 'besteffort pod cgroup removed');
+  });
+
+  it('reports a container that exceeds its memory limit as OOMKilled', async () => {
+    // Doubling a shell string allocates without bound; the 16 MiB limit stops it.
+    await t.writeManifest('hog.json', podManifest('hog', [{
+      name: 'hog', image: env.images.busybox, command: ['sh', '-c', 'x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done'],
+      resources: { limits: { memory: '16Mi', cpu: '500m' } },
+    }], { restartPolicy: 'Never', terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = await t.waitForPod('hog', (p) => !!p?.status?.containerStatuses?.[0]?.state?.terminated, 30_000, 'terminated');
+    const term = pod!.status!.containerStatuses![0]!.state!.terminated!;
+    assert.equal(term.reason, 'OOMKilled');
+    assert.equal(term.exitCode, 137);
+    assert.equal(pod!.status!.phase, 'Failed');
+  });
+});

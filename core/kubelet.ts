@@ -15,7 +15,7 @@ import { ProbeResults } from './status/probe-results.ts';
 import { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
-import { PodSyncer, orphanPod } from './pod/pod-sync.ts';
+import { PodSyncer, evictableContainers, orphanPod } from './pod/pod-sync.ts';
 import { tapLifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { podFullName } from './pod/pod-util.ts';
 import { PodWorkers } from './pod-workers.ts';
@@ -266,6 +266,16 @@ export class Kubelet {
     for (const uid of uids) this.resync(uid);
   }
 
+  /** Node-wide container GC: beyond `maxContainers` dead containers, the oldest go first. */
+  private async collectDeadContainers(): Promise<void> {
+    const limit = this.config.maxContainers;
+    if (limit < 0) return;
+    const dead = this.cache.all().flatMap((rs) => evictableContainers(rs).flatMap(([, list]) => list));
+    if (dead.length <= limit) return;
+    dead.sort((a, b) => a.createdAt - b.createdAt);
+    for (const c of dead.slice(0, dead.length - limit)) await this.syncer.removeContainerAndLog(c);
+  }
+
   /** Terminates runtime pods that no source wants (after every source has reported once). */
   private async housekeeping(): Promise<void> {
     if (this.housekeepingBusy || !this.podConfig.seenAll(this.sources.map((s) => s.name))) return;
@@ -277,6 +287,7 @@ export class Kubelet {
         this.logger.info({ pod: podFullName(pod), uid: rs.uid }, 'removing pod no source wants');
         this.workers.update(pod, true);
       }
+      await this.collectDeadContainers();
     } catch (err) {
       this.logger.warn({ err: errorMessage(err) }, 'housekeeping failed');
     } finally {

@@ -120,6 +120,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     readOnlyPort: c.readOnlyPort,
     maxPods: c.maxPods,
     cgroupsPerQOS: c.cgroupsPerQOS,
+    maxPerPodContainer: c.maxPerPodContainer,
+    maxContainers: c.maxContainers,
     cgroupRoot: c.cgroupRoot,
     crashLoopBackOff: {
       initialMs: parseDuration(c.crashLoopBackOff.initialContainerRestartPeriod!),

@@ -34,6 +34,8 @@ export const configSchema = {
     readOnlyPort: { ...port, default: 0 },
     maxPods: { type: 'integer', minimum: 1, default: 110, 'x-allowed': 'an integer >= 1' },
     cgroupsPerQOS: { type: 'boolean', default: true },
+    maxPerPodContainer: { type: 'integer', minimum: -1, default: 1, 'x-allowed': 'an integer >= 0, or -1 to keep all' },
+    maxContainers: { type: 'integer', minimum: -1, default: -1, 'x-allowed': 'an integer >= 0, or -1 for no limit' },
     cgroupRoot: { type: 'string', pattern: '^/', default: '/', 'x-allowed': "an absolute cgroup path such as '/'" },
     crashLoopBackOff: {
       type: 'object',

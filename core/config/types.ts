@@ -39,6 +39,10 @@ export interface KubeletConfigInput {
   readOnlyPort?: number;
   /** Most pods this kubelet admits. Default 110. */
   maxPods?: number;
+  /** kubelet-ts (upstream flag --maximum-dead-containers-per-container): dead instances kept per container besides the newest. Default 1; -1 keeps all. */
+  maxPerPodContainer?: number;
+  /** kubelet-ts (upstream flag --maximum-dead-containers): dead containers kept on the node, oldest removed first. Default -1 (no limit). */
+  maxContainers?: number;
   /** Create the QoS cgroup hierarchy (kubepods/burstable/besteffort, pod<uid>) and run pods in it. Default true. */
   cgroupsPerQOS?: boolean;
   /** The cgroup under which `kubepods` is made. Default '/'. */
@@ -72,6 +76,8 @@ export interface KubeletConfig {
   maxPods: number;
   cgroupsPerQOS: boolean;
   cgroupRoot: string;
+  maxPerPodContainer: number;
+  maxContainers: number;
   crashLoopBackOff: { initialMs: number; maxMs: number };
   imagePullBackOff: { initialMs: number; maxMs: number };
   hookTimeoutMs: number;

@@ -62,6 +62,9 @@ export function backoffKey(pod: V1Pod, container: V1Container): string {
   return `${pod.metadata!.uid}/${container.name}/${containerHash(container)}`;
 }
 
+/** A sidecar: an init container that keeps running beside the app containers (restartPolicy Always). */
+export const isSidecar = (c: V1Container) => c.restartPolicy === 'Always';
+
 const isDone = (c: ContainerStatus | undefined) => !!c && c.state === 'CONTAINER_EXITED' && c.exitCode === 0;
 
 /**
@@ -123,9 +126,35 @@ export function computePodActions(
     return { container: c, restartCount: restartCountOf(st) + 1, backoffKey: key, previousFinishedAt: st.finishedAt };
   };
 
-  // Init containers: one at a time, in order, each to exit 0 before the next.
+  // Init containers: one at a time, in order, each to exit 0 before the next. Sidecars (init
+  // containers with restartPolicy Always) start in that order too and keep running; once the
+  // app containers have run, a sidecar that exits is restarted without holding anything up.
+  const appStarted = containers.some((c) => latest.has(c.name));
+  const sidecarStarts: ContainerStart[] = [];
   for (const c of initContainers) {
     const st = latest.get(c.name);
+    if (isSidecar(c)) {
+      if (st?.state === 'CONTAINER_RUNNING') {
+        const failedProbe = unhealthy.get(st.id);
+        if (failedProbe) {
+          actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} failed ${failedProbe} probe, will be restarted` });
+          sidecarStarts.push({ container: c, restartCount: restartCountOf(st) + 1 });
+        }
+        continue;
+      }
+      let start: ContainerStart | undefined;
+      if (!st) start = { container: c, restartCount: 0 };
+      else if (st.state === 'CONTAINER_CREATED') {
+        actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} was created but not started, will be replaced` });
+        start = { container: c, restartCount: restartCountOf(st) + 1 };
+      } else start = planRestart(c, st, 'Always');
+      if (appStarted) {
+        if (start) sidecarStarts.push(start);
+        continue;
+      }
+      if (start) actions.nextInit = start;
+      return actions;
+    }
     if (isDone(st)) continue;
     if (!st) {
       actions.nextInit = { container: c, restartCount: 0 };
@@ -138,6 +167,7 @@ export function computePodActions(
     else if (restartPolicy === 'Never') actions.killPod = true;
     return actions;
   }
+  actions.containersToStart.push(...sidecarStarts);
 
   for (const c of containers) {
     const st = latest.get(c.name);

@@ -14,7 +14,7 @@ import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
 import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
-import { computePodActions, type ContainerStart } from './pod-actions.ts';
+import { computePodActions, isSidecar, type ContainerStart } from './pod-actions.ts';
 import { gracePeriodSeconds, isHostNetwork, podUID } from './pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 
@@ -111,7 +111,11 @@ export class PodSyncer {
       }
 
       await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
-      if (actions.nextInit) await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
+      if (actions.nextInit) {
+        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
+        // A started sidecar keeps running, so no exit will wake the pod: go on to the next init container now.
+        if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
+      }
       await Promise.all(actions.containersToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
       await this.removeDeadContainers(rs);
     } finally {
@@ -196,7 +200,15 @@ export class PodSyncer {
   /** Stops every running container (in parallel, each with its grace period), then the sandboxes. */
   async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, grace: number): Promise<void> {
     const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
-    await Promise.all(live.map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
+    // Sidecars outlive the containers they serve: app and regular containers stop first, in
+    // parallel; then sidecars one by one in reverse order, each with what is left of the grace period.
+    const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
+    const deadline = Date.now() + grace * 1000;
+    const left = () => Math.max(grace === 0 ? 0 : MIN_GRACE_SECONDS, Math.ceil((deadline - Date.now()) / 1000));
+    await Promise.all(live.filter((c) => !sidecarNames.includes(c.metadata.name)).map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
+    for (const name of [...sidecarNames].reverse()) {
+      for (const c of live.filter((l) => l.metadata.name === name)) await this.killContainer(pod, c.id, name, left(), 'Stopping sidecar container');
+    }
     // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
     for (const sb of rs?.sandboxes ?? []) {
       try {
@@ -227,24 +239,26 @@ export class PodSyncer {
   }
 
   /**
-   * Keeps the newest two instances of each container (the current one and the one its
-   * lastState reports) and removes older dead ones, with their sandboxes of past attempts.
+   * Container GC for one pod, as upstream's: the newest instance of each container stays (its
+   * status and logs are what users see); of the older dead ones, the newest
+   * `maxPerPodContainer` stay and the rest go, oldest first, with their log files. Sandboxes
+   * of past attempts go once no container uses them.
    */
   private async removeDeadContainers(rs: PodRuntimeStatus | undefined): Promise<void> {
     if (!rs) return;
-    const seen = new Map<string, number>();
-    const dead: ContainerStatus[] = [];
-    for (const c of rs.containers) {
-      const n = (seen.get(c.metadata.name) ?? 0) + 1;
-      seen.set(c.metadata.name, n);
-      if (n > 2 && c.state === 'CONTAINER_EXITED') dead.push(c);
-    }
-    for (const c of dead) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    const dead = evictableContainers(rs).flatMap(([, list]) => (this.deps.config.maxPerPodContainer < 0 ? [] : list.slice(this.deps.config.maxPerPodContainer)));
+    for (const c of dead) await this.removeContainerAndLog(c);
     const removed = new Set(dead.map((c) => c.id));
     const inUse = new Set(rs.containers.filter((c) => !removed.has(c.id)).map((c) => c.podSandboxId));
     for (const sb of rs.sandboxes.slice(1)) {
       if (sb.state !== 'SANDBOX_READY' && !inUse.has(sb.id)) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
     }
+  }
+
+  /** Removes a dead container and its log file (the runtime leaves log files to the kubelet). */
+  async removeContainerAndLog(c: ContainerStatus): Promise<void> {
+    await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    if (c.logPath) await fs.rm(c.logPath, { force: true }).catch(() => {});
   }
 
   private async removeQuietly(fn: () => Promise<void>): Promise<void> {
@@ -258,6 +272,20 @@ export class PodSyncer {
   private podLogger(pod: V1Pod): Logger {
     return this.deps.logger.child({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid: pod.metadata?.uid });
   }
+}
+
+/**
+ * Dead containers GC may remove, per (pod, container name), newest first: every exited
+ * instance except the newest instance of its name.
+ */
+export function evictableContainers(rs: PodRuntimeStatus): Array<[string, ContainerStatus[]]> {
+  const byName = new Map<string, ContainerStatus[]>();
+  for (const c of rs.containers) {
+    const list = byName.get(c.metadata.name) ?? [];
+    list.push(c);
+    byName.set(c.metadata.name, list);
+  }
+  return [...byName].map(([name, list]) => [name, list.slice(1).filter((c) => c.state === 'CONTAINER_EXITED')]);
 }
 
 /** A stand-in pod for runtime objects whose pod the kubelet no longer knows (orphans). */

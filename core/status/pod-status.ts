@@ -1,7 +1,7 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
-import { restartCountOf } from '../pod/pod-actions.ts';
+import { isSidecar, restartCountOf } from '../pod/pod-actions.ts';
 import { bytes, milliCPU } from '../pod/quantity.ts';
 import { isHostNetwork } from '../pod/pod-util.ts';
 
@@ -138,14 +138,17 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
     byName.set(c.metadata.name, list);
   }
   const inits = pod.spec?.initContainers ?? [];
-  // An init container is ready once it completed, not while it runs (upstream).
+  // A regular init container is ready once it completed, not while it runs; a sidecar is
+  // ready as an app container is (running, started, readiness probe passed).
   const initStatuses = inits.map((c) => {
     const st = containerStatus(pod, c, byName.get(c.name) ?? [], inputs);
-    return { ...st, ready: st.state?.terminated?.exitCode === 0 };
+    return isSidecar(c) ? st : { ...st, ready: st.state?.terminated?.exitCode === 0 };
   });
+  const initComplete = (c: V1Container, s: V1ContainerStatus) => (isSidecar(c) ? !!s.state?.running && s.started === true : s.state?.terminated?.exitCode === 0);
   const statuses = (pod.spec?.containers ?? []).map((c) => containerStatus(pod, c, byName.get(c.name) ?? [], inputs));
-  const initDone = initStatuses.every((s) => s.state?.terminated?.exitCode === 0);
-  const initFailed = (pod.spec?.restartPolicy ?? 'Always') === 'Never' && initStatuses.some((s) => (s.state?.terminated?.exitCode ?? 0) !== 0);
+  const appStarted = statuses.some((s) => !!s.containerID);
+  const initDone = appStarted || initStatuses.every((s, i) => initComplete(inits[i]!, s));
+  const initFailed = (pod.spec?.restartPolicy ?? 'Always') === 'Never' && initStatuses.some((s, i) => !isSidecar(inits[i]!) && (s.state?.terminated?.exitCode ?? 0) !== 0);
 
   const sandbox = rs?.sandboxes[0];
   const sandboxReady = sandbox?.state === 'SANDBOX_READY';
@@ -155,7 +158,7 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
   const containersReady = unready.length === 0 && statuses.length > 0;
   const unreadyMsg = `containers with unready status: [${unready.join(' ')}]`;
-  const uninitialized = initStatuses.filter((s) => s.state?.terminated?.exitCode !== 0).map((s) => s.name);
+  const uninitialized = initStatuses.filter((s, i) => !initComplete(inits[i]!, s)).map((s) => s.name);
 
   let phase = podPhase(pod, statuses, initDone, initFailed);
   if (inputs.rejected) phase = 'Failed';

@@ -26,6 +26,8 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     // Off for tests that do not test cgroups: the fake runtime's pods have no processes to place.
     cgroupsPerQOS: false,
     cgroupRoot: '/',
+    maxPerPodContainer: 1,
+    maxContainers: -1,
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     hookTimeoutMs: 30_000,

@@ -1,9 +1,10 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
 import { errorMessage } from './errors.ts';
-import { createHooks, type KubeletHooks } from './hooks.ts';
+import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
+import { KubeletMetrics, metricsRouteHandler } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
 import { PluginHost } from './plugins/plugin-host.ts';
 import { isolateTaps } from './plugins/tap-isolation.ts';
@@ -25,6 +26,8 @@ import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';
 import { KubeletServer } from './server.ts';
+import { containerLogsHandler } from './logs/log-routes.ts';
+import { podLogDir } from './pod/sandbox-config.ts';
 
 /** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
 const HOUSEKEEPING_MS = 2000;
@@ -40,6 +43,10 @@ export class Kubelet {
   readonly hooks: KubeletHooks = createHooks();
   readonly plugins: PluginHost;
   readonly server: KubeletServer;
+  /** The Prometheus metrics served on /metrics. */
+  readonly metrics = new KubeletMetrics();
+  /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
+  private readonly startMeasured = new Set<string>();
   /** Pods the sources want, by UID. */
   private readonly desired = new Map<string, V1Pod>();
   /** Pods being terminated (removed from their source), by UID. */
@@ -87,12 +94,12 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
-    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs });
+    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: this.metrics.observeTap });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     await this.plugins.loadAll(config.plugins);
     await fs.mkdir(config.podLogsDir, { recursive: true });
 
-    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger);
+    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime);
     this.runtimeVersion = await this.runtimeImpl.version();
     logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
 
@@ -117,11 +124,18 @@ export class Kubelet {
         sync: (pod) => this.syncPod(pod),
         terminate: (pod) => this.syncer.terminate(pod),
         requeue: (uid, ms) => this.queue.enqueue(uid, ms),
-        terminated: (pod) => this.terminating.delete(pod.metadata!.uid!),
+        terminated: (pod) => {
+          this.terminating.delete(pod.metadata!.uid!);
+          this.startMeasured.delete(pod.metadata!.uid!);
+          this.metrics.forgetPod(pod.metadata!.uid!);
+        },
+        observe: this.metrics.observePodWorker,
       },
       logger.child({ component: 'pod-workers' }),
     );
     tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger });
+    this.hooks.onProbe.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (e) => this.metrics.observeProbe(e));
+    this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => this.measureStart(pod, status, puller));
     // The core acts on probe results first: readiness and startup feed status, liveness and
     // startup failures make the next sync kill and restart the container.
     this.hooks.onProbe.tapPromise({ name: 'kubelet', stage: -1000 }, async (e) => {
@@ -131,7 +145,16 @@ export class Kubelet {
     });
 
     // First look at the runtime before any source: running pods are adopted, not duplicated.
-    this.pleg = new Pleg({ cache: this.cache, periodMs: config.plegRelistPeriodMs, logger, onChange: (uids) => this.onPlegChange(uids) });
+    this.pleg = new Pleg({
+      cache: this.cache,
+      periodMs: config.plegRelistPeriodMs,
+      logger,
+      onChange: (uids) => this.onPlegChange(uids),
+      observe: (durationMs, intervalMs) => {
+        this.metrics.observeRelist(durationMs, intervalMs);
+        this.metrics.setRunningFrom(this.cache.all());
+      },
+    });
     await this.pleg.start();
     logger.info({ pods: this.cache.uids().length }, 'found pods in the runtime');
 
@@ -147,6 +170,8 @@ export class Kubelet {
 
     this.server.route('/healthz', () => this.healthz());
     this.server.route('/pods', () => this.podList());
+    this.server.route('/metrics', metricsRouteHandler(this.metrics));
+    this.server.route('/containerLogs/', containerLogsHandler({ pods: () => this.pods(), runtime: () => this.runtimeImpl, logDir: (pod) => podLogDir(config, pod) }));
     if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
     this.started = true;
     await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
@@ -192,6 +217,17 @@ export class Kubelet {
   /** Resolves when all pod workers are idle (tests use it to wait for quiescence). */
   async idle(): Promise<void> {
     await this.workers.drain();
+  }
+
+  /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */
+  private measureStart(pod: V1Pod, status: V1PodStatus, puller: ImagePuller): void {
+    const uid = pod.metadata!.uid!;
+    if (this.startMeasured.has(uid) || status.phase !== 'Running') return;
+    if (!(status.containerStatuses ?? []).every((c) => c.state?.running)) return;
+    this.startMeasured.add(uid);
+    const seconds = (Date.now() - new Date(status.startTime ?? Date.now()).getTime()) / 1000;
+    // The SLI leaves out image pulls, as upstream's does.
+    this.metrics.observePodStart(seconds, Math.max(0, seconds - puller.pulledMs(uid) / 1000));
   }
 
   private handleUpdate(u: PodUpdate): void {

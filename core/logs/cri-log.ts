@@ -40,7 +40,10 @@ export interface CriLogEntry {
   stream: LogStream;
   /** The line's content without its newline. */
   log: Buffer;
-  /** False when the line never got its `F` record (the file ended in the middle of a line). */
+  /**
+   * False when the file ended in the middle of the line (no `F` record, or its last record has
+   * no newline yet): it is written without a newline, as upstream does.
+   */
   complete: boolean;
 }
 

@@ -15,6 +15,18 @@ export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrI
  */
 export class ImagePuller {
   private readonly inflight = new Map<string, Promise<string>>();
+  /** Time each pod spent waiting for pulls (the pod start SLI leaves it out). */
+  private readonly pulled = new Map<string, number>();
+
+  /** Milliseconds the pod waited for image pulls so far. */
+  pulledMs(uid: string): number {
+    return this.pulled.get(uid) ?? 0;
+  }
+
+  /** Forgets a pod's pull time. */
+  forget(uid: string): void {
+    this.pulled.delete(uid);
+  }
 
   constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger }) {}
 
@@ -30,12 +42,16 @@ export class ImagePuller {
     const key = `${pod.metadata!.uid}/${image}`;
     const now = Date.now();
     if (this.deps.backoff.isInBackOffSinceUpdate(key, now)) return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
+    const started = performance.now();
     try {
       return { imageRef: await this.pull(image, sandboxConfig) };
     } catch (err) {
       this.deps.backoff.next(key, now);
       this.deps.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, image, err: errorMessage(err) }, 'image pull failed');
       return { reason: 'ErrImagePull', message: `Failed to pull image "${image}": ${errorMessage(err)}` };
+    } finally {
+      const uid = pod.metadata!.uid!;
+      this.pulled.set(uid, (this.pulled.get(uid) ?? 0) + performance.now() - started);
     }
   }
 

@@ -56,7 +56,7 @@ export class PodSyncer {
 
   /** Brings a pod to its desired state; throws on a failure that should be retried with back-off. */
   async sync(pod: V1Pod): Promise<SyncOutcome> {
-    const { runtime, cache, hooks, config, status } = this.deps;
+    const { runtime, cache, hooks, config } = this.deps;
     const uid = podUID(pod);
     const log = this.podLogger(pod);
     const rs = await cache.refreshPod(uid);

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import type { NodeEnv } from '../../tools/node-env/index.ts';
+import { getNodeEnv } from '../support/node-env.ts';
+import { run as runPodStart } from '../../bench/pod-start.ts';
+import { run as runDensity } from '../../bench/density.ts';
+import { run as runSteady } from '../../bench/steady.ts';
+
+/**
+ * The benchmarks in smoke mode (3 pods, a 3 s window) on the shared node environment, so they
+ * never rot. Only that they complete and produce numbers is asserted; the figures are printed
+ * (set KUBELET_TS_TEST_LOG=1 for progress lines) and mean nothing at this size.
+ */
+describe('benchmarks (smoke mode)', function () {
+  this.timeout(180_000);
+  let env: NodeEnv;
+  const log = (line: string) => {
+    if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`[bench] ${line}\n`);
+  };
+  const print = (text: string) => process.stdout.write(`${text.replace(/^/gm, '      ')}\n`);
+  const positive = (x: number | undefined, what: string) => assert.ok(typeof x === 'number' && Number.isFinite(x) && x > 0, `${what} = ${x}`);
+
+  before(async function () {
+    env = await getNodeEnv();
+  });
+
+  it('pod-start runs and reports raw and kubelet percentiles', async () => {
+    const r = await runPodStart({ env, smoke: true, resultsDir: false, log, print });
+    assert.equal(r.kubeletMs.length, 3);
+    assert.equal(r.rawMs.length, 3);
+    for (const k of ['p50', 'p90', 'p99'] as const) {
+      positive(r.raw[k], `raw ${k}`);
+      positive(r.kubelet[k], `kubelet ${k}`);
+      positive(r.ratio[k], `ratio ${k}`);
+    }
+  });
+
+  it('density runs and reports both totals and their ratio', async () => {
+    const r = await runDensity({ env, smoke: true, resultsDir: false, log, print });
+    assert.equal(r.rounds.length, 1);
+    const round = r.rounds[0]!;
+    assert.equal(round.n, 3);
+    positive(round.rawTotalMs, 'raw total');
+    positive(round.kubeletTotalMs, 'kubelet total');
+    positive(round.ratio, 'ratio');
+  });
+
+  it('steady runs and reports CPU, RSS and relist durations', async () => {
+    const r = await runSteady({ env, smoke: true, resultsDir: false, log, print });
+    positive(r.kubeletCpuCores, 'kubelet cpu');
+    positive(r.rssMiB.mean, 'rss');
+    positive(r.relistMs.p50, 'relist p50');
+    positive(r.relistMs.p99, 'relist p99');
+    positive(r.windowSeconds, 'window');
+  });
+});

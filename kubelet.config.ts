@@ -10,5 +10,6 @@ export default defineConfig({
   readOnlyPort: 10255,
   plugins: [
     ['cri-containerd', { pullTimeoutSeconds: 600 }],
+    ['probes'],
   ],
 });

@@ -80,6 +80,7 @@ export class Kubelet {
         },
         pods: () => this.pods(),
         reportProbe: (event) => this.hooks.onProbe.promise(event),
+        observeProbeRun: (run) => this.metrics.observeProbe(run),
       },
     });
     this.server = new KubeletServer(logger.child({ component: 'server' }));
@@ -134,7 +135,6 @@ export class Kubelet {
       logger.child({ component: 'pod-workers' }),
     );
     tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger });
-    this.hooks.onProbe.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (e) => this.metrics.observeProbe(e));
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => this.measureStart(pod, status, puller));
     // The core acts on probe results first: readiness and startup feed status, liveness and
     // startup failures make the next sync kill and restart the container.

@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.ts';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { PluginHooks, ProbeResultEvent } from '../hooks.ts';
+import type { PluginHooks, ProbeOutcome, ProbeResultEvent, ProbeType } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 
@@ -19,7 +19,11 @@ export interface HostServices {
   runtime(): ContainerRuntime;
   pods(): V1Pod[];
   reportProbe(event: ProbeResultEvent): Promise<void>;
+  observeProbeRun(run: ProbeRun): void;
 }
+
+/** One probe run, for the probe metrics. */
+export interface ProbeRun { pod: V1Pod; containerName: string; probe: ProbeType; result: ProbeOutcome }
 
 /** Slots the host refuses to start without. */
 export const REQUIRED_SLOTS: ReadonlyArray<keyof Capabilities> = ['runtime'];
@@ -42,6 +46,10 @@ export interface PluginContext {
   pods(): V1Pod[];
   /** Reports a probe result; the host fires `onProbe`, and the core sets readiness or restarts the container. */
   reportProbe(event: ProbeResultEvent): Promise<void>;
+  /** Counts one probe run, whatever its result (`prober_probe_total` counts every run, not only changes). */
+  observeProbeRun(run: ProbeRun): void;
+  /** The provider of a capability slot another plugin filled (undefined if none): how plugins use each other's services. */
+  use<K extends keyof Capabilities>(slot: K): Capabilities[K] | undefined;
   /** Fills a capability slot; the host fails at start if two plugins claim one slot. */
   provide<K extends keyof Capabilities>(slot: K, impl: Capabilities[K]): void;
   /** Registers cleanup to run at shutdown; plugins close in reverse load order. */

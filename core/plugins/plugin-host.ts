@@ -9,7 +9,7 @@ import type { KubeletHooks, ProbeResultEvent } from '../hooks.ts';
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../config/load.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
-import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type PluginContext } from './plugin-api.ts';
+import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
@@ -119,6 +119,8 @@ export class PluginHost {
       runtime: () => this.service().runtime(),
       pods: () => this.service().pods(),
       reportProbe: (event: ProbeResultEvent) => this.service().reportProbe(event),
+      observeProbeRun: (run: ProbeRun) => this.service().observeProbeRun(run),
+      use: <K extends keyof Capabilities>(slot: K) => this.slots.get(slot)?.impl as Capabilities[K] | undefined,
       provide: <K extends keyof Capabilities>(slot: K, impl: Capabilities[K]) => {
         const claim = this.slots.get(slot);
         if (claim) {

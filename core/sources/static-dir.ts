@@ -78,6 +78,7 @@ export class StaticPodDirSource implements PodSource {
   private parentWatcher: fs.FSWatcher | undefined;
   private rescanTimer: NodeJS.Timeout | undefined;
   private debounceTimer: NodeJS.Timeout | undefined;
+  private eventsWhileDebouncing = false;
 
   private scanning: Promise<void> | undefined;
   private rescanRequested = false;
@@ -147,11 +148,22 @@ export class StaticPodDirSource implements PodSource {
     return this.scanning;
   }
 
+  /**
+   * Rescans at once on the first event (a new manifest should not wait: it is on the pod
+   * start path), then once more after `debounceMs` if more events came, so a burst of
+   * events (an editor saving) costs two scans and the final state is always read.
+   */
   private scheduleRescan(): void {
-    if (this.stopped || this.debounceTimer) return;
+    if (this.stopped) return;
+    if (this.debounceTimer) {
+      this.eventsWhileDebouncing = true;
+      return;
+    }
+    this.eventsWhileDebouncing = false;
+    void this.rescan();
     this.debounceTimer = setTimeout(() => {
       this.debounceTimer = undefined;
-      void this.rescan();
+      if (this.eventsWhileDebouncing) void this.rescan();
     }, this.debounceMs);
   }
 

@@ -458,6 +458,11 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     network = opts.network;
   }
   if (network) {
+    // A conflist of an earlier start in this dir (another slot) would sort first and win
+    // (containerd loads one: max_conf_num = 1): only this start's network may be there.
+    for (const f of await readdir(cniConfDir)) {
+      if (/^10-kubelet-ts-\d+\.conflist$/.test(f)) await rm(join(cniConfDir, f), { force: true });
+    }
     await writeBridgeConflist(cniConfDir, network, p.ipamDir);
     await writeFile(p.networkPath, JSON.stringify(network));
     log(`containerd: CNI network ${network.name}: bridge ${network.bridge}, subnet ${network.subnet} in ${cniConfDir}`);

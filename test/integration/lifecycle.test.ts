@@ -71,6 +71,17 @@ describe('container lifecycle on containerd', function () {
     await removeAndTime('badpost.json', 'badpost');
   });
 
+  it('treats a postStart httpGet to a closed port as a failed hook: killed and restarted, the kubelet keeps going', async () => {
+    await t.writeManifest('closedport.json', podManifest('closedport', [{
+      name: 'main', image: env.images.busybox, command: ['sleep', '3600'],
+      lifecycle: { postStart: { httpGet: { path: '/started', port: 9 } } },
+    }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    const pod = await t.waitForPod('closedport', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, 30_000, 'restarted');
+    assert.ok(pod!.status!.containerStatuses![0]!.lastState?.terminated ?? pod!.status!.containerStatuses![0]!.state?.terminated);
+    assert.equal(t.kubelet.healthz(), 'ok');
+    await removeAndTime('closedport.json', 'closedport');
+  });
+
   it('calls a preStop httpGet handler before stopping the container', async () => {
     const hits: string[] = [];
     const server = http.createServer((req, res) => {

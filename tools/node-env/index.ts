@@ -39,6 +39,8 @@ export interface NodeEnvOptions {
   imageCacheDir?: string;
   /** CNI conf dir handed to containerd. Default `<baseDir>/containerd/cni/net.d`. */
   cniConfDir?: string;
+  /** CNI bin dir handed to containerd (`bin_dir`). Default `/usr/lib/cni`. */
+  cniBinDir?: string;
   /** The bridge network to write, `false` for none. Default: a free slot (`kts0`, 10.88.0.0/24 first). */
   network?: BridgeNetwork | false;
   /** Remove baseDir on stop(). Default false. */
@@ -150,6 +152,7 @@ export async function startNodeEnv(opts: NodeEnvOptions): Promise<NodeEnv> {
       dir: join(baseDir, 'containerd'),
       sandboxImage: images.pause,
       ...(opts.cniConfDir !== undefined ? { cniConfDir: opts.cniConfDir } : {}),
+      ...(opts.cniBinDir !== undefined ? { cniBinDir: opts.cniBinDir } : {}),
       ...(opts.network !== undefined ? { network: opts.network } : {}),
       log,
     });

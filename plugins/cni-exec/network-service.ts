@@ -1,0 +1,308 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { AsyncSeriesHook } from 'tapable';
+import type { TapOnly } from '../../core/hooks.ts';
+import type { Logger } from '../../core/logger.ts';
+import { PluginError } from '../../core/errors.ts';
+import type { CacheEntry } from './cni/cache.ts';
+import { CniError, asCniError } from './cni/errors.ts';
+import type { CniRuntime } from './cni/runtime.ts';
+import { CNI_ERR, type CniResult } from './cni/types.ts';
+import { RESULT_VERSIONS, convertResult, resultIPs } from './cni/version.ts';
+import type { DelegateAnswer, DelegateRequest } from './delegate/protocol.ts';
+import { capabilityArgs } from './pod/capabilities.ts';
+
+/** Who a pod is, when only its runtime metadata is left (the pod may be gone from the kubelet). */
+export interface PodRef { namespace: string; name: string; uid: string }
+
+/** What `networkSetUp` taps see: the chain's ADD succeeded; the result is about to go back to the runtime. */
+export interface NetworkSetUpEvent {
+  pod: V1Pod;
+  /** The sandbox (`CNI_CONTAINERID`). */
+  sandboxId: string;
+  /** The pod's network namespace path. */
+  netns: string;
+  ifName: string;
+  /** The CNI network that ran. */
+  network: string;
+  /** The final result, in the network's CNI version. */
+  result: CniResult;
+  /** The pod's IPs on `ifName`, without prefix length. */
+  ips: string[];
+}
+
+/** What `networkTearDown` taps see: the chain's DEL is about to run for an attachment cni-exec set up. */
+export interface NetworkTearDownEvent {
+  /** The pod, if the kubelet still knows it (a pod being removed usually is still known). */
+  pod: V1Pod | undefined;
+  podRef: PodRef | undefined;
+  sandboxId: string;
+  /** Empty when the runtime already removed the namespace (containerd does on StopPodSandbox). */
+  netns: string;
+  ifName: string;
+  network: string;
+  /** The cached ADD result; undefined if the ADD never completed. */
+  result: CniResult | undefined;
+}
+
+/** Builds the hooks of the network service; one line each on when it fires and what a tap may do. */
+export function createNetworkHooks() {
+  return Object.freeze({
+    /** After the chain's ADD, before the runtime gets the result: taps may add routes or record IPs; a throw fails the ADD, which is rolled back. */
+    networkSetUp: new AsyncSeriesHook<[NetworkSetUpEvent]>(['event']),
+    /** Before the chain's DEL: taps undo what they did at set-up; a throw is logged and does not stop the DEL. */
+    networkTearDown: new AsyncSeriesHook<[NetworkTearDownEvent]>(['event']),
+  });
+}
+
+export type NetworkHooks = ReturnType<typeof createNetworkHooks>;
+/** The network hooks as other plugins see them: tap side only. */
+export type NetworkHooksView = { readonly [K in keyof NetworkHooks]: TapOnly<NetworkHooks[K]> };
+
+/** A sandbox's network as cni-exec set it up. */
+export interface PodNetwork { sandboxId: string; ifName: string; netns: string; network: string; ips: string[]; result: CniResult | undefined; pod: PodRef | undefined }
+
+/**
+ * The `network` capability slot: pod networking by executing CNI plugins. Other plugins get
+ * it with `ctx.use('network')` (after `requires: ['cni-exec']`) and tap its hooks.
+ */
+export interface NetworkService {
+  /** The network hooks, tap side only. */
+  readonly hooks: NetworkHooksView;
+  /** The CNI runtime that runs the chain (ADD/DEL/CHECK/VERSION, result cache). */
+  readonly cni: CniRuntime;
+  /** attachment returns the network of a sandbox as cni-exec set it up (from the result cache), if any. */
+  attachment(sandboxId: string, ifName?: string): Promise<PodNetwork | undefined>;
+  /** check runs CNI CHECK for a sandbox's attachment; throws a CniError naming the plugin that disagrees. */
+  check(sandboxId: string, ifName?: string): Promise<void>;
+}
+
+declare module '../../core/plugins/plugin-api.ts' {
+  interface Capabilities {
+    /** Pod networking (plugin cni-exec). */
+    network: NetworkService;
+  }
+}
+
+/** Parses `CNI_ARGS` (`K=V;K=V`). */
+export function parseCniArgs(s: string | undefined): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const part of (s ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0) m.set(part.slice(0, i), part.slice(i + 1));
+  }
+  return m;
+}
+
+const podKey = (ns: string, name: string) => `${ns}/${name}`;
+
+/**
+ * The kubelet side of the delegate: resolves the pod a runtime's CNI request is for, runs
+ * the configured chain with the pod's capabilities, fires the hooks and answers with the
+ * result (or the CNI error) in the version the runtime asked for.
+ */
+export class CniNetwork implements NetworkService {
+  readonly hooks: NetworkHooks = createNetworkHooks();
+  /** The pod each namespace/name last had a sandbox config built for: the one a following ADD is for. */
+  private readonly pending = new Map<string, V1Pod>();
+
+  constructor(readonly cni: CniRuntime, private readonly deps: { pods: () => V1Pod[]; logger: Logger; hookTimeoutMs: number }) {
+    attributeTaps(this.hooks, deps.logger, deps.hookTimeoutMs);
+  }
+
+  /** Remembers the pod a sandbox is about to be created for (called from `beforeSandbox`). */
+  sandboxPending(pod: V1Pod): void {
+    this.pending.set(podKey(pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? ''), pod);
+  }
+
+  /** Forgets a removed pod. */
+  podRemoved(pod: V1Pod): void {
+    const key = podKey(pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
+    if (this.pending.get(key)?.metadata?.uid === pod.metadata?.uid) this.pending.delete(key);
+  }
+
+  async attachment(sandboxId: string, ifName = 'eth0'): Promise<PodNetwork | undefined> {
+    const e = await this.cni.cache.get(sandboxId, ifName);
+    if (!e) return undefined;
+    return { sandboxId, ifName, netns: e.netns, network: e.network.name, ips: resultIPs(e.result, ifName), result: e.result, pod: e.pod };
+  }
+
+  async check(sandboxId: string, ifName = 'eth0'): Promise<void> {
+    const e = await this.cni.cache.get(sandboxId, ifName);
+    await this.cni.check({ containerId: sandboxId, ifName, netns: e?.netns ?? '' });
+  }
+
+  /** Answers one request the shim forwarded. Never throws: failures become the CNI error object. */
+  async handle(req: DelegateRequest): Promise<DelegateAnswer> {
+    const env = req.env;
+    const command = env.CNI_COMMAND ?? '';
+    let version = '1.0.0';
+    try {
+      const v = (JSON.parse(req.stdin) as { cniVersion?: unknown }).cniVersion;
+      if (typeof v === 'string') version = v;
+    } catch {
+      // A request without a readable config: answer in 1.0.0.
+    }
+    const log = this.deps.logger.child({ cni: command, containerId: env.CNI_CONTAINERID?.slice(0, 12) });
+    const started = performance.now();
+    try {
+      switch (command) {
+        case 'ADD': {
+          const result = await this.add(env);
+          log.info({ ms: Math.round(performance.now() - started), ips: resultIPs(result, env.CNI_IFNAME || 'eth0') }, 'CNI ADD done');
+          return { exitCode: 0, stdout: JSON.stringify(convertResult(result as Record<string, unknown>, version)) };
+        }
+        case 'DEL':
+          await this.del(env);
+          log.info({ ms: Math.round(performance.now() - started) }, 'CNI DEL done');
+          return { exitCode: 0, stdout: '' };
+        case 'CHECK':
+          await this.cni.check({ containerId: need(env, 'CNI_CONTAINERID'), ifName: env.CNI_IFNAME || 'eth0', netns: env.CNI_NETNS ?? '' });
+          return { exitCode: 0, stdout: '' };
+        case 'VERSION':
+          return { exitCode: 0, stdout: JSON.stringify({ cniVersion: version, supportedVersions: RESULT_VERSIONS }) };
+        case 'STATUS':
+        case 'GC':
+          // Spec 1.1: the kubelet answers, so the network is ready; garbage collection is the kubelet's own.
+          return { exitCode: 0, stdout: '' };
+        default:
+          throw new CniError({ code: CNI_ERR.INVALID_ENV, msg: `unknown CNI_COMMAND ${JSON.stringify(command)}` });
+      }
+    } catch (err) {
+      const e = asCniError(err);
+      log.warn({ err: e.message, code: e.code }, `CNI ${command} failed`);
+      return { exitCode: 1, stdout: JSON.stringify(e.toJSON(version)) };
+    }
+  }
+
+  private resolvePod(args: Map<string, string>): V1Pod {
+    const ns = args.get('K8S_POD_NAMESPACE') ?? '';
+    const name = args.get('K8S_POD_NAME') ?? '';
+    const uid = args.get('K8S_POD_UID') ?? '';
+    if (!ns || !name) {
+      throw new CniError({ code: CNI_ERR.UNKNOWN_POD, msg: 'CNI_ARGS names no pod (K8S_POD_NAMESPACE and K8S_POD_NAME): cni-exec networks only pods of this kubelet' });
+    }
+    const pods = this.deps.pods();
+    const sameName = (p: V1Pod) => (p.metadata?.namespace ?? 'default') === ns && p.metadata?.name === name;
+    const pending = this.pending.get(podKey(ns, name));
+    const pod = uid
+      ? (pods.find((p) => p.metadata?.uid === uid) ?? (pending?.metadata?.uid === uid ? pending : undefined))
+      : (pending ?? pods.find((p) => sameName(p) && !p.metadata?.deletionTimestamp) ?? pods.find(sameName));
+    if (!pod) {
+      throw new CniError({ code: CNI_ERR.UNKNOWN_POD, msg: `pod ${ns}/${name}${uid ? ` (uid ${uid})` : ''} is not known to this kubelet: cni-exec networks only the pods it runs` });
+    }
+    return pod;
+  }
+
+  private async add(env: Record<string, string>): Promise<CniResult> {
+    const containerId = need(env, 'CNI_CONTAINERID');
+    const netns = need(env, 'CNI_NETNS');
+    const ifName = env.CNI_IFNAME || 'eth0';
+    const given = parseCniArgs(env.CNI_ARGS);
+    const pod = this.resolvePod(given);
+    if (pod.spec?.hostNetwork) {
+      throw new CniError({ code: CNI_ERR.INVALID_NETWORK_CONFIG, msg: `pod ${pod.metadata?.namespace}/${pod.metadata?.name} uses the host network and gets no CNI network` });
+    }
+    const ref: PodRef = { namespace: pod.metadata?.namespace ?? 'default', name: pod.metadata!.name!, uid: pod.metadata!.uid! };
+    let caps: Record<string, unknown>;
+    try {
+      caps = capabilityArgs(pod);
+    } catch (err) {
+      throw new CniError({ code: CNI_ERR.INVALID_NETWORK_CONFIG, msg: `pod ${ref.namespace}/${ref.name}: ${(err as Error).message}` });
+    }
+    const args: Array<[string, string]> = [
+      ['IgnoreUnknown', '1'],
+      ['K8S_POD_NAMESPACE', ref.namespace],
+      ['K8S_POD_NAME', ref.name],
+      ['K8S_POD_INFRA_CONTAINER_ID', containerId],
+      ['K8S_POD_UID', ref.uid],
+    ];
+    const { network, result } = await this.cni.add({ containerId, netns, ifName, args, capabilityArgs: caps }, ref);
+    const ips = resultIPs(result, ifName);
+    try {
+      if (!ips.length) {
+        throw new CniError({ code: CNI_ERR.INVALID_NETWORK_CONFIG, msg: `the result has no IP address for interface ${ifName} (a network needs a plugin that creates ${ifName} with an IP, such as bridge or ptp with an IPAM)` }, { network: network.name });
+      }
+      await this.hooks.networkSetUp.promise({ pod, sandboxId: containerId, netns, ifName, network: network.name, result, ips });
+    } catch (err) {
+      await this.cni.del({ containerId, ifName, netns }).catch((delErr) => this.deps.logger.warn({ err: (delErr as Error).message }, 'rolling back the ADD failed'));
+      if (err instanceof CniError) throw err;
+      throw new CniError({ code: CNI_ERR.HOOK_FAILED, msg: (err as Error).message }, { network: network.name });
+    }
+    return result;
+  }
+
+  private async del(env: Record<string, string>): Promise<void> {
+    const containerId = need(env, 'CNI_CONTAINERID');
+    const ifName = env.CNI_IFNAME || 'eth0';
+    const netns = env.CNI_NETNS ?? '';
+    const entry: CacheEntry | undefined = await this.cni.cache.get(containerId, ifName);
+    if (!entry) return; // never set up here, or already torn down: DEL is idempotent
+    const pod = entry.pod ? this.deps.pods().find((p) => p.metadata?.uid === entry.pod!.uid) : undefined;
+    try {
+      await this.hooks.networkTearDown.promise({ pod, podRef: entry.pod, sandboxId: containerId, netns, ifName, network: entry.network.name, result: entry.result });
+    } catch (err) {
+      this.deps.logger.warn({ err: (err as Error).message }, 'networkTearDown tap failed; tearing down anyway');
+    }
+    await this.cni.del({ containerId, ifName, netns });
+  }
+}
+
+function need(env: Record<string, string>, key: string): string {
+  const v = env[key];
+  if (!v) throw new CniError({ code: CNI_ERR.INVALID_ENV, msg: `${key} is not set` });
+  return v;
+}
+
+interface FullTap { name: string; type: string; fn: (...args: unknown[]) => unknown }
+
+/**
+ * Per-tap isolation for the network hooks, as the core gives its own: an error leaving a tap
+ * names the plugin and the hook, and a promise tap that outlives the hook timeout fails.
+ */
+function attributeTaps(hooks: NetworkHooks, logger: Logger, timeoutMs: number): void {
+  for (const [hookName, hook] of Object.entries(hooks)) {
+    (hook as unknown as { intercept(i: { register: (t: FullTap) => FullTap }): void }).intercept({
+      register: (tap) => {
+        const fn = tap.fn;
+        const wrap = (err: unknown) => {
+          logger.warn({ plugin: tap.name, hook: hookName, err: (err as Error)?.message ?? String(err) }, 'network hook tap failed');
+          return err instanceof PluginError ? err : new PluginError(tap.name, (err as Error)?.message ?? String(err), { hook: hookName, cause: err });
+        };
+        if (tap.type === 'promise') {
+          return {
+            ...tap,
+            fn: async (...args: unknown[]) => {
+              let timer: NodeJS.Timeout | undefined;
+              try {
+                return await Promise.race([
+                  fn(...args),
+                  new Promise<never>((_, reject) => {
+                    timer = setTimeout(() => reject(new Error(`did not finish within ${timeoutMs} ms`)), timeoutMs);
+                    timer.unref();
+                  }),
+                ]);
+              } catch (err) {
+                throw wrap(err);
+              } finally {
+                clearTimeout(timer);
+              }
+            },
+          };
+        }
+        if (tap.type === 'sync') {
+          return {
+            ...tap,
+            fn: (...args: unknown[]) => {
+              try {
+                return fn(...args);
+              } catch (err) {
+                throw wrap(err);
+              }
+            },
+          };
+        }
+        return tap;
+      },
+    });
+  }
+}

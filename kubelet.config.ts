@@ -11,5 +11,6 @@ export default defineConfig({
   plugins: [
     ['cri-containerd', { pullTimeoutSeconds: 600 }],
     ['probes'],
+    ['csi-grpc'],
   ],
 });

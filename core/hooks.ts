@@ -1,5 +1,5 @@
-import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, SyncHook } from 'tapable';
-import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
+import type { V1Container, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
 import type { ContainerConfig, PodSandboxConfig, SandboxStatus } from './runtime/types.ts';
 
 /**
@@ -39,6 +39,50 @@ export interface PressureEvent { signal: string; threshold: string; observed: st
 /** What an `onPressure` tap returns: the pods the policy chose to evict, with the reason shown to users. */
 export interface EvictionDecision { evict: Array<{ pod: V1Pod; reason: string; message: string }> }
 
+/**
+ * What a volume provider (a `mountVolume.for(type)` tap) gets: one volume of one pod to set up.
+ * Providers must be idempotent: the same request comes again after a failure, after a
+ * kubelet restart, and on every sync for volumes that asked for `requiresRemount`.
+ */
+export interface VolumeMountRequest {
+  pod: V1Pod;
+  volume: V1Volume;
+  /** The volume type: the key of its source in the pod spec (`emptyDir`, `csi`, or a vendor's). */
+  type: string;
+  /** The volume's directory, `<rootDir>/pods/<uid>/volumes/<plugin~type>/<name>` (its parent exists). */
+  dir: string;
+  /** The kubelet's root dir (for global paths such as CSI staging). */
+  rootDir: string;
+  /** What this provider returned the last time it set the volume up, if it did (survives restarts). */
+  previous: VolumeMountResult | undefined;
+}
+
+/** What a volume provider returns once the volume is set up; the volume manager keeps it with the pod. */
+export interface VolumeMountResult {
+  /** The host path that containers bind (volumeMounts and their subPaths point into it). */
+  path: string;
+  /** `path` is a mount point the provider made: after a restart it is checked against /proc/self/mountinfo. */
+  mountPoint?: boolean;
+  /** Set up again on every sync of the pod (configMap, secret: the content follows its source). */
+  requiresRemount?: boolean;
+  /** Containers get it read-only whatever their volumeMounts say. */
+  readOnly?: boolean;
+  /** Provider data (JSON) handed back on unmount and on the next mount, kept across kubelet restarts. */
+  data?: Record<string, unknown>;
+}
+
+/** What an `unmountVolume.for(type)` tap gets: a volume to tear down after the pod's last container is gone. */
+export interface VolumeUnmountRequest {
+  podUID: string;
+  volumeName: string;
+  type: string;
+  /** The volume's directory, as in the mount request. */
+  dir: string;
+  rootDir: string;
+  /** What the provider returned when it set the volume up. */
+  mounted: VolumeMountResult;
+}
+
 /** What `started` sees once the host is up. */
 export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: { name: string; version: string; apiVersion: string } }
 
@@ -73,6 +117,12 @@ export function createHooks() {
     /** A running container is about to be stopped: preStop handlers run here, within the grace period. */
     beforeKill: new AsyncSeriesHook<[ContainerKillEvent]>(['event']),
 
+    // Volumes (per-type dispatch: plugins tap `mountVolume.for('csi')`, the host fires `get(type)`)
+    /** Set up one volume of a type before the pod's containers are created: the first tap returning a result serves it; none → `no volume plugin for type "x"`. */
+    mountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeMountRequest], VolumeMountResult | undefined>(['request'])),
+    /** Tear down one volume of a type after the pod's last container is gone: the first tap returning true handled it; a throw retries the termination. */
+    unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest], true | undefined>(['request'])),
+
     // Health and pressure
     /** A probe result changed: the core taps it to set readiness and restart on liveness failure. */
     onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
@@ -92,8 +142,16 @@ export function createHooks() {
 export type KubeletHooks = ReturnType<typeof createHooks>;
 export type HookName = keyof KubeletHooks;
 
-/** The tap side of a hook: what plugins may use. Firing (`call`, `promise`) stays with the host. */
-export type TapOnly<H> = H extends { tapPromise: unknown }
+/** The names of the per-key hooks (HookMaps). */
+export type HookMapName = { [K in HookName]: KubeletHooks[K] extends HookMap<any> ? K : never }[HookName];
+
+/**
+ * The tap side of a hook: what plugins may use. Firing (`call`, `promise`) stays with the host.
+ * For a HookMap, `for(key)` hands out the tap side of that key's hook (`get`, `intercept` stay with the host).
+ */
+export type TapOnly<H> = H extends HookMap<infer Inner>
+  ? { for(key: string): TapOnly<Inner> }
+  : H extends { tapPromise: unknown }
   ? Pick<H, Extract<keyof H, 'tap' | 'tapAsync' | 'tapPromise'>>
   : Pick<H, Extract<keyof H, 'tap'>>;
 

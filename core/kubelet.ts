@@ -28,6 +28,8 @@ import { StaticPodDirSource } from './sources/static-dir.ts';
 import { KubeletServer } from './server.ts';
 import { containerLogsHandler } from './logs/log-routes.ts';
 import { podLogDir } from './pod/sandbox-config.ts';
+import { VolumeManager } from './volumes/volume-manager.ts';
+import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
 
 /** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
 const HOUSEKEEPING_MS = 2000;
@@ -62,6 +64,8 @@ export class Kubelet {
   private workers!: PodWorkers;
   private queue!: WorkQueue;
   private pleg!: Pleg;
+  /** The volume manager (desired and actual state of every pod's volumes). */
+  volumes!: VolumeManager;
   private timers: NodeJS.Timeout[] = [];
   private housekeepingBusy = false;
   private started = false;
@@ -97,6 +101,10 @@ export class Kubelet {
     const { config, logger } = this;
     isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: this.metrics.observeTap });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
+    // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
+    tapBuiltinVolumes(this.hooks, { localObjectsDir: config.localObjectsDir, logger: logger.child({ component: 'volumes' }) });
+    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }) });
+    await this.volumes.start();
     await this.plugins.loadAll(config.plugins);
     await fs.mkdir(config.podLogsDir, { recursive: true });
 
@@ -118,7 +126,7 @@ export class Kubelet {
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
     const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger });
-    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, logger });
+    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, volumes: this.volumes, logger });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {
@@ -324,6 +332,9 @@ export class Kubelet {
         this.workers.update(pod, true);
       }
       await this.collectDeadContainers();
+      // Volumes of pods nobody runs any more (gone while the kubelet was down, or a teardown that failed).
+      const runtimeUids = new Set(this.cache.uids());
+      await this.volumes.cleanupOrphans((uid) => this.desired.has(uid) || this.terminating.has(uid) || this.workers.has(uid) || runtimeUids.has(uid));
     } catch (err) {
       this.logger.warn({ err: errorMessage(err) }, 'housekeeping failed');
     } finally {

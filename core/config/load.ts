@@ -132,6 +132,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
       maxMs: parseDuration(c.imagePullBackOff.maxPeriod!),
     },
     hookTimeoutMs: parseDuration(c.hookTimeout),
+    localObjectsDir: fromFile(c.localObjectsDir, undefined),
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,
     configFile: file,

@@ -56,6 +56,7 @@ export const configSchema = {
       },
     },
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
+    localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
     logging: {
       type: 'object',
       additionalProperties: false,

@@ -53,6 +53,12 @@ export interface KubeletConfigInput {
   imagePullBackOff?: { initialPeriod?: Duration; maxPeriod?: Duration };
   /** kubelet-ts: how long one plugin tap may run before it fails. Default '2m'. */
   hookTimeout?: Duration;
+  /**
+   * kubelet-ts: where configMap and secret volumes find their objects without an API server:
+   * v1 ConfigMap / Secret files at `configmaps/<namespace>/<name>.yaml` and
+   * `secrets/<namespace>/<name>.yaml` (or .yml/.json). Unset: such volumes fail unless `optional`.
+   */
+  localObjectsDir?: string;
   /** Log level: trace, debug, info, warn, error. Default info. */
   logging?: { level?: string };
   /** The plugins to load, in order. */
@@ -81,6 +87,7 @@ export interface KubeletConfig {
   crashLoopBackOff: { initialMs: number; maxMs: number };
   imagePullBackOff: { initialMs: number; maxMs: number };
   hookTimeoutMs: number;
+  localObjectsDir: string | undefined;
   logLevel: string;
   plugins: PluginEntry[];
   /** The file the config came from (for messages and resolving plugin paths). */

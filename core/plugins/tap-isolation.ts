@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.ts';
 import { PluginError, errorMessage, isPluginError } from '../errors.ts';
+import { HookMap } from 'tapable';
 import type { HookName, KubeletHooks } from '../hooks.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
@@ -15,11 +16,26 @@ interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
  *  - its duration is reported to the observer;
  *  - a promise tap that outlives `timeoutMs` fails instead of stalling the pod's worker.
  * Taps registered before or after this call are both covered (tapable re-registers).
+ * A HookMap's hooks are covered too, named `mountVolume[csi]`: those it already made, and,
+ * through its `factory` interceptor, every one it makes later.
  */
 export function isolateTaps(hooks: KubeletHooks, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): void {
+  const isolate = (name: string, hook: Interceptable) => hook.intercept({ register: (tap: FullTap) => wrapTap(name, tap, logger, options) });
   for (const hookName of Object.keys(hooks) as HookName[]) {
-    const hook = hooks[hookName] as unknown as Interceptable;
-    hook.intercept({ register: (tap: FullTap) => wrapTap(hookName, tap, logger, options) });
+    const hook = hooks[hookName] as unknown;
+    if (hook instanceof HookMap) {
+      // tapable keeps a HookMap's hooks in `_map`; hooks made before this call get the interceptor here.
+      const existing = (hook as unknown as { _map?: Map<unknown, Interceptable> })._map ?? new Map();
+      for (const [key, inner] of existing) isolate(`${hookName}[${String(key)}]`, inner);
+      hook.intercept({
+        factory: (key: unknown, inner: unknown) => {
+          isolate(`${hookName}[${String(key)}]`, inner as Interceptable);
+          return inner;
+        },
+      });
+      continue;
+    }
+    isolate(hookName, hook as Interceptable);
   }
 }
 

@@ -64,7 +64,7 @@ function envVars(pod: V1Pod, container: V1Container, podIP: string, hostIP: stri
 }
 
 /** `resourceFieldRef`: a container's request or limit in the divisor's units, rounded up as upstream. */
-function resourceFieldValue(pod: V1Pod, self: V1Container, ref: { containerName?: string; resource: string; divisor?: string }): string {
+export function resourceFieldValue(pod: V1Pod, self: V1Container, ref: { containerName?: string; resource: string; divisor?: string }): string {
   const target = ref.containerName ? [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c) => c.name === ref.containerName) : self;
   if (!target) throw new ContainerConfigError(`resourceFieldRef: no container named "${ref.containerName}"`);
   const [kind, resource] = ref.resource.split('.') as [string, string];

@@ -17,6 +17,8 @@ import type { ImagePuller } from './image-puller.ts';
 import { computePodActions, isSidecar, type ContainerStart } from './pod-actions.ts';
 import { gracePeriodSeconds, isHostNetwork, podUID } from './pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
+import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
+import { containerMounts } from '../volumes/container-mounts.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -25,6 +27,8 @@ export interface SyncOutcome { requeueAfterMs?: number }
 const MIN_GRACE_SECONDS = 2;
 /** How soon to look again at a pod that waits for an image or failed to start a container. */
 const WAITING_RESYNC_MS = 1000;
+/** How soon to try again to set up the volumes of a pod whose volumes are not ready. */
+const VOLUME_RETRY_MS = 1000;
 
 type Waiting = Map<string, { reason: string; message: string }>;
 
@@ -50,6 +54,8 @@ export class PodSyncer {
       probes: ProbeResults;
       /** The pod cgroup hierarchy, when cgroupsPerQOS is on. */
       cgroups: PodCgroups | undefined;
+      /** Sets up volumes before the pod's containers are created, tears them down on termination. */
+      volumes: VolumeManager;
       logger: Logger;
     },
   ) {}
@@ -71,6 +77,17 @@ export class PodSyncer {
         await this.killPod(pod, rs, gracePeriodSeconds(pod));
       }
       if (!actions.createSandbox && !actions.sandboxId) return this.finish(pod, waiting, requeueAfterMs);
+
+      // Volumes before the sandbox and any container; again on each sync (for content that follows its source).
+      try {
+        await this.deps.volumes.setUpPod(pod);
+      } catch (err) {
+        if (!(err instanceof VolumeSetupError)) throw err;
+        // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
+        for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
+        log.warn({ err: err.message }, 'FailedMount');
+        return this.finish(pod, waiting, VOLUME_RETRY_MS);
+      }
 
       let sandboxId = actions.sandboxId;
       let sandboxConfig: PodSandboxConfig;
@@ -145,6 +162,7 @@ export class PodSyncer {
     let containerConfig;
     try {
       containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP });
+      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(podUID(pod)));
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       waiting.set(c.name, { reason: 'CreateContainerConfigError', message: err.message });
@@ -228,6 +246,8 @@ export class PodSyncer {
     for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
     for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
     await this.deps.cache.refreshPod(uid);
+    // The last container is gone: unmount the pod's volumes (a failure retries the termination).
+    await this.deps.volumes.tearDownPod(uid);
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
     await this.deps.cgroups?.removePod(uid);
     this.sandboxConfigs.delete(uid);

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import type { V1Pod } from '@kubernetes/client-node';
-import { createHooks, STAGE, type ContainerStartedEvent, type HookName, type PluginHooks } from '../../core/hooks.ts';
+import type { V1Pod, V1Volume } from '@kubernetes/client-node';
+import { createHooks, STAGE, type ContainerStartedEvent, type HookName, type PluginHooks, type VolumeMountRequest } from '../../core/hooks.ts';
 import { PluginError } from '../../core/errors.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import type { KubeletConfig } from '../../core/config/types.ts';
@@ -119,8 +119,14 @@ describe('hooks', function () {
       assert.ok(view);
       assert.equal(Object.isFrozen(view), true);
       for (const name of Object.keys(createHooks()) as HookName[]) {
-        const hook = view[name] as unknown as Record<string, unknown>;
+        let hook = view[name] as unknown as Record<string, unknown>;
         assert.ok(hook, `view lacks ${name}`);
+        if (typeof hook.for === 'function') {
+          // A HookMap: only `for(key)`, whose hook is tap-only in turn.
+          assert.deepEqual(Object.keys(hook), ['for']);
+          hook = (hook.for as (k: string) => Record<string, unknown>)('someType');
+          assert.equal(Object.isFrozen(hook), true);
+        }
         assert.equal(typeof hook.tap, 'function', `${name}.tap`);
         for (const fire of ['call', 'callAsync', 'promise', 'intercept', 'taps']) {
           assert.equal(fire in hook, false, `${name}.${fire} is visible to plugins`);
@@ -240,6 +246,42 @@ describe('hooks', function () {
       assert.ok(ms >= 25 && ms < 2000, `duration ${ms}`);
       assert.deepEqual(seen[1]!.slice(0, 2), ['podRemoved', 'failing']);
       assert.match((seen[1]![3] as Error).message, /cleanup failed/);
+    });
+  });
+  describe('per-type hooks (HookMap): mountVolume / unmountVolume', function () {
+    const request = (type: string): VolumeMountRequest => ({ pod, volume: { name: 'v', [type]: {} } as V1Volume, type, dir: '/nonexistent', rootDir: '/nonexistent', previous: undefined });
+
+    it('a plugin taps for(type); the host gets that type\'s hook; other types are untouched', async function () {
+      const { hooks, host } = await boot([tapping('nfs-driver', (h) => h.mountVolume.for('nfs').tapPromise('any-name', async (r) => ({ path: `/mnt/${r.volume.name}` })))]);
+      assert.deepEqual(await hooks.mountVolume.get('nfs')!.promise(request('nfs')), { path: '/mnt/v' });
+      assert.equal(hooks.mountVolume.get('iscsi'), undefined);
+      const taps = (hooks.mountVolume.get('nfs') as unknown as { taps: Array<{ name: string }> }).taps;
+      assert.deepEqual(taps.map((t) => t.name), ['nfs-driver']);
+      assert.deepEqual(host.loaded.find((p) => p.name === 'nfs-driver')?.taps, [{ plugin: 'nfs-driver', hook: 'mountVolume[nfs]', stage: 0 }]);
+    });
+
+    it('a throwing per-type tap is a PluginError naming the plugin and mountVolume[type]', async function () {
+      const { hooks } = await boot([tapping('bad-driver', (h) => h.mountVolume.for('nfs').tapPromise('x', async () => { throw new Error('server unreachable'); }))]);
+      await assert.rejects(hooks.mountVolume.get('nfs')!.promise(request('nfs')), { name: 'PluginError', message: "plugin 'bad-driver' (hook mountVolume[nfs]): server unreachable" });
+    });
+
+    it('isolation covers per-type hooks made before it was installed, and their timeout', async function () {
+      const { hooks } = await boot([tapping('early', (h) => h.unmountVolume.for('nfs').tapPromise('x', () => new Promise<true>(() => {})))], { isolate: false });
+      isolateTaps(hooks, silentLogger(), { timeoutMs: 50 });
+      await assert.rejects(
+        hooks.unmountVolume.get('nfs')!.promise({ podUID: 'u', volumeName: 'v', type: 'nfs', dir: '/x', rootDir: '/x', mounted: { path: '/x' } }),
+        { name: 'PluginError', message: "plugin 'early' (hook unmountVolume[nfs]): did not finish within 50 ms" },
+      );
+    });
+
+    it('a plugin cannot reach get, intercept or promise through its view', async function () {
+      let view: PluginHooks | undefined;
+      await boot([tapping('peek', (h) => (view = h))]);
+      const map = view!.mountVolume as unknown as Record<string, unknown>;
+      for (const k of ['get', 'intercept', 'promise', 'tap']) assert.equal(k in map, false, `mountVolume.${k} is visible`);
+      const keyed = view!.mountVolume.for('csi') as unknown as Record<string, unknown>;
+      for (const k of ['call', 'promise', 'intercept', 'taps']) assert.equal(k in keyed, false, `mountVolume.for('csi').${k} is visible`);
+      assert.equal(typeof keyed.tapPromise, 'function');
     });
   });
 });

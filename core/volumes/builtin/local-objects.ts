@@ -1,0 +1,45 @@
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { loadYaml } from '@kubernetes/client-node/dist/yaml.js';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Standalone sources of configMap and secret volumes: v1 ConfigMap and Secret objects in
+ * files under `localObjectsDir`, `configmaps/<namespace>/<name>.yaml` and
+ * `secrets/<namespace>/<name>.yaml` (`.yml` and `.json` also work). Files are read on every
+ * set-up, so an edit reaches running pods on their next sync.
+ */
+export class LocalObjects {
+  constructor(private readonly dir: string | undefined) {}
+
+  configMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    return this.read<V1ConfigMap>('configmaps', 'ConfigMap', namespace, name);
+  }
+
+  secret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    return this.read<V1Secret>('secrets', 'Secret', namespace, name);
+  }
+
+  private async read<T extends { kind?: string; metadata?: { name?: string } }>(sub: string, kind: string, namespace: string, name: string): Promise<T | undefined> {
+    if (!this.dir) return undefined;
+    for (const ext of ['.yaml', '.yml', '.json']) {
+      const file = path.join(this.dir, sub, namespace, `${name}${ext}`);
+      let text: string;
+      try {
+        text = await fs.readFile(file, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
+      let obj: T;
+      try {
+        obj = loadYaml<T>(text);
+      } catch (err) {
+        throw new Error(`${file}: not valid YAML or JSON: ${(err as Error).message}`);
+      }
+      if (!obj || typeof obj !== 'object' || (obj.kind !== undefined && obj.kind !== kind)) throw new Error(`${file}: not a v1 ${kind}`);
+      return obj;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,104 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** One line of /proc/self/mountinfo (proc(5)): the fields the volume code needs. */
+export interface MountInfo { id: number; parent: number; root: string; mountPoint: string; fsType: string; source: string; options: string }
+
+/** mountinfo escapes space, tab, newline and backslash as octal (`\040`). */
+function unescape(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+/** Parses mountinfo text (exported for tests). */
+export function parseMountInfo(text: string): MountInfo[] {
+  const out: MountInfo[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    const f = line.split(' ');
+    const sep = f.indexOf('-', 6);
+    if (sep < 0) continue;
+    out.push({ id: Number(f[0]), parent: Number(f[1]), root: unescape(f[3]!), mountPoint: unescape(f[4]!), options: f[5]!, fsType: f[sep + 1]!, source: unescape(f[sep + 2] ?? '') });
+  }
+  return out;
+}
+
+/** The mounts of this process's mount namespace, in mount order. */
+export async function readMounts(): Promise<MountInfo[]> {
+  return parseMountInfo(await fs.readFile('/proc/self/mountinfo', 'utf8'));
+}
+
+/** True if `p` (resolved) is a mount point, from mountinfo (bind mounts included). */
+export async function isMountPoint(p: string, mounts?: MountInfo[]): Promise<boolean> {
+  const real = await fs.realpath(p).catch(() => path.resolve(p));
+  return (mounts ?? (await readMounts())).some((m) => m.mountPoint === real);
+}
+
+/** How many times `p` is mounted (stacked mounts count each): "nothing mounted twice" checks. */
+export async function mountCount(p: string, mounts?: MountInfo[]): Promise<number> {
+  const real = await fs.realpath(p).catch(() => path.resolve(p));
+  return (mounts ?? (await readMounts())).filter((m) => m.mountPoint === real).length;
+}
+
+/** Mount points at or below `dir`, deepest first (the order to unmount them in). */
+export async function mountsUnder(dir: string, mounts?: MountInfo[]): Promise<string[]> {
+  const real = await fs.realpath(dir).catch(() => path.resolve(dir));
+  const list = (mounts ?? (await readMounts())).map((m) => m.mountPoint).filter((mp) => mp === real || mp.startsWith(real + '/'));
+  return [...new Set(list)].sort((a, b) => b.length - a.length);
+}
+
+/** `mount -t tmpfs` at `dir`, with a size in bytes when given. */
+export async function mountTmpfs(dir: string, opts: { sizeBytes?: number; mode?: number } = {}): Promise<void> {
+  const o = [`mode=${(opts.mode ?? 0o777).toString(8)}`];
+  if (opts.sizeBytes !== undefined) o.push(`size=${opts.sizeBytes}`);
+  await mountCmd(['-t', 'tmpfs', '-o', o.join(','), 'tmpfs', dir]);
+}
+
+/** `mount --bind src dst`, remounted read-only when asked. */
+export async function bindMount(src: string, dst: string, readOnly = false): Promise<void> {
+  await mountCmd(['--bind', src, dst]);
+  if (readOnly) await mountCmd(['-o', 'remount,bind,ro', dst]);
+}
+
+/** Unmounts `dir` (every stacked mount on it); a path that is not mounted is left alone. */
+export async function unmount(dir: string): Promise<void> {
+  for (let i = 0; i < 8 && (await isMountPoint(dir)); i++) {
+    try {
+      await run('umount', [dir]);
+    } catch (err) {
+      throw new Error(`umount ${dir}: ${stderrOf(err)}`);
+    }
+  }
+}
+
+async function mountCmd(args: string[]): Promise<void> {
+  try {
+    await run('mount', args);
+  } catch (err) {
+    throw new Error(`mount ${args.join(' ')}: ${stderrOf(err)}`);
+  }
+}
+
+function stderrOf(err: unknown): string {
+  const e = err as { stderr?: string; message?: string };
+  return (e.stderr || e.message || String(err)).trim();
+}
+
+/**
+ * Removes `dir` and what is below it, refusing when anything below is still mounted (a
+ * recursive remove would cross into the mounted file system and delete what is not ours).
+ */
+export async function removeUnmounted(dir: string): Promise<void> {
+  const left = await mountsUnder(dir);
+  if (left.length > 0) throw new Error(`cannot remove ${dir}: still mounted: ${left.join(', ')}`);
+  await fs.rm(dir, { recursive: true, force: true });
+}
+
+/** True if `child` is `parent` or inside it (both absolute, normalised). */
+export function isWithin(parent: string, child: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !path.isAbsolute(rel));
+}

@@ -1,0 +1,252 @@
+import type { V1Pod, V1Volume } from '@kubernetes/client-node';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
+import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
+
+/** The volume source keys of a v1 Volume besides `name`: the first one set is its type. */
+export function volumeType(v: V1Volume): string {
+  for (const [key, value] of Object.entries(v)) if (key !== 'name' && value !== undefined && value !== null) return key;
+  return 'emptyDir'; // the API's default for a volume with no source
+}
+
+/** Upstream plugin names, as they appear in `<rootDir>/pods/<uid>/volumes/<plugin~type>/`. */
+const PLUGIN_DIRS: Record<string, string> = {
+  emptyDir: 'kubernetes.io~empty-dir',
+  hostPath: 'kubernetes.io~host-path',
+  configMap: 'kubernetes.io~configmap',
+  secret: 'kubernetes.io~secret',
+  downwardAPI: 'kubernetes.io~downward-api',
+  projected: 'kubernetes.io~projected',
+  csi: 'kubernetes.io~csi',
+};
+
+/** `kubernetes.io~<type>` for the built-in names, `kubernetes.io~<kebab-type>` for others. */
+export function pluginDirName(type: string): string {
+  return PLUGIN_DIRS[type] ?? `kubernetes.io~${type.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`;
+}
+
+/** A volume the manager set up: what the provider returned, and for which type. */
+export interface MountedVolume { name: string; type: string; dir: string; result: VolumeMountResult }
+
+/** Why a pod's volumes are not ready: one line per failed volume, as upstream's events word it. */
+export class VolumeSetupError extends Error {
+  constructor(readonly failures: Array<{ volume: string; message: string }>) {
+    super(failures.map((f) => `MountVolume.SetUp failed for volume "${f.volume}": ${f.message}`).join('; '));
+    this.name = 'VolumeSetupError';
+  }
+}
+
+/** The record kept in `<rootDir>/pods/<uid>/volumes.json` so a restarted kubelet knows what it mounted. */
+interface PodVolumeRecord { uid: string; volumes: MountedVolume[] }
+
+const STATE_FILE = 'kubelet-ts-volumes.json';
+
+/**
+ * The volume manager: for each pod a desired state (the volumes of its spec) and an actual
+ * state (what providers set up, persisted next to the pod's volumes), reconciled on each
+ * sync of the pod. Providers are the taps of `mountVolume.for(type)` / `unmountVolume.for(type)`.
+ *
+ * - `setUpPod` mounts what is desired and not mounted (and again, every sync, what asked for
+ *   `requiresRemount`), and tears down what is mounted and no longer desired; the pod's
+ *   containers are created only once it succeeded.
+ * - `tearDownPod` unmounts everything of a pod and removes `<rootDir>/pods/<uid>`, never
+ *   crossing a mount point that is still there.
+ * - `start` reads the records of a previous run: volumes whose mount point is still in
+ *   /proc/self/mountinfo are known as mounted (not mounted twice); those whose mount is gone
+ *   are forgotten (set up again on the next sync).
+ * - `cleanupOrphans` tears down pod dirs no pod owns any more.
+ */
+export class VolumeManager {
+  private readonly actual = new Map<string, Map<string, MountedVolume>>();
+  /** Per-pod serialisation: a housekeeping cleanup never races a pod's own worker. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly deps: { hooks: KubeletHooks; rootDir: string; logger: Logger }) {}
+
+  podDir(uid: string): string {
+    return path.join(this.deps.rootDir, 'pods', uid);
+  }
+
+  /** `<rootDir>/pods/<uid>/volumes/<plugin~type>/<name>`. */
+  volumeDir(uid: string, type: string, name: string): string {
+    return path.join(this.podDir(uid), 'volumes', pluginDirName(type), name);
+  }
+
+  /** The volumes set up for a pod, by name (for container mounts). */
+  mounted(uid: string): ReadonlyMap<string, VolumeMountResult> {
+    return new Map([...(this.actual.get(uid) ?? [])].map(([name, v]) => [name, v.result]));
+  }
+
+  /** The actual state of every pod (for tests and debugging). */
+  actualState(): Map<string, MountedVolume[]> {
+    return new Map([...this.actual].map(([uid, vols]) => [uid, [...vols.values()]]));
+  }
+
+  /** Reads the records of a previous run and checks them against the mounts that exist now. */
+  async start(): Promise<void> {
+    const podsDir = path.join(this.deps.rootDir, 'pods');
+    await fs.mkdir(podsDir, { recursive: true });
+    const mounts = await readMounts();
+    for (const uid of await fs.readdir(podsDir)) {
+      const record = await this.readRecord(uid);
+      if (!record) continue;
+      const vols = new Map<string, MountedVolume>();
+      for (const v of record.volumes) {
+        if (v.result.mountPoint && !(await isMountPoint(v.result.path, mounts))) {
+          this.deps.logger.info({ uid, volume: v.name, path: v.result.path }, 'volume mount is gone since the last run: it will be set up again');
+          continue;
+        }
+        vols.set(v.name, v);
+      }
+      this.actual.set(uid, vols);
+      this.deps.logger.info({ uid, volumes: [...vols.keys()] }, 'reconstructed mounted volumes');
+    }
+  }
+
+  /** Sets up the pod's volumes (desired → actual). Throws VolumeSetupError naming each volume that failed. */
+  async setUpPod(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata!.uid!;
+    await this.locked(uid, async () => {
+      const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
+      this.actual.set(uid, actual);
+      const desired = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
+      const failures: Array<{ volume: string; message: string }> = [];
+      // Mounted but no longer desired (or now of another type): tear down first.
+      for (const [name, mv] of [...actual]) {
+        const want = desired.get(name);
+        if (want && volumeType(want) === mv.type) continue;
+        try {
+          await this.tearDownVolume(uid, mv);
+          actual.delete(name);
+        } catch (err) {
+          failures.push({ volume: name, message: `UnmountVolume.TearDown failed: ${errorMessage(err)}` });
+        }
+      }
+      let changed = false;
+      for (const volume of desired.values()) {
+        const type = volumeType(volume);
+        const cur = actual.get(volume.name);
+        if (cur && !cur.result.requiresRemount) continue;
+        try {
+          const result = await this.mountOne(pod, volume, type, cur?.result);
+          if (!cur || JSON.stringify(cur.result) !== JSON.stringify(result)) changed = true;
+          actual.set(volume.name, { name: volume.name, type, dir: this.volumeDir(uid, type, volume.name), result });
+        } catch (err) {
+          failures.push({ volume: volume.name, message: errorMessage(err) });
+        }
+        // Persist after every volume: a kubelet killed half-way still knows what it mounted.
+        if (changed) await this.writeRecord(uid, actual);
+        changed = false;
+      }
+      if (failures.length > 0) throw new VolumeSetupError(failures);
+    });
+  }
+
+  private async mountOne(pod: V1Pod, volume: V1Volume, type: string, previous: VolumeMountResult | undefined): Promise<VolumeMountResult> {
+    const uid = pod.metadata!.uid!;
+    const hook = this.deps.hooks.mountVolume.get(type);
+    if (!hook || hook.taps.length === 0) throw new Error(`no volume plugin for type "${type}"`);
+    const dir = this.volumeDir(uid, type, volume.name);
+    await fs.mkdir(path.dirname(dir), { recursive: true, mode: 0o750 });
+    const result = await hook.promise({ pod, volume, type, dir, rootDir: this.deps.rootDir, previous });
+    if (!result) throw new Error(`no volume plugin for type "${type}" accepted the volume`);
+    return result;
+  }
+
+  /** Tears down every volume of a pod and removes its directory. Throws (to be retried) if one cannot be torn down. */
+  async tearDownPod(uid: string): Promise<void> {
+    await this.locked(uid, async () => {
+      const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
+      const errors: string[] = [];
+      for (const mv of [...actual.values()].reverse()) {
+        try {
+          await this.tearDownVolume(uid, mv);
+          actual.delete(mv.name);
+        } catch (err) {
+          errors.push(`UnmountVolume.TearDown failed for volume "${mv.name}": ${errorMessage(err)}`);
+        }
+      }
+      if (errors.length > 0) {
+        await this.writeRecord(uid, actual);
+        throw new Error(errors.join('; '));
+      }
+      await this.removeLeftovers(uid);
+      this.actual.delete(uid);
+    });
+  }
+
+  private async tearDownVolume(uid: string, mv: MountedVolume): Promise<void> {
+    const hook = this.deps.hooks.unmountVolume.get(mv.type);
+    const handled = hook && hook.taps.length > 0 ? await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, dir: mv.dir, rootDir: this.deps.rootDir, mounted: mv.result }) : undefined;
+    if (!handled) await this.genericTearDown(uid, mv);
+    this.deps.logger.info({ uid, volume: mv.name, type: mv.type }, 'volume torn down');
+  }
+
+  /** No provider claimed the teardown: unmount what the pod dir holds of it and remove it. */
+  private async genericTearDown(uid: string, mv: MountedVolume): Promise<void> {
+    if (!isWithin(this.podDir(uid), mv.dir)) return;
+    for (const mp of await mountsUnder(mv.dir)) await unmount(mp);
+    await removeUnmounted(mv.dir);
+  }
+
+  /**
+   * Unmounts what is still mounted below the pod's dir (a volume the kubelet lost track
+   * of, or mounted before a crash without recording it), then removes the dir.
+   */
+  private async removeLeftovers(uid: string): Promise<void> {
+    const dir = this.podDir(uid);
+    const left = await mountsUnder(dir);
+    for (const mp of left) {
+      this.deps.logger.warn({ uid, mountPoint: mp }, 'unmounting a stale mount left in the pod dir');
+      await unmount(mp);
+    }
+    await removeUnmounted(dir);
+  }
+
+  /** Tears down the dirs of pods `inUse` says no one owns (orphans after a restart or a failed teardown). */
+  async cleanupOrphans(inUse: (uid: string) => boolean): Promise<void> {
+    const podsDir = path.join(this.deps.rootDir, 'pods');
+    const uids = new Set([...(await fs.readdir(podsDir).catch(() => [] as string[])), ...this.actual.keys()]);
+    for (const uid of uids) {
+      if (inUse(uid)) continue;
+      try {
+        await this.tearDownPod(uid);
+        this.deps.logger.info({ uid }, 'removed volumes of an orphaned pod');
+      } catch (err) {
+        this.deps.logger.warn({ uid, err: errorMessage(err) }, 'could not clean up the volumes of an orphaned pod');
+      }
+    }
+  }
+
+  private async readRecord(uid: string): Promise<PodVolumeRecord | undefined> {
+    try {
+      return JSON.parse(await fs.readFile(path.join(this.podDir(uid), STATE_FILE), 'utf8')) as PodVolumeRecord;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async writeRecord(uid: string, actual: Map<string, MountedVolume>): Promise<void> {
+    const file = path.join(this.podDir(uid), STATE_FILE);
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    const tmp = `${file}.tmp`;
+    await fs.writeFile(tmp, JSON.stringify({ uid, volumes: [...actual.values()] } satisfies PodVolumeRecord));
+    await fs.rename(tmp, file);
+  }
+
+  private async locked<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(uid) ?? Promise.resolve();
+    const next = prev.catch(() => {}).then(fn);
+    this.locks.set(uid, next);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(uid) === next) this.locks.delete(uid);
+    }
+  }
+}
+
+export type { MountInfo };

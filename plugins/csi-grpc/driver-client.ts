@@ -1,0 +1,78 @@
+import * as grpc from '@grpc/grpc-js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadCsiProtos, rpcCode, rpcErrorText, unary } from './protos.ts';
+
+/** Codes worth one more try at once (the driver restarting, a connection being set up). */
+const TRANSIENT = new Set<number>([grpc.status.UNAVAILABLE]);
+
+/**
+ * A CSI driver's Identity and Node services over its unix socket. Every call has a
+ * deadline; a transient failure (UNAVAILABLE) is tried again twice; other failures come
+ * back as `<Method>: rpc error: code = ... desc = ...`.
+ */
+export class CsiDriverClient {
+  private readonly identity: grpc.Client;
+  private readonly node: grpc.Client;
+  private capabilities: Promise<Set<string>> | undefined;
+
+  constructor(readonly name: string, readonly endpoint: string, private readonly timeoutMs: number) {
+    const { Identity, Node } = loadCsiProtos();
+    const address = endpoint.startsWith('unix:') ? endpoint : `unix:${endpoint}`;
+    this.identity = new Identity(address, grpc.credentials.createInsecure());
+    this.node = new Node(address, grpc.credentials.createInsecure());
+  }
+
+  private async call<T>(client: grpc.Client, method: string, request: object): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await unary<T>(client, method, request, this.timeoutMs);
+      } catch (err) {
+        if (attempt < 2 && TRANSIENT.has(rpcCode(err) ?? -1)) {
+          await sleep(200 * (attempt + 1));
+          continue;
+        }
+        throw Object.assign(new Error(`${method}: ${rpcErrorText(err)}`, { cause: err }), { code: rpcCode(err) });
+      }
+    }
+  }
+
+  getPluginInfo(): Promise<{ name: string; vendorVersion: string }> {
+    return this.call(this.identity, 'GetPluginInfo', {});
+  }
+
+  nodeGetInfo(): Promise<{ nodeId: string; maxVolumesPerNode: string }> {
+    return this.call(this.node, 'NodeGetInfo', {});
+  }
+
+  /** The Node service's RPC capabilities (asked once per registration). */
+  nodeCapabilities(): Promise<Set<string>> {
+    this.capabilities ??= this.call<{ capabilities: Array<{ rpc?: { type: string } }> }>(this.node, 'NodeGetCapabilities', {})
+      .then((r) => new Set(r.capabilities.map((c) => c.rpc?.type).filter((t): t is string => !!t)))
+      .catch((err) => {
+        this.capabilities = undefined;
+        throw err;
+      });
+    return this.capabilities;
+  }
+
+  nodeStageVolume(req: object): Promise<object> {
+    return this.call(this.node, 'NodeStageVolume', req);
+  }
+
+  nodeUnstageVolume(req: { volumeId: string; stagingTargetPath: string }): Promise<object> {
+    return this.call(this.node, 'NodeUnstageVolume', req);
+  }
+
+  nodePublishVolume(req: object): Promise<object> {
+    return this.call(this.node, 'NodePublishVolume', req);
+  }
+
+  nodeUnpublishVolume(req: { volumeId: string; targetPath: string }): Promise<object> {
+    return this.call(this.node, 'NodeUnpublishVolume', req);
+  }
+
+  close(): void {
+    this.identity.close();
+    this.node.close();
+  }
+}

@@ -1,0 +1,165 @@
+import * as grpc from '@grpc/grpc-js';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../../core/logger.ts';
+import { errorMessage } from '../../core/errors.ts';
+import { CsiDriverClient } from './driver-client.ts';
+import { loadCsiProtos, rpcErrorText, unary } from './protos.ts';
+
+/** A registered CSI driver. */
+export interface CsiDriver { name: string; endpoint: string; nodeId: string; versions: string[]; client: CsiDriverClient; socket: string }
+
+interface PluginInfo { type: string; name: string; endpoint: string; supportedVersions: string[] }
+
+/** CSI versions this kubelet speaks: any 1.x, as upstream's highestSupportedVersion accepts. */
+function supportsCsi1(versions: string[]): boolean {
+  return versions.some((v) => /^v?1(\.\d+){0,2}$/.test(v.trim()));
+}
+
+/**
+ * The kubelet side of plugin registration, as upstream's plugin watcher does it: every
+ * socket that appears in the registry dir (`<rootDir>/plugins_registry`) is dialled and
+ * asked `GetInfo`; a `CSIPlugin` speaking CSI 1.x whose endpoint answers `NodeGetInfo` is
+ * registered, and the plugin is told with `NotifyRegistrationStatus` (registered, or the
+ * error). A failed registration is tried again on the next scan; a socket that disappears
+ * (or is replaced) de-registers its driver.
+ */
+export class RegistrationWatcher {
+  private readonly drivers = new Map<string, CsiDriver>();
+  /** Sockets being handled: path → identity of the file when registered (inode + mtime). */
+  private readonly sockets = new Map<string, { id: string; driver?: string }>();
+  private watcher: fs.FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private rescan = false;
+  private closed = false;
+
+  constructor(private readonly deps: { dir: string; logger: Logger; timeoutMs: number; rescanMs: number; onChange?: () => void }) {}
+
+  driver(name: string): CsiDriver | undefined {
+    return this.drivers.get(name);
+  }
+
+  list(): CsiDriver[] {
+    return [...this.drivers.values()];
+  }
+
+  async start(): Promise<void> {
+    await fsp.mkdir(this.deps.dir, { recursive: true, mode: 0o750 });
+    try {
+      this.watcher = fs.watch(this.deps.dir, () => void this.scan());
+      this.watcher.on('error', (err) => this.deps.logger.warn({ err: errorMessage(err) }, 'plugin registry watch failed; rescans go on'));
+    } catch (err) {
+      this.deps.logger.warn({ err: errorMessage(err) }, 'cannot watch the plugin registry dir; rescanning only');
+    }
+    this.timer = setInterval(() => void this.scan(), this.deps.rescanMs);
+    this.timer.unref();
+    await this.scan();
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    this.watcher?.close();
+    clearInterval(this.timer);
+    await this.scanning;
+    for (const d of this.drivers.values()) d.client.close();
+    this.drivers.clear();
+  }
+
+  /** One pass over the dir (coalesced: a scan asked for while one runs runs once after it). */
+  scan(): Promise<void> {
+    if (this.scanning) {
+      this.rescan = true;
+      return this.scanning;
+    }
+    this.scanning = (async () => {
+      do {
+        this.rescan = false;
+        await this.scanOnce().catch((err) => this.deps.logger.warn({ err: errorMessage(err) }, 'plugin registry scan failed'));
+      } while (this.rescan && !this.closed);
+    })().finally(() => (this.scanning = undefined));
+    return this.scanning;
+  }
+
+  private async scanOnce(): Promise<void> {
+    if (this.closed) return;
+    const seen = new Set<string>();
+    for (const name of await fsp.readdir(this.deps.dir).catch(() => [] as string[])) {
+      const socket = path.join(this.deps.dir, name);
+      const st = await fsp.stat(socket).catch(() => undefined);
+      if (!st?.isSocket()) continue;
+      seen.add(socket);
+      const id = `${st.ino}:${st.mtimeMs}`;
+      const known = this.sockets.get(socket);
+      if (known?.id === id && known.driver) continue;
+      if (known?.driver) this.deregister(socket, 'its registration socket was replaced');
+      await this.register(socket, id);
+    }
+    for (const socket of [...this.sockets.keys()]) if (!seen.has(socket)) this.deregister(socket, 'its registration socket is gone');
+  }
+
+  private async register(socket: string, id: string): Promise<void> {
+    const { Registration } = loadCsiProtos();
+    const reg = new Registration(`unix:${socket}`, grpc.credentials.createInsecure());
+    const log = this.deps.logger.child({ socket });
+    try {
+      let info: PluginInfo;
+      try {
+        info = await unary<PluginInfo>(reg, 'GetInfo', {}, this.deps.timeoutMs);
+      } catch (err) {
+        // Not (yet) answering: no status to send; the next scan tries again.
+        this.sockets.set(socket, { id });
+        log.debug({ err: rpcErrorText(err) }, 'plugin registration socket does not answer GetInfo yet');
+        return;
+      }
+      let error: string | undefined;
+      let driver: CsiDriver | undefined;
+      if (info.type !== 'CSIPlugin') error = `plugin type "${info.type}" is not handled by this kubelet (only CSIPlugin)`;
+      else if (!info.name) error = 'the plugin gave no name';
+      else if (!supportsCsi1(info.supportedVersions)) error = `none of the versions ${JSON.stringify(info.supportedVersions)} is a CSI version this kubelet speaks (1.x)`;
+      else if (this.drivers.has(info.name) && this.drivers.get(info.name)!.socket !== socket) error = `a CSI driver named "${info.name}" is already registered through ${this.drivers.get(info.name)!.socket}`;
+      else {
+        const endpoint = info.endpoint || socket;
+        const client = new CsiDriverClient(info.name, endpoint, this.deps.timeoutMs);
+        try {
+          const nodeInfo = await client.nodeGetInfo();
+          if (!nodeInfo.nodeId) throw new Error('NodeGetInfo returned an empty node_id');
+          driver = { name: info.name, endpoint, nodeId: nodeInfo.nodeId, versions: info.supportedVersions, client, socket };
+        } catch (err) {
+          client.close();
+          error = `error initializing CSI driver ${info.name} at ${endpoint}: ${errorMessage(err)}`;
+        }
+      }
+      try {
+        await unary(reg, 'NotifyRegistrationStatus', { pluginRegistered: !error, error: error ?? '' }, this.deps.timeoutMs);
+      } catch (err) {
+        log.warn({ err: rpcErrorText(err) }, 'NotifyRegistrationStatus failed');
+      }
+      if (error || !driver) {
+        this.sockets.set(socket, { id });
+        log.warn({ plugin: info.name, err: error }, 'CSI driver registration failed; trying again on the next scan');
+        return;
+      }
+      this.drivers.get(driver.name)?.client.close();
+      this.drivers.set(driver.name, driver);
+      this.sockets.set(socket, { id, driver: driver.name });
+      log.info({ driver: driver.name, endpoint: driver.endpoint, nodeId: driver.nodeId, versions: driver.versions }, 'registered CSI driver');
+      this.deps.onChange?.();
+    } finally {
+      reg.close();
+    }
+  }
+
+  private deregister(socket: string, why: string): void {
+    const known = this.sockets.get(socket);
+    this.sockets.delete(socket);
+    if (!known?.driver) return;
+    const driver = this.drivers.get(known.driver);
+    if (driver?.socket !== socket) return;
+    driver.client.close();
+    this.drivers.delete(known.driver);
+    this.deps.logger.info({ driver: known.driver, socket }, `de-registered CSI driver: ${why}`);
+    this.deps.onChange?.();
+  }
+}

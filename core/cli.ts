@@ -4,11 +4,14 @@ import { ConfigError, isPluginError, errorMessage } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { Kubelet } from './kubelet.ts';
 import { logsCommand } from './commands/logs.ts';
+import { explainCommand } from './commands/explain.ts';
 
 const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
        kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--previous] [--tail N] [--timestamps] [--port N]
                                       a container's logs, from the local kubelet's read-only port
+       kubelet-ts explain POD [-n NAMESPACE] [--port N] [--json]
+                                      where the pod's start spent its time, as a waterfall
 
 Flags (they mirror the upstream kubelet's and override the config file):
   --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
@@ -56,10 +59,11 @@ function parse(argv: string[]) {
 }
 
 async function main(): Promise<number> {
-  // `logs` talks to a running kubelet over its read-only port; it has flags of its own.
-  if (process.argv[2] === 'logs') {
+  // `logs` and `explain` talk to a running kubelet over its read-only port; they have flags of their own.
+  const client = { logs: logsCommand, explain: explainCommand }[process.argv[2] ?? ''];
+  if (client) {
     const port = await loadConfig().then((c) => c.readOnlyPort || 10255, () => 10255);
-    return logsCommand(process.argv.slice(3), { port, address: '127.0.0.1' });
+    return client(process.argv.slice(3), { port, address: '127.0.0.1' });
   }
   let args;
   try {

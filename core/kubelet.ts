@@ -27,9 +27,21 @@ import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';
 import { KubeletServer } from './server.ts';
 import { containerLogsHandler } from './logs/log-routes.ts';
+import { PodTimelines } from './timeline/pod-timeline.ts';
+import { timelineRouteHandler } from './timeline/timeline-route.ts';
 import { podLogDir } from './pod/sandbox-config.ts';
 import { VolumeManager } from './volumes/volume-manager.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
+
+/** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
+function podUIDOf(args: readonly unknown[]): string | undefined {
+  for (const a of args.slice(0, 2)) {
+    const obj = a as { kind?: string; metadata?: { uid?: string }; spec?: unknown; pod?: { metadata?: { uid?: string } } } | undefined;
+    if (obj?.pod?.metadata?.uid) return obj.pod.metadata.uid;
+    if (obj?.spec && obj.metadata?.uid) return obj.metadata.uid;
+  }
+  return undefined;
+}
 
 /** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
 const HOUSEKEEPING_MS = 2000;
@@ -47,6 +59,8 @@ export class Kubelet {
   readonly server: KubeletServer;
   /** The Prometheus metrics served on /metrics. */
   readonly metrics = new KubeletMetrics();
+  /** Each pod's start, step by step, for /debug/pods/{ns}/{name}/timeline and `kubelet-ts explain`. */
+  readonly timelines = new PodTimelines();
   /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
   private readonly startMeasured = new Set<string>();
   /** Pods the sources want, by UID. */
@@ -99,7 +113,15 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
-    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: this.metrics.observeTap });
+    isolateTaps(this.hooks, logger, {
+      timeoutMs: config.hookTimeoutMs,
+      observe: (hook, plugin, ms, err, args) => {
+        this.metrics.observeTap(hook, plugin, ms, err, args);
+        // Taps on a pod's path show in its start timeline, named for their plugin.
+        const uid = podUIDOf(args ?? []);
+        if (uid) this.timelines.record(uid, { step: `hook:${hook}`, startMs: Date.now() - ms, durationMs: ms, detail: plugin, ...(err ? { error: errorMessage(err) } : {}) });
+      },
+    });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
     tapBuiltinVolumes(this.hooks, { localObjectsDir: config.localObjectsDir, logger: logger.child({ component: 'volumes' }) });
@@ -126,7 +148,7 @@ export class Kubelet {
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
     const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger });
-    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, volumes: this.volumes, logger });
+    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, logger });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {
@@ -137,13 +159,17 @@ export class Kubelet {
           this.terminating.delete(pod.metadata!.uid!);
           this.startMeasured.delete(pod.metadata!.uid!);
           this.metrics.forgetPod(pod.metadata!.uid!);
+          this.timelines.forget(pod.metadata!.uid!);
         },
         observe: this.metrics.observePodWorker,
       },
       logger.child({ component: 'pod-workers' }),
     );
     tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger });
-    this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => this.measureStart(pod, status, puller));
+    this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
+      this.measureStart(pod, status, puller);
+      if (status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.timelines.ready(pod.metadata!.uid!);
+    });
     // The core acts on probe results first: readiness and startup feed status, liveness and
     // startup failures make the next sync kill and restart the container.
     this.hooks.onProbe.tapPromise({ name: 'kubelet', stage: -1000 }, async (e) => {
@@ -179,6 +205,7 @@ export class Kubelet {
     this.server.route('/healthz', () => this.healthz());
     this.server.route('/pods', () => this.podList());
     this.server.route('/metrics', metricsRouteHandler(this.metrics));
+    this.server.route('/debug/pods/', timelineRouteHandler(this.timelines));
     this.server.route('/containerLogs/', containerLogsHandler({ pods: () => this.pods(), runtime: () => this.runtimeImpl, logDir: (pod) => podLogDir(config, pod) }));
     if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
     this.started = true;
@@ -255,6 +282,7 @@ export class Kubelet {
       }
       if (u.op === 'ADD') {
         this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
+        this.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
         void this.admit(pod);
         continue;
       }
@@ -265,6 +293,7 @@ export class Kubelet {
 
   private async admit(pod: V1Pod): Promise<void> {
     const uid = pod.metadata!.uid!;
+    const admitStart = Date.now();
     this.desired.set(uid, pod);
     let rejection: { reason: string; message: string } | undefined;
     const active = [...this.desired.keys()].filter((u) => u !== uid).length;
@@ -283,6 +312,7 @@ export class Kubelet {
       await this.status.update(pod, undefined);
       return;
     }
+    this.timelines.record(uid, { step: 'admitted', startMs: admitStart, durationMs: Date.now() - admitStart });
     if (this.desired.get(uid) === pod) this.workers.update(pod);
   }
 

@@ -4,7 +4,7 @@ import { HookMap } from 'tapable';
 import type { HookName, KubeletHooks } from '../hooks.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
-export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown) => void;
+export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown, args?: readonly unknown[]) => void;
 
 interface FullTap { name: string; type: 'sync' | 'async' | 'promise'; fn: Function; stage?: number }
 interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
@@ -49,7 +49,7 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
     log.warn({ err: errorMessage(err) }, 'plugin tap failed');
     return wrapped;
   };
-  const observe = (start: number, err: unknown) => options.observe?.(hook, plugin, performance.now() - start, err);
+  const observe = (start: number, err: unknown, args: readonly unknown[]) => options.observe?.(hook, plugin, performance.now() - start, err, args);
 
   if (tap.type === 'promise') {
     return {
@@ -63,10 +63,10 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
             timer.unref();
           });
           const result = await Promise.race([fn(...args), timeout]);
-          observe(start, undefined);
+          observe(start, undefined, args);
           return result;
         } catch (err) {
-          observe(start, err);
+          observe(start, err, args);
           throw fail(err);
         } finally {
           clearTimeout(timer);
@@ -82,12 +82,12 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
         const callback = args.pop() as (err?: unknown, result?: unknown) => void;
         try {
           fn(...args, (err: unknown, result: unknown) => {
-            observe(start, err);
+            observe(start, err, args);
             if (err) callback(fail(err));
             else callback(null, result);
           });
         } catch (err) {
-          observe(start, err);
+          observe(start, err, args);
           callback(fail(err));
         }
       },
@@ -99,10 +99,10 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
       const start = performance.now();
       try {
         const result = fn(...args);
-        observe(start, undefined);
+        observe(start, undefined, args);
         return result;
       } catch (err) {
-        observe(start, err);
+        observe(start, err, args);
         throw fail(err);
       }
     },

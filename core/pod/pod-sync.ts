@@ -19,6 +19,7 @@ import { gracePeriodSeconds, isHostNetwork, podUID } from './pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from '../volumes/container-mounts.ts';
+import type { PodTimelines } from '../timeline/pod-timeline.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -56,6 +57,8 @@ export class PodSyncer {
       cgroups: PodCgroups | undefined;
       /** Sets up volumes before the pod's containers are created, tears them down on termination. */
       volumes: VolumeManager;
+      /** Records the steps of each pod's start, when set. */
+      timeline?: PodTimelines;
       logger: Logger;
     },
   ) {}
@@ -80,7 +83,7 @@ export class PodSyncer {
 
       // Volumes before the sandbox and any container; again on each sync (for content that follows its source).
       try {
-        await this.deps.volumes.setUpPod(pod);
+        await this.timed(uid, 'volumes', () => this.deps.volumes.setUpPod(pod));
       } catch (err) {
         if (!(err instanceof VolumeSetupError)) throw err;
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
@@ -99,7 +102,8 @@ export class PodSyncer {
           if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
           sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
           await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
-          sandboxId = await runtime.runPodSandbox(sandboxConfig);
+          const cfg = sandboxConfig;
+          sandboxId = await this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg), 'with its network');
         } catch (err) {
           // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
@@ -153,7 +157,9 @@ export class PodSyncer {
     const { runtime, hooks, config } = this.deps;
     const c = start.container;
     const log = this.podLogger(pod).child({ container: c.name });
-    const image = await this.deps.puller.ensure(pod, c, sandboxConfig);
+    const uid = podUID(pod);
+    const what = (pod.spec?.initContainers ?? []).includes(c) ? `init ${c.name}` : c.name;
+    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig), `${what}: ${c.image}`);
     if ('reason' in image) {
       waiting.set(c.name, image);
       return;
@@ -172,14 +178,15 @@ export class PodSyncer {
     containerConfig = await hooks.beforeContainerCreate.promise(containerConfig, { pod, container: c, sandboxId, sandboxConfig, restartCount: start.restartCount });
     let id: string;
     try {
-      id = await runtime.createContainer(sandboxId, containerConfig, sandboxConfig);
+      const cfg = containerConfig;
+      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what);
     } catch (err) {
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
       log.warn({ err: errorMessage(err) }, 'Failed to create container');
       return;
     }
     try {
-      await runtime.startContainer(id);
+      await this.timed(uid, 'start', () => runtime.startContainer(id), what);
     } catch (err) {
       waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
       log.warn({ err: errorMessage(err) }, 'Failed to start container');
@@ -193,6 +200,11 @@ export class PodSyncer {
       log.warn({ err: errorMessage(err) }, 'FailedPostStartHook');
       await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
+  }
+
+  /** Runs `fn` as a step of the pod's start timeline (recorded until the pod is first Ready). */
+  private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string): Promise<T> {
+    return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail) : fn();
   }
 
   /** Runs preStop (beforeKill) and stops one container within the grace period. */

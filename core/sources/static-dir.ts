@@ -189,7 +189,12 @@ export class StaticPodDirSource implements PodSource {
     if (this.watcher && this.watchedIno === ino) return;
     this.closeWatcher();
     try {
-      const w = fs.watch(this.dir, { persistent: true }, () => this.scheduleRescan());
+      // Events for names the source ignores (an editor's swap file, the temp file of an atomic
+      // write) must not start the debounce window that would hold back the real file's event.
+      const w = fs.watch(this.dir, { persistent: true }, (_event, filename) => {
+        if (filename !== null && isIgnoredManifestName(filename.toString())) return;
+        this.scheduleRescan();
+      });
       w.on('error', (err) => {
         this.log.warn({ err }, 'watch on static pod directory failed; relying on periodic rescan');
         if (this.watcher === w) this.closeWatcher();

@@ -45,7 +45,7 @@ export class PodTimelines {
   record(uid: string, step: TimelineStep): void {
     const t = this.pods.get(uid);
     if (!t || t.readyMs !== undefined || t.steps.length >= MAX_STEPS) return;
-    t.steps.push({ ...step, durationMs: Math.max(0, step.durationMs) });
+    t.steps.push({ ...step, startMs: Math.round(step.startMs), durationMs: Math.max(0, Math.round(step.durationMs)) });
   }
 
   /** Times `fn` as a step of the pod's start; a throw is recorded with its message and rethrown. */

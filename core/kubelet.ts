@@ -147,7 +147,7 @@ export class Kubelet {
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
-    const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger });
+    const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
     this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, logger });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(

@@ -132,6 +132,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
       maxMs: parseDuration(c.imagePullBackOff.maxPeriod!),
     },
     hookTimeoutMs: parseDuration(c.hookTimeout),
+    maxParallelImagePulls: c.serializeImagePulls ? 1 : c.maxParallelImagePulls,
     localObjectsDir: fromFile(c.localObjectsDir, undefined),
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,

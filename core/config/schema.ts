@@ -55,6 +55,8 @@ export const configSchema = {
         maxPeriod: { ...duration('image pull retry delay cap'), default: '300s' },
       },
     },
+    serializeImagePulls: { type: 'boolean', default: false },
+    maxParallelImagePulls: { type: 'integer', minimum: 1, 'x-allowed': 'an integer >= 1 (leave unset for no limit)' },
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
     localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
     logging: {

@@ -51,6 +51,10 @@ export interface KubeletConfigInput {
   crashLoopBackOff?: { initialContainerRestartPeriod?: Duration; maxContainerRestartPeriod?: Duration };
   /** kubelet-ts: back-off of failed image pulls (upstream hard-codes 10s doubling to 300s). */
   imagePullBackOff?: { initialPeriod?: Duration; maxPeriod?: Duration };
+  /** Pull one image at a time (upstream default true; here false: pulls run in parallel). */
+  serializeImagePulls?: boolean;
+  /** At most this many image pulls at once when pulls are parallel; unset = no limit (as upstream). */
+  maxParallelImagePulls?: number;
   /** kubelet-ts: how long one plugin tap may run before it fails. Default '2m'. */
   hookTimeout?: Duration;
   /**
@@ -87,6 +91,8 @@ export interface KubeletConfig {
   crashLoopBackOff: { initialMs: number; maxMs: number };
   imagePullBackOff: { initialMs: number; maxMs: number };
   hookTimeoutMs: number;
+  /** Most concurrent image pulls (1 when serialized, undefined for no limit). */
+  maxParallelImagePulls: number | undefined;
   localObjectsDir: string | undefined;
   logLevel: string;
   plugins: PluginEntry[];

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
+import { Limiter } from '../util/limiter.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
 export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName'; message: string }
@@ -28,7 +29,11 @@ export class ImagePuller {
     this.pulled.delete(uid);
   }
 
-  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger }) {}
+  private readonly limiter: Limiter | undefined;
+
+  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number }) {
+    this.limiter = deps.maxParallelPulls ? new Limiter(deps.maxParallelPulls) : undefined;
+  }
 
   async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string } | ImageWait> {
     const image = container.image ?? '';
@@ -59,7 +64,8 @@ export class ImagePuller {
     let p = this.inflight.get(image);
     if (!p) {
       const started = performance.now();
-      p = this.deps.runtime.pullImage(image, undefined, sandboxConfig).finally(() => this.inflight.delete(image));
+      const pull = () => this.deps.runtime.pullImage(image, undefined, sandboxConfig);
+      p = (this.limiter ? this.limiter.run(pull) : pull()).finally(() => this.inflight.delete(image));
       p.then(() => this.deps.logger.info({ image, ms: Math.round(performance.now() - started) }, 'pulled image'), () => {});
       this.inflight.set(image, p);
     }

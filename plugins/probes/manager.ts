@@ -5,7 +5,7 @@ import type { ProbeOutcome, ProbeResultEvent, ProbeType } from '../../core/hooks
 import type { ContainerRuntime } from '../../core/runtime/types.ts';
 import type { ProbeRun } from '../../core/plugins/plugin-api.ts';
 import { runHandler } from './handlers/index.ts';
-import { Limiter } from './limiter.ts';
+import { Limiter } from '../../core/util/limiter.ts';
 import { PROBE_FIELD, PROBE_NAME, declaredProbes, normalizeProbe } from './probe-spec.ts';
 import { ProbeWorker, realTimers, type ProbeRunResult, type Timers } from './probe-worker.ts';
 

@@ -11,7 +11,7 @@ const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '
 const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'index.ts')).href;
 
 const ALLOWED_FIELDS =
-  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, hookTimeout, localObjectsDir, logging, plugins';
+  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, hookTimeout, localObjectsDir, logging, plugins';
 const DURATION_ALLOWED = "allowed: a Go duration such as '10s', '1m30s', '500ms' (or a number of seconds)";
 
 describe('loadConfig', function () {

@@ -2,7 +2,7 @@ import type { V1Container } from '@kubernetes/client-node';
 import { errorMessage, isKubeletError } from '../../../core/errors.ts';
 import { expandVars } from '../../../core/pod/expansion.ts';
 import type { ContainerRuntime } from '../../../core/runtime/types.ts';
-import type { Limiter } from '../limiter.ts';
+import type { Limiter } from '../../../core/util/limiter.ts';
 import { truncate, type ProbeRunResult, type ProbeTarget } from './types.ts';
 
 /**

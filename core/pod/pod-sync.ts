@@ -39,6 +39,8 @@ type Waiting = Map<string, { reason: string; message: string }>;
  * containers, kills what must go, and updates the pod's status right after acting.
  */
 export class PodSyncer {
+  /** When this kubelet last changed each pod in the runtime (the cache is stale before it read the pod again). */
+  private readonly actedAt = new Map<string, number>();
   /** The sandbox config of each pod's current sandbox: containers are created against it. */
   private readonly sandboxConfigs = new Map<string, { id: string; config: PodSandboxConfig }>();
 
@@ -68,18 +70,24 @@ export class PodSyncer {
     const { runtime, cache, hooks, config } = this.deps;
     const uid = podUID(pod);
     const log = this.podLogger(pod);
-    const rs = await cache.refreshPod(uid);
+    // The cache is fresh unless this kubelet acted on the pod after the cache last read it
+    // (then it is read again): most syncs (resyncs, probe results, PLEG events) cost no RPC.
+    const cached = cache.get(uid);
+    const actedAt = this.actedAt.get(uid);
+    const rs = actedAt === undefined || (cached && cached.observedAt >= actedAt) ? cached : await cache.refreshPod(uid);
     const running = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.id);
     const actions = computePodActions(pod, rs, this.deps.crashBackoff, Date.now(), this.deps.probes.unhealthy(running));
+    const acts = actions.killPod || actions.createSandbox || !!actions.nextInit || actions.containersToStart.length > 0 || actions.containersToKill.length > 0;
     const waiting: Waiting = new Map(actions.waiting);
     let requeueAfterMs = actions.requeueAfterMs;
+    let removedDead = false;
 
     try {
       if (actions.killPod) {
         log.info({ createSandbox: actions.createSandbox }, actions.createSandbox ? 'sandbox changed, killing pod to recreate it' : 'pod finished, stopping its sandbox');
         await this.killPod(pod, rs, gracePeriodSeconds(pod));
       }
-      if (!actions.createSandbox && !actions.sandboxId) return this.finish(pod, waiting, requeueAfterMs);
+      if (!actions.createSandbox && !actions.sandboxId) return this.finish(pod, waiting, requeueAfterMs, acts);
 
       // Volumes before the sandbox and any container; again on each sync (for content that follows its source).
       try {
@@ -89,7 +97,7 @@ export class PodSyncer {
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
         for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
-        return this.finish(pod, waiting, VOLUME_RETRY_MS);
+        return this.finish(pod, waiting, VOLUME_RETRY_MS, acts);
       }
 
       let sandboxId = actions.sandboxId;
@@ -138,17 +146,26 @@ export class PodSyncer {
         if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
       }
       await Promise.all(actions.containersToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
-      await this.removeDeadContainers(rs);
+      removedDead = await this.removeDeadContainers(rs);
     } finally {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
     }
-    return this.finish(pod, waiting, requeueAfterMs);
+    return this.finish(pod, waiting, requeueAfterMs, acts || removedDead);
   }
 
-  private async finish(pod: V1Pod, waiting: Waiting, requeueAfterMs: number | undefined): Promise<SyncOutcome> {
+  /**
+   * Publishes the pod's status right after acting (not one relist later): when the sync
+   * changed anything in the runtime, the pod is read again first.
+   */
+  private async finish(pod: V1Pod, waiting: Waiting, requeueAfterMs: number | undefined, acted = true): Promise<SyncOutcome> {
     const uid = podUID(pod);
     this.deps.status.setWaiting(uid, waiting);
-    await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid));
+    let rs = this.deps.cache.get(uid);
+    if (acted) {
+      this.actedAt.set(uid, Date.now());
+      rs = await this.deps.cache.refreshPod(uid);
+    }
+    await this.deps.status.update(pod, rs);
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
   }
 
@@ -263,6 +280,7 @@ export class PodSyncer {
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
     await this.deps.cgroups?.removePod(uid);
     this.sandboxConfigs.delete(uid);
+    this.actedAt.delete(uid);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.pullBackoff.forgetPrefix(`${uid}/`);
     this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
@@ -276,15 +294,15 @@ export class PodSyncer {
    * `maxPerPodContainer` stay and the rest go, oldest first, with their log files. Sandboxes
    * of past attempts go once no container uses them.
    */
-  private async removeDeadContainers(rs: PodRuntimeStatus | undefined): Promise<void> {
-    if (!rs) return;
+  private async removeDeadContainers(rs: PodRuntimeStatus | undefined): Promise<boolean> {
+    if (!rs) return false;
     const dead = evictableContainers(rs).flatMap(([, list]) => (this.deps.config.maxPerPodContainer < 0 ? [] : list.slice(this.deps.config.maxPerPodContainer)));
     for (const c of dead) await this.removeContainerAndLog(c);
     const removed = new Set(dead.map((c) => c.id));
     const inUse = new Set(rs.containers.filter((c) => !removed.has(c.id)).map((c) => c.podSandboxId));
-    for (const sb of rs.sandboxes.slice(1)) {
-      if (sb.state !== 'SANDBOX_READY' && !inUse.has(sb.id)) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
-    }
+    const oldSandboxes = rs.sandboxes.slice(1).filter((sb) => sb.state !== 'SANDBOX_READY' && !inUse.has(sb.id));
+    for (const sb of oldSandboxes) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+    return dead.length > 0 || oldSandboxes.length > 0;
   }
 
   /** Removes a dead container and its log file (the runtime leaves log files to the kubelet). */

@@ -30,7 +30,7 @@ export const configSchema = {
     plegRelistPeriod: { ...duration('PLEG relist period'), default: '1s' },
     containerRuntimeEndpoint: { type: 'string', pattern: '^unix://', default: 'unix:///run/containerd/containerd.sock', 'x-allowed': 'a unix:///path/to/socket endpoint' },
     runtimeRequestTimeout: { ...duration('deadline of runtime calls'), default: '2m' },
-    address: { type: 'string', default: '0.0.0.0', 'x-allowed': 'an IP address to listen on' },
+    address: { type: 'string', default: '127.0.0.1', 'x-allowed': 'an IP address to listen on' },
     readOnlyPort: { ...port, default: 0 },
     maxPods: { type: 'integer', minimum: 1, default: 110, 'x-allowed': 'an integer >= 1' },
     cgroupsPerQOS: { type: 'boolean', default: true },

@@ -33,7 +33,7 @@ export interface KubeletConfigInput {
   containerRuntimeEndpoint?: string;
   /** Deadline for each runtime call except image pulls. Default '2m'. */
   runtimeRequestTimeout?: Duration;
-  /** Address the HTTP servers listen on. Default 0.0.0.0. */
+  /** Address the read-only server listens on. Default 127.0.0.1 (upstream 0.0.0.0): it has no authentication and serves container logs. */
   address?: string;
   /** Port of the read-only HTTP server (/healthz, /pods); 0 disables. Default 0. */
   readOnlyPort?: number;

@@ -81,6 +81,8 @@ export class PodSyncer {
     const waiting: Waiting = new Map(actions.waiting);
     let requeueAfterMs = actions.requeueAfterMs;
     let removedDead = false;
+    // Marked before acting, so a sync that fails half-way makes the next one read the pod again.
+    if (acts) this.actedAt.set(uid, Date.now());
 
     try {
       if (actions.killPod) {

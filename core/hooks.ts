@@ -126,7 +126,7 @@ export function createHooks() {
     // Health and pressure
     /** A probe result changed: the core taps it to set readiness and restart on liveness failure. */
     onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
-    /** An eviction signal crossed a threshold: the first tap returning a decision chooses what to evict. */
+    /** An eviction signal crossed a threshold: the first tap returning a decision chooses what to evict. Not fired yet: the eviction manager that observes signals is still to come. */
     onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
 
     // Status and removal

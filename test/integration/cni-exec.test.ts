@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -14,6 +13,7 @@ import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
 import { pidAlive, run } from '../../tools/node-env/util.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+import { httpGet } from '../support/http.ts';
 
 /** A bridge and subnet of this test's own (not tools/node-env's kts<N> / 10.88.<N>.0/24), locked per process. */
 async function allocateCniTestNetwork(): Promise<{ bridge: string; subnet: string; prefix: string; release(): Promise<void> }> {
@@ -45,18 +45,7 @@ async function allocateCniTestNetwork(): Promise<{ bridge: string; subnet: strin
   throw new Error(`no free CNI test slot in ${lockDir}`);
 }
 
-function get(url: string, timeoutMs = 3000): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', reject);
-  });
-}
+const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
 
 async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -10,6 +10,7 @@ import { podLogDir } from '../../core/pod/sandbox-config.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { getNodeEnv } from '../support/node-env.ts';
+import { httpGet } from '../support/http.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 class Collect extends Writable {
@@ -20,19 +21,7 @@ class Collect extends Writable {
   }
 }
 
-/** GET with a timeout; the whole body. */
-function get(url: string, timeoutMs = 10_000): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', reject);
-  });
-}
+const get = (url: string, timeoutMs = 10000) => httpGet(url, timeoutMs);
 
 /** GET a streaming response until `enough(body)` holds, then disconnect; bounded by a timeout. */
 function getUntil(url: string, enough: (body: string) => boolean, timeoutMs = 15_000): Promise<string> {
@@ -103,10 +92,7 @@ describe('container logs on containerd', function () {
   });
 
   after(async function () {
-    for (const f of await fs.readdir(t.manifestDir).catch(() => [] as string[])) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 60_000, 'all pods removed').catch(() => {});
-    await t.stop();
-    await fs.rm(t.dir, { recursive: true, force: true });
+    await t.dispose();
   });
 
   const running = (p: V1Pod | undefined, minRestarts = 0) => isRunning(p) && (p!.status!.containerStatuses![0]!.restartCount ?? 0) >= minRestarts;

@@ -32,11 +32,8 @@ describe('container lifecycle on containerd', function () {
   });
 
   after(async () => {
-    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
-    await t.stop();
+    await t.dispose();
     await cri.close();
-    await fs.rm(t.dir, { recursive: true, force: true });
   });
 
   const containerId = (name: string) => t.pod(name)!.status!.containerStatuses![0]!.containerID!.replace('containerd://', '');

@@ -1,26 +1,14 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import http from 'node:http';
 import { Writable } from 'node:stream';
 import { explainCommand } from '../../core/commands/explain.ts';
 import type { PodStartTimeline } from '../../core/timeline/pod-timeline.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { getNodeEnv } from '../support/node-env.ts';
+import { httpGet } from '../support/http.ts';
 import { podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
-function get(url: string): Promise<{ status: number; body: string; type: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: 3000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, type: String(res.headers['content-type']) }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-  });
-}
+const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
 
 /** The value of one Prometheus series in /metrics text (first match), or undefined. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -50,10 +38,7 @@ describe('metrics and pod start timeline on containerd', function () {
   });
 
   after(async () => {
-    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
-    await t.stop();
-    await fs.rm(t.dir, { recursive: true, force: true });
+    await t.dispose();
   });
 
   it('publishes upstream metrics that move when a pod starts, and tap durations per plugin', async () => {

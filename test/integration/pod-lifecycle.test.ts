@@ -42,11 +42,8 @@ describe('pod lifecycle on containerd', function () {
   });
 
   after(async () => {
-    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
-    await t.stop();
+    await t.dispose();
     await cri.close();
-    await fs.rm(t.dir, { recursive: true, force: true });
   });
 
   const logOf = (pod: string, uid: string, container: string, n = 0) => path.join(t.config.podLogsDir, `${ns}_${pod}-test-node_${uid}`, container, `${n}.log`);

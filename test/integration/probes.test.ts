@@ -54,11 +54,8 @@ describe('probes plugin on containerd', function () {
   });
 
   after(async () => {
-    for (const f of await fs.readdir(t.manifestDir).catch(() => [] as string[])) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
-    await t.stop();
+    await t.dispose();
     await cri.close();
-    await fs.rm(t.dir, { recursive: true, force: true });
   });
 
   const containerId = (name: string, container: string) => cs(t.pod(name), container)!.containerID!.replace('containerd://', '');

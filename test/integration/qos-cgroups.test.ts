@@ -27,10 +27,7 @@ describe('QoS classes and pod cgroups on containerd', function () {
   });
 
   after(async () => {
-    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
-    await t.stop();
-    await fs.rm(t.dir, { recursive: true, force: true });
+    await t.dispose();
     // The QoS cgroups outlive pods by design; this run's root goes with the test.
     await removeCgroupRoot(cgroupRoot);
   });

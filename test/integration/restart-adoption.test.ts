@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,28 +11,13 @@ import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { getNodeEnv } from '../support/node-env.ts';
+import { httpGet } from '../support/http.ts';
 import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
 import { podManifest } from '../support/test-kubelet.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/kubelet-ts.mjs', import.meta.url));
 
-function getJSON(url: string): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: 2000 }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(body));
-        } catch (err) {
-          reject(err);
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-  });
-}
+const getJSON = async (url: string): Promise<any> => JSON.parse((await httpGet(url, 2000)).body);
 
 /**
  * The kubelet as operators run it: the CLI with upstream flags. `kill -9` and a fresh start

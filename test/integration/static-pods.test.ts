@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import http from 'node:http';
 import path from 'node:path';
 import { LABEL } from '../../core/runtime/labels.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
@@ -8,21 +7,10 @@ import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { getNodeEnv } from '../support/node-env.ts';
+import { httpGet } from '../support/http.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
-/** GET a URL on loopback or a pod this test created; bounded by a timeout. */
-function get(url: string, timeoutMs = 3000): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', reject);
-  });
-}
+const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
 
 /**
  * Static pods on real containerd: a manifest dropped in the directory runs to Running with
@@ -47,11 +35,8 @@ describe('static pods on containerd', function () {
 
   after(async function () {
     // Remove every manifest so the kubelet removes its pods, then stop it.
-    for (const f of await fs.readdir(t.manifestDir).catch(() => [] as string[])) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 60_000, 'all pods removed').catch(() => {});
-    await t.stop();
+    await t.dispose();
     await cri.close();
-    await fs.rm(t.dir, { recursive: true, force: true });
   });
 
   const sandboxesOf = async (uid: string) => cri.listPodSandboxes({ labelSelector: { [LABEL.podUID]: uid } });

@@ -53,6 +53,8 @@ export interface TestKubelet {
   /** Polls until `check(pod)` returns true; bounded by `timeoutMs`. */
   waitForPod(name: string, check: (pod: V1Pod | undefined) => boolean, timeoutMs?: number, what?: string): Promise<V1Pod | undefined>;
   stop(): Promise<void>;
+  /** Removes every manifest, waits (bounded) until the kubelet removed every pod, stops it and deletes its dirs. */
+  dispose(timeoutMs?: number): Promise<void>;
 }
 
 /**
@@ -96,6 +98,13 @@ export async function startTestKubelet(options: { plugins: PluginEntry[]; config
     },
     async stop() {
       await kubelet.stop();
+    },
+    async dispose(timeoutMs = 60_000) {
+      for (const f of await fs.readdir(config.staticPodPath!).catch(() => [] as string[])) await t.removeManifest(f);
+      const deadline = Date.now() + timeoutMs;
+      while (kubelet.pods().length > 0 && Date.now() < deadline) await sleep(100);
+      await kubelet.stop();
+      await fs.rm(dir, { recursive: true, force: true });
     },
   };
   return t;

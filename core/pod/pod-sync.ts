@@ -74,7 +74,10 @@ export class PodSyncer {
     // (then it is read again): most syncs (resyncs, probe results, PLEG events) cost no RPC.
     const cached = cache.get(uid);
     const actedAt = this.actedAt.get(uid);
-    const rs = actedAt === undefined || (cached && cached.observedAt >= actedAt) ? cached : await cache.refreshPod(uid);
+    // Before the first node-wide relist succeeded, the cache knows nothing: read the pod (an
+    // adopted pod must not look absent and get a second sandbox).
+    const fresh = cache.lastRelistAt > 0 && (actedAt === undefined || (cached !== undefined && cached.observedAt >= actedAt));
+    const rs = fresh ? cached : await cache.refreshPod(uid);
     const running = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.id);
     const actions = computePodActions(pod, rs, this.deps.crashBackoff, Date.now(), this.deps.probes.unhealthy(running));
     const acts = actions.killPod || actions.createSandbox || !!actions.nextInit || actions.containersToStart.length > 0 || actions.containersToKill.length > 0;

@@ -23,6 +23,9 @@ export class RuntimeCache {
   private readonly sandboxStatus = new Map<string, SandboxStatus>();
   private readonly containerStatus = new Map<string, ContainerStatus>();
 
+  /** When the last node-wide relist finished (0 before the first succeeded). */
+  lastRelistAt = 0;
+
   constructor(private readonly runtime: ContainerRuntime) {}
 
   get(uid: string): PodRuntimeStatus | undefined {
@@ -55,6 +58,7 @@ export class RuntimeCache {
         changed.add(uid);
       }
     }
+    this.lastRelistAt = Date.now();
     return changed;
   }
 

@@ -252,6 +252,24 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.deepEqual(fake.sandboxes().map((s) => s.id), sandboxes);
   });
 
+  it('adopts running pods even when its first relist of the runtime fails', async () => {
+    const t1 = await start();
+    await t1.writeManifest('web.yaml', podManifest('web', [app()]));
+    const pod = (await t1.waitForPod('web', isRunning, 8000, 'Running'))!;
+    const containerID = cs(pod)!.containerID;
+    await stopKubelet(t1);
+
+    fake.resetCalls();
+    fake.failNext('ListPodSandbox', grpc.status.UNAVAILABLE, 'runtime busy');
+    const t2 = await start();
+    await t2.waitForPod('web', isRunning, 8000, 'Running after restart');
+    await t2.kubelet.idle();
+    await sleep(700);
+    assert.equal(cs(t2.pod('web'))!.containerID, containerID);
+    assert.equal(fake.calls.RunPodSandbox, 0, 'no second sandbox for the adopted pod');
+    assert.equal(fake.sandboxes().length, 1);
+  });
+
   it('runs the valid pod next to an invalid manifest and stays healthy', async () => {
     const t = await start();
     await t.writeManifest('broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: broken}\nspec: {containers: [{name: "x"}]}\n');

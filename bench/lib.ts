@@ -253,9 +253,23 @@ export class RawCri {
     return { uid: pod.metadata!.uid!, sandboxId, containerIds };
   }
 
-  /** Stops and removes the pod's containers and sandbox. */
+  /**
+   * Stops and removes the pod's containers and sandbox. Under a burst of stops containerd 1.6
+   * sometimes answers `ttrpc: closed` for a shim that is going away; the stop is tried again
+   * (as a kubelet's next sync would) and the sandbox stop covers what is left.
+   */
   async removePod(p: RawPod): Promise<void> {
-    await Promise.all(p.containerIds.map((id) => this.runtime.stopContainer(id, 2)));
+    const stop = async (id: string) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.runtime.stopContainer(id, 2);
+        } catch (err) {
+          if (attempt >= 3) throw err;
+          await sleep(500 * attempt);
+        }
+      }
+    };
+    await Promise.all(p.containerIds.map(stop));
     await this.runtime.stopPodSandbox(p.sandboxId);
     await this.runtime.removePodSandbox(p.sandboxId);
   }

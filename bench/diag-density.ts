@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startNodeEnv } from '../tools/node-env/index.ts';
+import { removeCgroupRoot } from '../test/support/cgroups.ts';
 import { isRunning, startTestKubelet } from '../test/support/test-kubelet.ts';
 import { benchPodManifest } from './lib.ts';
 
@@ -28,3 +29,4 @@ for (let i = 0; i < 600 && t.kubelet.pods().length > 0; i++) {
 console.log(`${t.kubelet.pods().length} pods left ${Date.now() - t1} ms after the manifests went`);
 await t.dispose(5000);
 await env.stop();
+await removeCgroupRoot('/kts-diag-density');

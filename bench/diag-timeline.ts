@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startNodeEnv } from '../tools/node-env/index.ts';
+import { removeCgroupRoot } from '../test/support/cgroups.ts';
 import { startTestKubelet, podManifest, isRunning } from '../test/support/test-kubelet.ts';
 import { renderWaterfall } from '../core/timeline/waterfall.ts';
 
@@ -21,3 +22,4 @@ for (let i = 0; i < 4; i++) await t.removeManifest(`d${i}.json`);
 await t.waitForPod('x', () => t.kubelet.pods().length === 0, 20000);
 await t.stop();
 await env.stop();
+await removeCgroupRoot('/kts-diag');

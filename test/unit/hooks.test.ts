@@ -2,15 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pino } from 'pino';
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import { createHooks, STAGE, type ContainerStartedEvent, type HookName, type PluginHooks, type VolumeMountRequest } from '../../core/hooks.ts';
 import { PluginError } from '../../core/errors.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import type { KubeletConfig } from '../../core/config/types.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
+import { captureLogger as captureLines } from '../support/capture-logger.ts';
 import { definePlugin, type KubeletPlugin } from '../../core/plugins/plugin-api.ts';
 import { PluginHost } from '../../core/plugins/plugin-host.ts';
 import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
@@ -22,16 +21,7 @@ const started: ContainerStartedEvent = { pod, container: { name: 'main' }, conta
 
 interface LogLine { level: number; msg: string; plugin?: string; hook?: string; err?: string }
 
-function captureLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as LogLine);
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream) as unknown as Logger, lines };
-}
+const captureLogger = () => captureLines<LogLine>();
 
 /** A plugin whose `apply` runs `fn` with the plugin's hook view. */
 function tapping(name: string, fn: (hooks: PluginHooks) => void): KubeletPlugin {

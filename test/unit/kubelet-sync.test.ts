@@ -2,18 +2,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { KubeletConfig } from '../../core/config/types.ts';
 import { Kubelet } from '../../core/kubelet.ts';
-import { createLogger } from '../../core/logger.ts';
 import type { KubeletPlugin } from '../../core/plugins/plugin-api.ts';
 import { LABEL } from '../../core/runtime/labels.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { FakeCriServer } from '../fakes/fake-cri-server.ts';
 import { isRunning, podManifest, startTestKubelet, testConfig, type TestKubelet } from '../support/test-kubelet.ts';
+import { captureLogger } from '../support/capture-logger.ts';
 
 const IMAGE = 'busybox:1.36';
 
@@ -294,16 +293,10 @@ describe('Kubelet sync against the fake CRI server', function () {
       },
     };
     // Built like startTestKubelet, with a logger the test reads.
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-        done();
-      },
-    });
+    const { logger, lines } = captureLogger('info');
     const config = testConfig(path.join(dir, 'kubelet'), { plugins: [...plugins(), flaky] });
     await fs.mkdir(config.staticPodPath!, { recursive: true });
-    const kubelet = new Kubelet(config, createLogger({ level: 'info', destination: sink }));
+    const kubelet = new Kubelet(config, logger);
     await kubelet.start();
     kubelets.push(kubelet);
     const manifest = async (name: string) => {

@@ -3,14 +3,13 @@ import fs from 'node:fs/promises';
 import { existsSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
 import { createHooks } from '../../core/hooks.ts';
 import { PluginError } from '../../core/errors.ts';
 import { loadConfig, type ConfigFlags } from '../../core/config/load.ts';
 import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
+import { captureLogger as captureLines } from '../support/capture-logger.ts';
 import { definePlugin, type PluginContext } from '../../core/plugins/plugin-api.ts';
 import { PluginHost, builtinPluginNames } from '../../core/plugins/plugin-host.ts';
 import { stubRuntimePlugin } from '../support/recorder-plugin.ts';
@@ -24,16 +23,7 @@ async function pluginError(p: Promise<unknown>): Promise<PluginError> {
   return err;
 }
 
-function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream) as unknown as Logger, lines };
-}
+const captureLogger = () => captureLines();
 
 describe('PluginHost', function () {
   let dir: string;

@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
-import { silentLogger, type Logger } from '../../core/logger.ts';
+import { silentLogger } from '../../core/logger.ts';
+import { captureLogger as captureLines } from '../support/capture-logger.ts';
 import { StaticPodDirSource, isIgnoredManifestName } from '../../core/sources/static-dir.ts';
 import { CONFIG_SEEN_ANNOTATION } from '../../core/sources/manifest.ts';
 
@@ -32,16 +31,7 @@ interface LogLine {
   err?: { message?: string };
 }
 
-function captureLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as LogLine);
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream) as unknown as Logger, lines };
-}
+const captureLogger = () => captureLines<LogLine>();
 
 async function waitFor(cond: () => boolean, what: string, timeoutMs = 2000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -25,9 +25,7 @@ import type {
   V1Toleration,
   V1Volume,
 } from '@kubernetes/client-node';
-// Deep import on purpose: the package index loads the whole API client (about 70 MiB of
-// RSS); the YAML loader needs only js-yaml and the model serializer (about 25 MiB).
-import { loadYaml } from '@kubernetes/client-node/dist/yaml.js';
+import { dropUnknownFields, parseYamlDocument } from '../api/object-decoder.ts';
 import { invalidInput, errorMessage } from '../errors.ts';
 
 /** Annotation keys used by the kubelet (upstream pkg/kubelet/types/pod_update.go). */
@@ -83,7 +81,7 @@ function splitYamlDocuments(text: string): string[] {
  * Parses one static pod manifest (YAML or JSON; JSON is YAML) holding exactly one Pod and
  * validates it. Unknown fields are dropped, as upstream's decoder does. Throws an
  * `InvalidInput` KubeletError whose message starts with the file name and gives every
- * problem found.
+ * problem found. Needs the API models: await `loadObjectModels()` once before the first call.
  */
 export function parseManifest(text: string, file: string): V1Pod {
   const fail = (reason: string, cause?: unknown): never => {
@@ -96,13 +94,13 @@ export function parseManifest(text: string, file: string): V1Pod {
 
   let obj: unknown;
   try {
-    obj = loadYaml<unknown>(docs[0]!);
+    obj = parseYamlDocument(docs[0]!);
   } catch (err) {
     const msg = errorMessage(err);
     if (/single document/i.test(msg)) fail('file holds more than one YAML document; a manifest must hold exactly one Pod', err);
-    if (msg === 'Failed to load YAML') fail('document is empty (expected one Pod)', err);
     fail(`not valid YAML or JSON: ${msg.split('\n')[0]}`, err);
   }
+  if (obj === undefined || obj === null) fail('document is empty (expected one Pod)');
   if (!isObject(obj)) fail(`expected a Pod object, got ${Array.isArray(obj) ? 'a list' : typeof obj}`);
   const raw = obj as Record<string, unknown>;
   if (raw.kind === undefined || raw.kind === '') fail("Object 'Kind' is missing (expected kind: Pod)");
@@ -110,7 +108,7 @@ export function parseManifest(text: string, file: string): V1Pod {
   if (raw.apiVersion === undefined || raw.apiVersion === '') fail("Object 'apiVersion' is missing (expected apiVersion: v1)");
   if (raw.apiVersion !== 'v1') fail(`apiVersion is ${JSON.stringify(raw.apiVersion)}, expected v1`);
 
-  const pod = obj as V1Pod;
+  const pod = dropUnknownFields<V1Pod>(obj);
   const problems = validatePod(pod);
   if (problems.length > 0) fail(`invalid pod: ${problems.join('; ')}`);
   return pod;

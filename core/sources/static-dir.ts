@@ -13,6 +13,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { PodSource } from './pod-source.ts';
+import { loadObjectModels } from '../api/object-decoder.ts';
 import { applyStaticPodDefaults, canonicalJson, parseManifest, CONFIG_SEEN_ANNOTATION, MAX_MANIFEST_BYTES } from './manifest.ts';
 
 export interface StaticPodDirSourceOptions {
@@ -288,6 +289,7 @@ export class StaticPodDirSource implements PodSource {
     try {
       if (size > BigInt(MAX_MANIFEST_BYTES)) throw new Error(`static pod manifest ${file}: file is larger than ${MAX_MANIFEST_BYTES} bytes`);
       const text = await fsp.readFile(file, 'utf8');
+      await loadObjectModels();
       const parsed = parseManifest(text, file);
       const pod = applyStaticPodDefaults(parsed, { nodeName: this.nodeName, source: this.name, file });
       const fingerprint = podFingerprint(pod);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeletError } from '../../core/errors.ts';
+import { loadObjectModels } from '../../core/api/object-decoder.ts';
 import {
   applyStaticPodDefaults,
   canonicalJson,
@@ -62,6 +63,9 @@ function pod(spec: string, meta = 'name: p'): string {
 
 const opts = { nodeName: 'Node-1', source: 'file', file: FILE };
 
+// parseManifest needs the API models (loaded once, asynchronously) to drop unknown fields.
+before(() => loadObjectModels());
+
 describe('manifest: parseManifest', () => {
   it('parses a YAML pod', () => {
     const p = parseManifest(WEB_YAML, FILE);
@@ -81,6 +85,26 @@ describe('manifest: parseManifest', () => {
     assert.equal(p.metadata?.name, 'web');
   });
 
+  it('drops fields the v1 API does not know, at every level, and keeps values as JSON', () => {
+    const p = parseManifest(
+      pod(
+        '  bogusSpecField: 1\n  containers:\n  - name: a\n    image: x\n    imagePullPolicyy: Always\n    env: [{name: E, value: v, extra: 1}]\n    resources: {limits: {cpu: 500m}}',
+        'name: p\n  creationTimestamp: "2024-01-02T03:04:05Z"\n  labels: {app: a}\n  surprise: yes',
+      ).replace('kind: Pod', 'kind: Pod\nstatusz: {}'),
+      FILE,
+    );
+    const raw = p as unknown as Record<string, any>;
+    assert.equal(raw.statusz, undefined);
+    assert.equal(raw.metadata.surprise, undefined);
+    assert.equal(raw.spec.bogusSpecField, undefined);
+    assert.equal(raw.spec.containers[0].imagePullPolicyy, undefined);
+    assert.deepEqual(raw.spec.containers[0].env, [{ name: 'E', value: 'v' }]);
+    // Maps keep every key; quantities and timestamps stay as written.
+    assert.deepEqual(raw.metadata.labels, { app: 'a' });
+    assert.deepEqual(raw.spec.containers[0].resources, { limits: { cpu: '500m' } });
+    assert.equal(raw.metadata.creationTimestamp, '2024-01-02T03:04:05Z');
+  });
+  it('names a field of the wrong shape instead of coercing it', () => expectInvalid(pod('  containers: nginx'), /spec\.containers/));
   it('rejects text that is not YAML', () => expectInvalid('apiVersion: v1\nkind: [Pod\n', /not valid YAML/));
   it('rejects an empty file', () => expectInvalid('\n# nothing\n', /empty/));
   it('rejects a scalar document', () => expectInvalid('hello', /expected a Pod object/));

@@ -1,5 +1,5 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { loadYaml } from '@kubernetes/client-node/dist/yaml.js';
+import { dropUnknownFields, loadObjectModels, parseYamlDocument } from '../../api/object-decoder.ts';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -31,9 +31,10 @@ export class LocalObjects {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
         throw err;
       }
+      await loadObjectModels();
       let obj: T;
       try {
-        obj = loadYaml<T>(text);
+        obj = dropUnknownFields<T>(parseYamlDocument(text));
       } catch (err) {
         throw new Error(`${file}: not valid YAML or JSON: ${(err as Error).message}`);
       }

@@ -6,6 +6,7 @@ import { errorMessage } from './errors.ts';
 import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
 import { KubeletMetrics, metricsRouteHandler } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
+import { RUNS_COMPILED } from './config/load.ts';
 import { PluginHost } from './plugins/plugin-host.ts';
 import { isolateTaps } from './plugins/tap-isolation.ts';
 import { instrumentRuntime } from './runtime/instrumented-runtime.ts';
@@ -210,7 +211,7 @@ export class Kubelet {
     if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
     this.started = true;
     await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
-    logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, readOnlyPort: this.readOnlyPort }, 'kubelet started');
+    logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
   }
 
   /** Stops watching and serving; pods keep running (a restarted kubelet adopts them). */

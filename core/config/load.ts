@@ -2,16 +2,22 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { cosmiconfig, type Loader } from 'cosmiconfig';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL, fileURLToPath } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, errorMessage } from '../errors.ts';
 import { formatAjvErrors } from './ajv-errors.ts';
 import { parseDuration } from './duration.ts';
 import { configSchema } from './schema.ts';
+import { importModule } from '../util/import-module.ts';
 import type { KubeletConfig, KubeletConfigInput } from './types.ts';
 
-/** The package's own directory: the default config bundle and built-in plugins live here. */
+/**
+ * The package's own directory: the default config bundle and built-in plugins live here. For
+ * the compiled build (`npm run build`) that is dist/, which holds them compiled.
+ */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, 'kubelet.config.ts');
+/** True when this module runs compiled (dist/), not as TypeScript through tsx. */
+export const RUNS_COMPILED = import.meta.url.endsWith('.js');
+export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, RUNS_COMPILED ? 'kubelet.config.js' : 'kubelet.config.ts');
 
 /** Command-line values that override the file, named after the upstream kubelet flags. */
 export interface ConfigFlags {
@@ -35,11 +41,11 @@ const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]>
   logLevel: ['logging', '--log-level'],
 };
 
-// cosmiconfig's own TypeScript loader compiles with the `typescript` package; we already run
-// under tsx, so a plain dynamic import loads .ts configs with the same resolution (and the
-// same `kubelet-ts` package self-reference) as the rest of the program.
+// cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
+// dependency); importModule loads .ts configs with the same resolution (and `kubelet-ts`
+// package self-reference) as the rest of the program.
 const importLoader: Loader = async (filepath) => {
-  const mod = await import(pathToFileURL(filepath).href);
+  const mod = await importModule(filepath);
   // Without a default export, the module's named exports would be read as config fields.
   if (!('default' in mod)) throw new Error('the file has no default export (export default defineConfig({...}))');
   return mod.default;

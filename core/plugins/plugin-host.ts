@@ -2,13 +2,13 @@ import { Ajv } from 'ajv';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Logger } from '../logger.ts';
 import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import type { KubeletHooks, ProbeResultEvent } from '../hooks.ts';
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../config/load.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
+import { importModule } from '../util/import-module.ts';
 import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 
@@ -28,10 +28,19 @@ export interface LoadedPlugin {
   applyMs: number;
 }
 
-/** Lists the bundled plugin names (folders of plugins/ with an index.ts). */
+/** A plugin folder's entry module: index.ts in the sources, index.js in a compiled build. */
+function folderEntry(dir: string): string | undefined {
+  for (const name of ['index.ts', 'index.js', 'index.mjs']) {
+    const file = path.join(dir, name);
+    if (fs.existsSync(file)) return file;
+  }
+  return undefined;
+}
+
+/** Lists the bundled plugin names (folders of plugins/ with an entry module). */
 export function builtinPluginNames(): string[] {
   try {
-    return fs.readdirSync(BUILTIN_DIR).filter((n) => fs.existsSync(path.join(BUILTIN_DIR, n, 'index.ts'))).sort();
+    return fs.readdirSync(BUILTIN_DIR).filter((n) => folderEntry(path.join(BUILTIN_DIR, n)) !== undefined).sort();
   } catch {
     return [];
   }
@@ -171,9 +180,13 @@ export class PluginHost {
       file = path.resolve(configDir, ref);
       origin = 'path';
       if (!fs.existsSync(file)) throw new PluginError(ref, `plugin file not found: ${file}`);
-      if (fs.statSync(file).isDirectory()) file = path.join(file, 'index.ts');
+      if (fs.statSync(file).isDirectory()) {
+        const entry = folderEntry(file);
+        if (!entry) throw new PluginError(ref, `plugin folder ${file} has no index.ts, index.js or index.mjs`);
+        file = entry;
+      }
     } else if (builtinPluginNames().includes(ref)) {
-      file = path.join(BUILTIN_DIR, ref, 'index.ts');
+      file = folderEntry(path.join(BUILTIN_DIR, ref))!;
       origin = 'builtin';
     } else {
       origin = 'module';
@@ -181,7 +194,7 @@ export class PluginHost {
     }
     let mod: { default?: unknown };
     try {
-      mod = await import(pathToFileURL(file).href);
+      mod = await importModule(file);
     } catch (err) {
       throw new PluginError(ref, `cannot import ${file}: ${errorMessage(err)}`, { cause: err });
     }

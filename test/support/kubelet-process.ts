@@ -1,0 +1,182 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { NodeEnv } from '../../tools/node-env/index.ts';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../tools/node-env/util.ts';
+import { removeCgroupRoot } from './cgroups.ts';
+
+/**
+ * kubelet-ts as an operator runs it: its own process, started by executing `bin/kubelet-ts.mjs`
+ * (so its shebang's node flags apply, and it runs the compiled build when `npm run build`
+ * made a fresh one), with a JSON config file. What the steady benchmark measures: the
+ * process's RSS and CPU from /proc, with nothing of the benchmark in it.
+ */
+export interface KubeletProcess {
+  pid: number;
+  /** The read-only port: /pods, /metrics. */
+  port: number;
+  /** 'compiled' or 'sources', from the kubelet's own start log line. */
+  code: string;
+  /** The kubelet's log (pino JSON lines). */
+  logFile: string;
+  writeManifest(file: string, pod: V1Pod): Promise<void>;
+  removeManifest(file: string): Promise<void>;
+  /** GET /pods, items only; undefined if the kubelet did not answer. */
+  pods(): Promise<V1Pod[] | undefined>;
+  /** GET /metrics (Prometheus text). */
+  metrics(): Promise<string>;
+  /** SIGTERM, wait for exit (SIGKILL after 30 s), remove the directory and the cgroup root. */
+  stop(): Promise<void>;
+}
+
+export const KUBELET_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kubelet-ts.mjs');
+
+export interface KubeletProcessOptions {
+  maxPods?: number;
+  startTimeoutMs?: number;
+  /** The command line before the kubelet's own flags. Default: the executable `bin/kubelet-ts.mjs`. */
+  command?: string[];
+  /** Prefix of the pods' cgroup root (a suffix keeps concurrent kubelets apart). */
+  cgroupPrefix?: string;
+}
+
+let instances = 0;
+
+export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOptions = {}): Promise<KubeletProcess> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ktsb-proc-'));
+  const manifests = path.join(dir, 'manifests');
+  await mkdir(manifests);
+  const port = await freePort();
+  const cgroupRoot = `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}`;
+  const configFile = path.join(dir, 'kubelet.config.json');
+  // Production periods are the schema's defaults (PLEG 1 s, manifest rescan 1 s, sync 1 m).
+  await writeFile(
+    configFile,
+    JSON.stringify({
+      nodeName: 'bench-node',
+      rootDir: path.join(dir, 'root'),
+      podLogsDir: path.join(dir, 'logs'),
+      staticPodPath: manifests,
+      containerRuntimeEndpoint: env.containerdEndpoint,
+      readOnlyPort: port,
+      maxPods: opts.maxPods ?? 110,
+      cgroupRoot,
+      logging: { level: 'info' },
+      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
+    }),
+  );
+  const logFile = path.join(dir, 'kubelet.log');
+  const out = createWriteStream(logFile);
+  await once(out, 'open');
+  const [cmd, ...args] = opts.command ?? [KUBELET_BIN];
+  const child: ChildProcess = spawn(cmd!, [...args, '--config', configFile], { stdio: ['ignore', out, out] });
+  const exited = once(child, 'exit');
+
+  const base = `http://127.0.0.1:${port}`;
+  const get = async (p: string) => {
+    const res = await fetch(`${base}${p}`, { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`GET ${p}: HTTP ${res.status}`);
+    return res;
+  };
+  const cleanup = async () => {
+    await rm(dir, { recursive: true, force: true });
+    await removeCgroupRoot(cgroupRoot).catch(() => {});
+  };
+
+  // Started = the read-only port answers; the code kind is in the 'kubelet started' line.
+  const deadline = performance.now() + (opts.startTimeoutMs ?? 30_000);
+  let code: string | undefined;
+  while (code === undefined) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const tail = (await readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-10).join('\n');
+      await cleanup();
+      throw new Error(`kubelet exited during start (${child.exitCode ?? child.signalCode}):\n${tail}`);
+    }
+    if (performance.now() > deadline) {
+      child.kill('SIGKILL');
+      await exited;
+      await cleanup();
+      throw new Error(`kubelet did not start within ${opts.startTimeoutMs ?? 30_000} ms (log: ${logFile})`);
+    }
+    await sleep(100);
+    const started = (await readFile(logFile, 'utf8').catch(() => ''))
+      .split('\n')
+      .map((l) => { try { return JSON.parse(l) as { msg?: string; code?: string }; } catch { return undefined; } })
+      .find((l) => l?.msg === 'kubelet started');
+    if (started) code = started.code ?? 'unknown';
+  }
+
+  return {
+    pid: child.pid!,
+    port,
+    code,
+    logFile,
+    async writeManifest(file, pod) {
+      const tmp = path.join(manifests, `.${file}.tmp`);
+      await writeFile(tmp, JSON.stringify(pod));
+      await rename(tmp, path.join(manifests, file));
+    },
+    async removeManifest(file) {
+      await rm(path.join(manifests, file), { force: true });
+    },
+    async pods() {
+      try {
+        return ((await (await get('/pods')).json()) as { items?: V1Pod[] }).items ?? [];
+      } catch {
+        return undefined;
+      }
+    },
+    async metrics() {
+      return (await get('/metrics')).text();
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      out.end();
+      await cleanup();
+    },
+  };
+}
+
+/** Resident set size of a process in bytes, from /proc/<pid>/status (VmRSS). */
+export async function procRssBytes(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`/proc/${pid}/status has no VmRSS`);
+  return Number(kib) * 1024;
+}
+
+/**
+ * A quantile (0..1) of a Prometheus histogram in the text exposition, interpolated linearly
+ * inside the bucket as PromQL's histogram_quantile does. Undefined without observations.
+ */
+export function histogramQuantile(text: string, metric: string, q: number): number | undefined {
+  const buckets: Array<{ le: number; count: number }> = [];
+  const re = new RegExp(`^${metric}_bucket\\{(?:[^}]*,)?le="([^"]+)"[^}]*\\} (\\S+)$`, 'gm');
+  for (const m of text.matchAll(re)) buckets.push({ le: m[1] === '+Inf' ? Infinity : Number(m[1]), count: Number(m[2]) });
+  buckets.sort((a, b) => a.le - b.le);
+  const total = buckets.at(-1)?.count ?? 0;
+  if (total === 0) return undefined;
+  const rank = q * total;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (const b of buckets) {
+    if (b.count >= rank) {
+      if (b.le === Infinity) return prevLe; // above the largest finite bucket: its bound, as PromQL does
+      return prevLe + ((b.le - prevLe) * (rank - prevCount)) / Math.max(1, b.count - prevCount);
+    }
+    prevLe = b.le;
+    prevCount = b.count;
+  }
+  return prevLe;
+}

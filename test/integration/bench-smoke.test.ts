@@ -44,10 +44,15 @@ describe('benchmarks (smoke mode)', function () {
     positive(round.ratio, 'ratio');
   });
 
-  it('steady runs and reports CPU, RSS and relist durations', async () => {
+  it('steady runs the kubelet as its own process and reports its CPU, RSS and relist durations', async () => {
     const r = await runSteady({ env, smoke: true, resultsDir: false, log, print });
-    positive(r.kubeletCpuCores, 'kubelet cpu');
-    positive(r.rssMiB.mean, 'rss');
+    // CPU over a 3 s window can be under one clock tick (10 ms): a number, not necessarily > 0.
+    assert.ok(Number.isFinite(r.kubeletCpuCores) && r.kubeletCpuCores >= 0, `kubelet cpu = ${r.kubeletCpuCores}`);
+    // The kubelet's own process: more than a bare node (~40 MiB), far less than this test process.
+    assert.ok(r.rssMiB.mean > 40 && r.rssMiB.mean < 400, `rss = ${r.rssMiB.mean} MiB`);
+    assert.ok(['compiled', 'sources'].includes(r.kubeletCode), `kubeletCode = ${r.kubeletCode}`);
+    assert.ok(r.plegMetricMs.count >= 2, `the kubelet's PLEG relisted ${r.plegMetricMs.count} times in the window`);
+    positive(r.plegMetricMs.p50, 'pleg metric p50');
     positive(r.relistMs.p50, 'relist p50');
     positive(r.relistMs.p99, 'relist p99');
     positive(r.windowSeconds, 'window');

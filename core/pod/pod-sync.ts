@@ -126,6 +126,7 @@ export class PodSyncer {
           throw new Error(message, { cause: err });
         }
         const sbStatus = await runtime.podSandboxStatus(sandboxId);
+        this.deps.cache.rememberSandboxStatus(sbStatus);
         log.info({ sandboxId, ip: sbStatus.ip, ms: Math.round(performance.now() - started) }, 'sandbox created');
         this.sandboxConfigs.set(uid, { id: sandboxId, config: sandboxConfig });
         await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus });

@@ -58,6 +58,11 @@ export class RuntimeCache {
         changed.add(uid);
       }
     }
+    // The node-wide listing is authoritative: statuses of objects it no longer holds go, even
+    // those remembered for a pod that was never stored (at worst one is read again).
+    const listed = new Set<string>([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
+    for (const id of this.sandboxStatus.keys()) if (!listed.has(id)) this.sandboxStatus.delete(id);
+    for (const id of this.containerStatus.keys()) if (!listed.has(id)) this.containerStatus.delete(id);
     this.lastRelistAt = Date.now();
     return changed;
   }
@@ -74,6 +79,14 @@ export class RuntimeCache {
     }
     await this.store(uid, group, observedAt);
     return this.pods.get(uid);
+  }
+
+  /**
+   * Keeps a sandbox status the kubelet just read itself (right after RunPodSandbox), so the
+   * next read of the pod does not ask for it again while its state is unchanged.
+   */
+  rememberSandboxStatus(status: SandboxStatus): void {
+    this.sandboxStatus.set(status.id, status);
   }
 
   private forget(uid: string): void {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import {
-  RawCri, benchPodManifest, isMain, isSmoke, logTo, machineInfo, pollUntil, podRunning, printTo,
+  RawCri, benchPodManifest, procCpuSeconds, isMain, isSmoke, logTo, machineInfo, pollUntil, podRunning, printTo,
   round, runMain, runTag, startBenchKubelet, summarize, table, withNodeEnv, writeResults,
   type BenchOptions, type Summary,
 } from './lib.ts';
@@ -29,6 +29,11 @@ export interface DensityRound {
   /** Pods per second to Running. */
   rawPodsPerSec: number;
   kubeletPodsPerSec: number;
+  /**
+   * CPU seconds used until all ran, by this process (raw: the CRI client; kubelet-ts: the
+   * kubelet and the 10 ms poll) and by containerd (the daemon only, not its shims).
+   */
+  cpuSeconds: { rawClient: number; kubelet: number; containerdRaw: number | undefined; containerdKubelet: number | undefined };
 }
 
 export interface DensityResult {
@@ -74,6 +79,11 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
         // Raw CRI: all sequences at once.
         log(`density: raw CRI, ${n} pods at once`);
         const rawDone: number[] = [];
+        const cd = async () => (env.containerd.pid ? procCpuSeconds(env.containerd.pid) : undefined);
+        const cpuSince = (u: NodeJS.CpuUsage) => { const d = process.cpuUsage(u); return (d.user + d.system) / 1e6; };
+        const diff = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
+        let cd0 = await cd();
+        let cpu0 = process.cpuUsage();
         let t0 = performance.now();
         const pods = await Promise.all(
           Array.from({ length: n }, async (_, i) => {
@@ -83,6 +93,8 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
           }),
         );
         const rawTotalMs = performance.now() - t0;
+        const rawClientCpu = cpuSince(cpu0);
+        const containerdRaw = diff(cd0, await cd());
         log(`density: raw CRI ${n} pods in ${round(rawTotalMs)} ms; removing`);
         await Promise.all(pods.map((p) => raw.removePod(p)));
 
@@ -91,6 +103,8 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
         const names = Array.from({ length: n }, (_, i) => `dn-${n}-${i}`);
         const pending = new Set(names.map((name) => `${name}-${bk.config.nodeName}`));
         const kubeletDone: number[] = [];
+        cd0 = await cd();
+        cpu0 = process.cpuUsage();
         t0 = performance.now();
         await Promise.all(names.map((name) => bk.writeManifest(`${name}.json`, benchPodManifest(name, ns, env.images.busybox))));
         await pollUntil(
@@ -109,6 +123,8 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
           10,
         );
         const kubeletTotalMs = performance.now() - t0;
+        const kubeletCpu = cpuSince(cpu0);
+        const containerdKubelet = diff(cd0, await cd());
         log(`density: kubelet-ts ${n} pods in ${round(kubeletTotalMs)} ms; removing`);
         await Promise.all(names.map((name) => bk.removeManifest(`${name}.json`)));
         await pollUntil(`${n} kubelet pods removed`, () => bk.kubelet.pods().length === 0, timeoutMs, 50);
@@ -122,6 +138,7 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
           kubeletPerPod: summarize(kubeletDone),
           rawPodsPerSec: n / (rawTotalMs / 1000),
           kubeletPodsPerSec: n / (kubeletTotalMs / 1000),
+          cpuSeconds: { rawClient: rawClientCpu, kubelet: kubeletCpu, containerdRaw, containerdKubelet },
         });
       }
     } finally {
@@ -136,8 +153,12 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
       [
         `density: pods dropped at once (ms until all Running; per-pod p50/p99 = when each pod ran; raw image step: ${raw.image === 'pull' ? 'PullImage' : 'ImageStatus'})`,
         table([
-          ['pods', 'raw all', 'kubelet all', 'ratio', 'raw p50', 'raw p99', 'kubelet p50', 'kubelet p99', 'raw pods/s', 'kubelet pods/s'],
-          ...rounds.map((r) => [String(r.n), r.rawTotalMs, r.kubeletTotalMs, r.ratio, r.rawPerPod.p50, r.rawPerPod.p99, r.kubeletPerPod.p50, r.kubeletPerPod.p99, r.rawPodsPerSec, r.kubeletPodsPerSec]),
+          ['pods', 'raw all', 'kubelet all', 'ratio', 'raw p50', 'raw p99', 'kubelet p50', 'kubelet p99', 'raw pods/s', 'kubelet pods/s', 'CPU s client/kubelet', 'containerd CPU s raw/kubelet'],
+          ...rounds.map((r) => [
+            String(r.n), r.rawTotalMs, r.kubeletTotalMs, r.ratio, r.rawPerPod.p50, r.rawPerPod.p99, r.kubeletPerPod.p50, r.kubeletPerPod.p99, r.rawPodsPerSec, r.kubeletPodsPerSec,
+            `${round(r.cpuSeconds.rawClient, 2)} / ${round(r.cpuSeconds.kubelet, 2)}`,
+            `${round(r.cpuSeconds.containerdRaw ?? NaN, 2)} / ${round(r.cpuSeconds.containerdKubelet ?? NaN, 2)}`,
+          ]),
         ]),
         `target: ratio <= 1.2 at 110 pods; 250 pods all Running${file ? `\nresults: ${file}` : ''}`,
       ].join('\n'),

@@ -3,7 +3,8 @@
 #   sudo scripts/up.sh
 # Installs the node's Debian packages if missing (containerd, runc, CNI plugins, a registry,
 # skopeo, static busybox, iptables, iproute2), installs Node dependencies if node_modules is
-# missing, then runs `node bin/kubelet-ts-up.mjs` (same as `npm run up`).
+# missing, builds dist/ (`npm run build`), then runs `node bin/kubelet-ts-up.mjs` (same as
+# `npm run up`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,12 @@ fi
 if [ ! -d node_modules ]; then
   echo "scripts/up.sh: npm ci"
   npm ci --no-audit --no-fund
+fi
+
+# The node runs the compiled kubelet, as a node should (bin/kubelet-ts.mjs falls back to the
+# sources when they are newer than dist/, e.g. after an edit without a rebuild).
+if ! node scripts/build.mjs; then
+  echo "scripts/up.sh: the build failed (above); the kubelet runs from the TypeScript sources" >&2
 fi
 
 exec node bin/kubelet-ts-up.mjs "$@"

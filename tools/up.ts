@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     process.stderr.write(`kubelet-ts up: ${reason}\nOn a fresh Debian machine run: sudo scripts/up.sh\n`);
     process.exit(1);
   }
-  // KUBELET_TS_KUBELET_BIN: another kubelet entry point (e.g. a stand-in while developing up.ts).
+  // KUBELET_TS_KUBELET_BIN: another (executable) kubelet entry point, e.g. a stand-in while developing up.ts.
   const kubeletBin = resolve(REPO, process.env.KUBELET_TS_KUBELET_BIN ?? join('bin', 'kubelet-ts.mjs'));
   if (!existsSync(kubeletBin)) {
     process.stderr.write(`kubelet-ts up: ${relative(REPO, kubeletBin)} not found\n`);
@@ -172,15 +172,15 @@ async function main(): Promise<void> {
   const out = createWriteStream(kubeletLog, { flags: 'w' });
   await once(out, 'open');
   const args = [
-    kubeletBin,
     '--pod-manifest-path', MANIFESTS,
     '--container-runtime-endpoint', env.containerdEndpoint,
     '--root-dir', join('.node', 'kubelet'),
     '--read-only-port', String(READ_ONLY_PORT),
     '--node-ip', '127.0.0.1',
   ];
-  // Detached: Ctrl-C reaches only us, and we stop the kubelet before containerd.
-  kubelet = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', out, out], detached: true });
+  // Executed, not `node FILE`: its shebang carries the kubelet's node flags. Detached: Ctrl-C
+  // reaches only us, and we stop the kubelet before containerd.
+  kubelet = spawn(kubeletBin, args, { cwd: REPO, stdio: ['ignore', out, out], detached: true });
   kubeletExit = new Promise<void>((res) => {
     kubelet!.on('exit', (code, signal) => {
       out.end();

@@ -17,7 +17,8 @@ import { ProbeResults } from './status/probe-results.ts';
 import { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
-import { PodSyncer, evictableContainers, orphanPod } from './pod/pod-sync.ts';
+import { PodSyncer, evictableContainers, orphanPod, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
+import { Limiter } from './util/limiter.ts';
 import { tapLifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { podFullName } from './pod/pod-util.ts';
 import { PodWorkers } from './pod-workers.ts';
@@ -149,7 +150,13 @@ export class Kubelet {
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
     const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
-    this.syncer = new PodSyncer({ runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status, probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, logger });
+    // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
+    // the pods behind it by that much, not by the runtime request timeout.
+    const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
+    this.syncer = new PodSyncer({
+      runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
+      probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, logger, ...(sandboxCreations ? { sandboxCreations } : {}),
+    });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {

@@ -139,11 +139,21 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     },
     hookTimeoutMs: parseDuration(c.hookTimeout),
     maxParallelImagePulls: c.serializeImagePulls ? 1 : c.maxParallelImagePulls,
+    maxParallelSandboxCreations: c.maxParallelSandboxCreations === 0 ? undefined : (c.maxParallelSandboxCreations ?? defaultMaxParallelSandboxCreations()),
     localObjectsDir: fromFile(c.localObjectsDir, undefined),
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,
     configFile: file,
   };
+}
+
+/**
+ * Twice the CPUs: sandbox creation is CPU work in containerd, runc and the CNI plugins, and at
+ * 110 pods dropped at once an unbounded burst finished 1.2x later than 4 at a time on 2 CPUs
+ * (bench/README.md, density).
+ */
+export function defaultMaxParallelSandboxCreations(): number {
+  return 2 * os.availableParallelism();
 }
 
 /** The first non-internal IPv4 address, as upstream picks a node IP when none is given. */

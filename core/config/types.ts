@@ -55,6 +55,11 @@ export interface KubeletConfigInput {
   serializeImagePulls?: boolean;
   /** At most this many image pulls at once when pulls are parallel; unset = no limit (as upstream). */
   maxParallelImagePulls?: number;
+  /**
+   * kubelet-ts: at most this many RunPodSandbox calls at once; 0 = no limit (as upstream).
+   * Unset: twice the number of CPUs. A creation slower than 10 s stops holding its slot.
+   */
+  maxParallelSandboxCreations?: number;
   /** kubelet-ts: how long one plugin tap may run before it fails. Default '2m'. */
   hookTimeout?: Duration;
   /**
@@ -93,6 +98,8 @@ export interface KubeletConfig {
   hookTimeoutMs: number;
   /** Most concurrent image pulls (1 when serialized, undefined for no limit). */
   maxParallelImagePulls: number | undefined;
+  /** Most concurrent RunPodSandbox calls; undefined for no limit. */
+  maxParallelSandboxCreations: number | undefined;
   localObjectsDir: string | undefined;
   logLevel: string;
   plugins: PluginEntry[];

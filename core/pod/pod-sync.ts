@@ -7,6 +7,7 @@ import type { KubeletHooks } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus, RuntimeCache } from '../runtime/runtime-cache.ts';
+import type { Limiter } from '../util/limiter.ts';
 import type { ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
 import type { StatusManager } from '../status/status-manager.ts';
 import type { ProbeResults } from '../status/probe-results.ts';
@@ -32,6 +33,9 @@ const WAITING_RESYNC_MS = 1000;
 const VOLUME_RETRY_MS = 1000;
 
 type Waiting = Map<string, { reason: string; message: string }>;
+
+/** How long one sandbox creation holds its slot of maxParallelSandboxCreations at most. */
+export const SANDBOX_SLOT_MS = 10_000;
 
 /**
  * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
@@ -61,6 +65,8 @@ export class PodSyncer {
       volumes: VolumeManager;
       /** Records the steps of each pod's start, when set. */
       timeline?: PodTimelines;
+      /** Bounds concurrent RunPodSandbox calls (maxParallelSandboxCreations), when set. */
+      sandboxCreations?: Limiter;
       logger: Logger;
     },
   ) {}
@@ -116,7 +122,7 @@ export class PodSyncer {
           sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
           await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
           const cfg = sandboxConfig;
-          sandboxId = await this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg), 'with its network');
+          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg), 'with its network'));
         } catch (err) {
           // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
@@ -226,6 +232,21 @@ export class PodSyncer {
   }
 
   /** Runs `fn` as a step of the pod's start timeline (recorded until the pod is first Ready). */
+  /**
+   * Runs a sandbox creation within the bound on concurrent creations, when there is one; a
+   * wait for a slot shows in the pod's start timeline as its own step.
+   */
+  private async createSandbox(uid: string, create: () => Promise<string>): Promise<string> {
+    const slots = this.deps.sandboxCreations;
+    if (!slots) return create();
+    const asked = Date.now();
+    return slots.run(() => {
+      const waited = Date.now() - asked;
+      if (waited > 0) this.deps.timeline?.record(uid, { step: 'sandbox-slot', startMs: asked, durationMs: waited, detail: 'waited for a sandbox creation slot (maxParallelSandboxCreations)' });
+      return create();
+    });
+  }
+
   private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string): Promise<T> {
     return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail) : fn();
   }

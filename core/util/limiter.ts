@@ -1,9 +1,17 @@
-/** A counting semaphore: at most `limit` tasks run at once, the rest wait in order. */
+/**
+ * A counting semaphore: at most `limit` tasks run at once, the rest wait in order. With
+ * `releaseAfterMs`, a task still running after that long gives its slot to the next waiter
+ * (and keeps running): a bound that smooths bursts without letting a few hung tasks stall
+ * everything behind them.
+ */
 export class Limiter {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly releaseAfterMs?: number,
+  ) {}
 
   /** Tasks running now and waiting for a slot. */
   get load(): { active: number; waiting: number } {
@@ -13,13 +21,22 @@ export class Limiter {
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.active++;
-    try {
-      return await task();
-    } finally {
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
       const next = this.waiting.shift();
       // The slot passes straight to the next waiter; otherwise it is released.
       if (next) next();
       else this.active--;
+    };
+    const timer = this.releaseAfterMs === undefined ? undefined : setTimeout(release, this.releaseAfterMs);
+    timer?.unref();
+    try {
+      return await task();
+    } finally {
+      if (timer) clearTimeout(timer);
+      release();
     }
   }
 }

@@ -172,6 +172,9 @@ export class FakeCriServer {
   calls: Record<string, number> = {};
   /** Every request received, in order (the decoded request object). */
   requests: Array<{ method: string; request: any }> = [];
+  /** Most calls of each RPC that were being handled at the same time (delays included). */
+  maxInFlight: Record<string, number> = {};
+  private readonly inFlight = new Map<string, number>();
 
   private server: grpc.Server;
   private readonly opts: Required<Omit<FakeCriServerOptions, 'images' | 'localImages'>>;
@@ -400,12 +403,19 @@ export class FakeCriServer {
   }
 
   private async run(method: string, request: any, handler: ((req: any) => any) | undefined): Promise<any> {
-    const ms = this.delays.get(method) ?? this.delays.get('*') ?? 0;
-    if (ms > 0) await sleep(ms);
-    const fault = this.takeFault(method) ?? this.takeFault('*');
-    if (fault) throw new CriError(fault.code, fault.message);
-    if (!handler) throw new CriError(grpc.status.UNIMPLEMENTED, `unknown method ${method}`);
-    return handler(request);
+    const now = (this.inFlight.get(method) ?? 0) + 1;
+    this.inFlight.set(method, now);
+    this.maxInFlight[method] = Math.max(this.maxInFlight[method] ?? 0, now);
+    try {
+      const ms = this.delays.get(method) ?? this.delays.get('*') ?? 0;
+      if (ms > 0) await sleep(ms);
+      const fault = this.takeFault(method) ?? this.takeFault('*');
+      if (fault) throw new CriError(fault.code, fault.message);
+      if (!handler) throw new CriError(grpc.status.UNIMPLEMENTED, `unknown method ${method}`);
+      return await handler(request);
+    } finally {
+      this.inFlight.set(method, this.inFlight.get(method)! - 1);
+    }
   }
 
   private takeFault(method: string): { code: grpc.status; message: string } | undefined {

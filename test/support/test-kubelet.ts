@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
+import { defaultMaxParallelSandboxCreations } from '../../core/config/load.ts';
 import { Kubelet } from '../../core/kubelet.ts';
 import { createLogger, silentLogger } from '../../core/logger.ts';
 
@@ -32,6 +33,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     hookTimeoutMs: 30_000,
     maxParallelImagePulls: undefined,
+    maxParallelSandboxCreations: defaultMaxParallelSandboxCreations(),
     localObjectsDir: undefined,
     logLevel: 'info',
     plugins: [],

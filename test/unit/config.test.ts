@@ -11,7 +11,7 @@ const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '
 const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'index.ts')).href;
 
 const ALLOWED_FIELDS =
-  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, hookTimeout, localObjectsDir, logging, plugins';
+  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, logging, plugins';
 const DURATION_ALLOWED = "allowed: a Go duration such as '10s', '1m30s', '500ms' (or a number of seconds)";
 
 describe('loadConfig', function () {
@@ -100,6 +100,13 @@ describe('loadConfig', function () {
       );
       assert.equal(c.nodeName, os.hostname().toLowerCase());
       assert.match(c.nodeIP, /^[0-9a-f.:]+$/);
+      assert.equal(c.maxParallelSandboxCreations, 2 * os.availableParallelism());
+    });
+
+    it('maxParallelSandboxCreations: a number bounds, 0 means no bound, a negative is refused', async function () {
+      assert.equal((await loadConfig({ configFile: await write('s3.json', { maxParallelSandboxCreations: 3 }) })).maxParallelSandboxCreations, 3);
+      assert.equal((await loadConfig({ configFile: await write('s0.json', { maxParallelSandboxCreations: 0 }) })).maxParallelSandboxCreations, undefined);
+      await assert.rejects(loadConfig({ configFile: await write('sn.json', { maxParallelSandboxCreations: -1 }) }), /maxParallelSandboxCreations/);
     });
 
     it('parses Go durations and plain seconds into milliseconds', async function () {

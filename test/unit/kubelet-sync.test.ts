@@ -329,6 +329,28 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.equal(cs(pod)!.restartCount, 0);
   });
 
+  it('creates at most maxParallelSandboxCreations sandboxes at once; every pod still runs', async () => {
+    fake.delay('RunPodSandbox', 150);
+    const t = await start({ maxParallelSandboxCreations: 2 });
+    const names = ['a', 'b', 'c', 'd', 'e', 'f'];
+    await Promise.all(names.map((n) => t.writeManifest(`${n}.yaml`, podManifest(n, [app()]))));
+    for (const n of names) await t.waitForPod(n, isRunning, 8000, `${n} Running`);
+    assert.equal(fake.calls.RunPodSandbox, names.length);
+    assert.equal(fake.maxInFlight.RunPodSandbox, 2);
+    // The wait for a slot is a step of the start timeline of the pods that waited.
+    const waited = names.filter((n) => t.kubelet.timelines.find('default', `${n}-${t.config.nodeName}`)?.steps.some((s) => s.step === 'sandbox-slot'));
+    assert.ok(waited.length >= names.length - 2, `pods that waited for a slot: ${waited.join(', ')}`);
+  });
+
+  it('with no bound (maxParallelSandboxCreations: 0 in the config), creates all sandboxes at once', async () => {
+    fake.delay('RunPodSandbox', 150);
+    const t = await start({ maxParallelSandboxCreations: undefined });
+    const names = ['a', 'b', 'c', 'd'];
+    await Promise.all(names.map((n) => t.writeManifest(`${n}.yaml`, podManifest(n, [app()]))));
+    for (const n of names) await t.waitForPod(n, isRunning, 8000, `${n} Running`);
+    assert.ok(fake.maxInFlight.RunPodSandbox! > 2, `max in flight ${fake.maxInFlight.RunPodSandbox}`);
+  });
+
   it('stops and removes a sandbox of ours that no source wants (orphan), leaving others alone', async () => {
     fake.addImage(IMAGE, { present: true });
     const cri = new CriClient(fake.endpoint);

@@ -68,6 +68,11 @@ export function loadObjectModels(): Promise<void> {
       const next = await Promise.all([...new Set(level)].map(loadModel));
       level = next.flat();
     }
+    // A deep import into the package: an upgrade that moves the models must fail loudly here,
+    // not decode pods without dropping anything.
+    for (const root of Object.values(DECODED_KINDS)) {
+      if (!models.get(root)) throw new Error(`cannot load ${MODELS_DIR}${root}.js: has @kubernetes/client-node's layout changed?`);
+    }
   })();
   return loading;
 }

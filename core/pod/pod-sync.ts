@@ -231,7 +231,6 @@ export class PodSyncer {
     }
   }
 
-  /** Runs `fn` as a step of the pod's start timeline (recorded until the pod is first Ready). */
   /**
    * Runs a sandbox creation within the bound on concurrent creations, when there is one; a
    * wait for a slot shows in the pod's start timeline as its own step.
@@ -247,6 +246,7 @@ export class PodSyncer {
     });
   }
 
+  /** Runs `fn` as a step of the pod's start timeline (recorded until the pod is first Ready). */
   private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string): Promise<T> {
     return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail) : fn();
   }

@@ -1,6 +1,6 @@
 /** One step of a pod's start: what happened, when it began and how long it took. */
 export interface TimelineStep {
-  /** What the step is: 'source-seen', 'admitted', 'volumes', 'image', 'sandbox', 'network', 'init:<name>', 'create:<name>', 'start:<name>', 'hook:<hook>', 'ready'. */
+  /** What the step is: 'source-seen', 'admitted', 'volumes', 'image', 'sandbox-slot' (waited for one), 'sandbox', 'network', 'init:<name>', 'create:<name>', 'start:<name>', 'hook:<hook>', 'ready'. */
   step: string;
   /** Milliseconds since the epoch. */
   startMs: number;

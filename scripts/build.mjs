@@ -4,20 +4,23 @@
 // the CNI shim) and writes a package.json that makes the output a package of its own, named
 // kubelet-ts, so that `import 'kubelet-ts'` inside it (the default config, bundled plugins)
 // resolves to the compiled core instead of the TypeScript sources.
-// bin/kubelet-ts.mjs runs dist/ when it is newer than every source file, the sources through
-// tsx otherwise.
+// bin/kubelet-ts.mjs runs dist/ while the sources are as they were at build time, the sources
+// through tsx otherwise.
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { sourceStamp } from '../bin/source-stamp.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { 'out-dir': { type: 'string' } } });
 const OUT = resolve(values['out-dir'] ?? join(ROOT, 'dist'));
 
 rmSync(OUT, { recursive: true, force: true });
+// Taken before compiling: an edit during the build makes the output stale, not fresh.
+const stamp = sourceStamp(ROOT);
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const t0 = performance.now();
 const res = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', OUT], { stdio: 'inherit' });
@@ -58,8 +61,8 @@ writeFileSync(
       exports: { '.': './core/index.js' },
       engines: pkg.engines,
       dependencies: pkg.dependencies,
-      // When the build was made: bin/kubelet-ts.mjs runs this output only if no source is newer.
-      kubeletTsBuild: { builtAt: new Date().toISOString() },
+      // bin/kubelet-ts.mjs runs this output only while the sources have this stamp.
+      kubeletTsBuild: { builtAt: new Date().toISOString(), sourceStamp: stamp },
     },
     null,
     2,

@@ -11,6 +11,7 @@ import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { getNodeEnv } from '../support/node-env.ts';
 import { podManifest, isRunning } from '../support/test-kubelet.ts';
 import { startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
+import { sourceStamp } from '../../bin/source-stamp.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CASES = path.join(REPO, 'test', 'cases');
@@ -42,6 +43,7 @@ describe('compiled build', function () {
     assert.equal(pkg.name, 'kubelet-ts');
     assert.equal(pkg.exports['.'], './core/index.js');
     assert.ok(pkg.kubeletTsBuild?.builtAt, 'build time recorded');
+    assert.equal(pkg.kubeletTsBuild?.sourceStamp, sourceStamp(REPO), 'the stamp of the sources it was built from');
     for (const f of ['kubelet.config.js', 'plugins/cri-containerd/proto/api.proto', 'plugins/csi-grpc/proto/csi.proto', 'plugins/probes/proto/health.proto', 'plugins/cni-exec/shim/cni-exec-shim.pl']) {
       await fs.access(path.join(out, f));
     }

@@ -31,7 +31,7 @@ if [ ! -d node_modules ]; then
 fi
 
 # The node runs the compiled kubelet, as a node should (bin/kubelet-ts.mjs falls back to the
-# sources when they are newer than dist/, e.g. after an edit without a rebuild).
+# sources when they changed since dist/ was built, e.g. after an edit without a rebuild).
 if ! node scripts/build.mjs; then
   echo "scripts/up.sh: the build failed (above); the kubelet runs from the TypeScript sources" >&2
 fi

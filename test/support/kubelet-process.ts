@@ -85,11 +85,13 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
     return res;
   };
   const cleanup = async () => {
+    out.end();
     await rm(dir, { recursive: true, force: true });
     await removeCgroupRoot(cgroupRoot).catch(() => {});
   };
 
-  // Started = the read-only port answers; the code kind is in the 'kubelet started' line.
+  // Started = its 'kubelet started' log line, written once the read-only port listens; the
+  // line also says which code runs (compiled or sources).
   const deadline = performance.now() + (opts.startTimeoutMs ?? 30_000);
   let code: string | undefined;
   while (code === undefined) {
@@ -142,7 +144,6 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
         await exited;
         clearTimeout(timer);
       }
-      out.end();
       await cleanup();
     },
   };

@@ -151,7 +151,7 @@ export async function run(opts: BenchOptions & { sizes?: number[] } = {}): Promi
     if (file) result.file = file;
     printTo(opts)(
       [
-        `density: pods dropped at once (ms until all Running; per-pod p50/p99 = when each pod ran; raw image step: ${raw.image === 'pull' ? 'PullImage' : 'ImageStatus'})`,
+        `density: pods dropped at once (ms until all Running; per-pod p50/p99 = when each pod ran; raw image step: ${raw.image === 'pull' ? 'PullImage' : 'ImageStatus'}; raw RunPodSandbox ${raw.sandboxBound}; kubelet maxParallelSandboxCreations ${bk.config.maxParallelSandboxCreations ?? 'unbounded'})`,
         table([
           ['pods', 'raw all', 'kubelet all', 'ratio', 'raw p50', 'raw p99', 'kubelet p50', 'kubelet p99', 'raw pods/s', 'kubelet pods/s', 'CPU s client/kubelet', 'containerd CPU s raw/kubelet'],
           ...rounds.map((r) => [

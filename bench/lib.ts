@@ -11,6 +11,7 @@ import { silentLogger } from '../core/logger.ts';
 import { buildContainerConfig } from '../core/pod/container-config.ts';
 import { buildSandboxConfig } from '../core/pod/sandbox-config.ts';
 import { LABEL } from '../core/runtime/labels.ts';
+import { Limiter } from '../core/util/limiter.ts';
 import { CriClient } from '../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../tools/node-env/index.ts';
@@ -225,8 +226,18 @@ export class RawCri {
    * 'status' (ImageStatus, pulling only when absent: what a kubelet does for IfNotPresent; env
    * `RAW_IMAGE=status`).
    */
+  /** Bound on concurrent RunPodSandbox calls, from `RAW_SANDBOX_LIMIT` (default: none). */
+  private readonly sandboxSlots: Limiter | undefined;
+
   constructor(endpoint: string, private readonly podLogsDir: string, readonly image: 'pull' | 'status' = rawImageMode()) {
     this.runtime = new CriRuntime(new CriClient(endpoint), { requestTimeoutMs: 120_000, pullTimeoutMs: 600_000 });
+    const limit = Number(process.env.RAW_SANDBOX_LIMIT ?? 0);
+    this.sandboxSlots = limit > 0 ? new Limiter(limit) : undefined;
+  }
+
+  /** 'unbounded' or the RunPodSandbox bound the raw side ran with. */
+  get sandboxBound(): string {
+    return this.sandboxSlots ? String(Number(process.env.RAW_SANDBOX_LIMIT)) : 'unbounded';
   }
 
   /** Runs the pod to all containers started; resolves when StartContainer of the last returned. */
@@ -239,7 +250,8 @@ export class RawCri {
       if (this.image === 'pull') await this.runtime.pullImage(c.image!, undefined, sandboxConfig);
       else if (!(await this.runtime.imageStatus(c.image!))) await this.runtime.pullImage(c.image!, undefined, sandboxConfig);
     }
-    const sandboxId = await this.runtime.runPodSandbox(sandboxConfig);
+    const run = () => this.runtime.runPodSandbox(sandboxConfig);
+    const sandboxId = await (this.sandboxSlots ? this.sandboxSlots.run(run) : run());
     const containerIds = await Promise.all(
       pod.spec!.containers.map(async (c) => {
         const config = buildContainerConfig(pod, c, 0, { podIP: '', hostIP: '127.0.0.1' });

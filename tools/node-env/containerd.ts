@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
-import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { noLog, pidAlive, run, waitFor, type LineLog } from './util.ts';
+import { noLog, pidAlive, run, spawnDaemon, waitFor, type LineLog } from './util.ts';
 
 /**
  * A private containerd for tests and `npm run up`: its own config, root, state and socket
@@ -484,32 +482,8 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     }),
   );
 
-  const out = createWriteStream(p.logPath, { flags: 'a' });
-  await once(out, 'open');
   const started = Date.now();
-  // Detached: a Ctrl-C in the terminal reaches our handler, which stops pods first and
-  // containerd last, rather than containerd directly.
-  const child = spawn(
-    'containerd',
-    ['--config', p.configPath, '--root', p.rootDir, '--state', p.stateDir, '--address', p.socket],
-    { stdio: ['ignore', out, out], detached: true },
-  );
-  child.unref();
-  let exited = false;
-  let exitInfo = '';
-  const exitPromise = new Promise<void>((res) => {
-    child.on('exit', (code, signal) => {
-      exited = true;
-      exitInfo = `code ${code} signal ${signal}`;
-      res();
-    });
-    child.on('error', (err) => {
-      exited = true;
-      exitInfo = err.message;
-      res();
-    });
-  });
-  if (child.pid) await writeFile(p.pidPath, String(child.pid));
+  const daemon = await spawnDaemon('containerd', ['--config', p.configPath, '--root', p.rootDir, '--state', p.stateDir, '--address', p.socket], p.logPath, p.pidPath);
 
   const ctr = async (args: string[], o: { timeoutMs?: number } = {}): Promise<string> => {
     const r = await run('ctr', ['-a', p.socket, '-n', CRI_NAMESPACE, ...args], { timeoutMs: o.timeoutMs ?? 60_000 });
@@ -519,15 +493,8 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      if (!exited && child.pid) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await exitPromise;
-        clearTimeout(timer);
-      }
-      out.end();
+      await daemon.stop();
       await cleanupContainerdLeftovers(p.dir, log, network?.bridge);
-      await rm(p.pidPath, { force: true });
       await rm(p.socket, { force: true });
       await rm(p.socket + '.ttrpc', { force: true });
       await lease?.release();
@@ -545,7 +512,8 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     await waitFor(
       `containerd socket ${p.socket}`,
       () => {
-        if (exited) throw new Error(`containerd exited (${exitInfo})`);
+        const exit = daemon.exitInfo();
+        if (exit !== undefined) throw new Error(`containerd exited (${exit})`);
         return existsSync(p.socket);
       },
       15_000,
@@ -565,7 +533,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     await stop();
     throw new Error(`${(err as Error).message}\n--- ${p.logPath} (last lines) ---\n${await logTail()}`);
   }
-  log(`containerd: ready on ${p.socket} in ${Date.now() - started} ms (pid ${child.pid}, log ${p.logPath})`);
+  log(`containerd: ready on ${p.socket} in ${Date.now() - started} ms (pid ${daemon.pid}, log ${p.logPath})`);
 
   return {
     dir: p.dir,
@@ -578,7 +546,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     cniConfDir,
     cniBinDir,
     network,
-    pid: child.pid,
+    pid: daemon.pid,
     ctr,
     stop,
   };

@@ -1,10 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, noLog, pidAlive, run, waitFor, type LineLog } from './util.ts';
+import { freePort, noLog, pidAlive, run, spawnDaemon, waitFor, type LineLog } from './util.ts';
 
 /**
  * A real Docker/OCI registry (`docker-registry` from the Debian package of that name)
@@ -71,46 +68,15 @@ export async function startRegistry(opts: RegistryOptions): Promise<Registry> {
     ].join('\n'),
   );
 
-  const out = createWriteStream(logPath, { flags: 'a' });
-  await once(out, 'open');
-  const child: ChildProcess = spawn('docker-registry', ['serve', configPath], {
-    stdio: ['ignore', out, out],
-    detached: true, // Ctrl-C in a terminal reaches our handler, not the registry directly
-  });
-  child.unref();
-  let exited = false;
-  let exitInfo = '';
-  const exitPromise = new Promise<void>((resolve) => {
-    child.on('exit', (code, signal) => {
-      exited = true;
-      exitInfo = `code ${code} signal ${signal}`;
-      resolve();
-    });
-    child.on('error', (err) => {
-      exited = true;
-      exitInfo = err.message;
-      resolve();
-    });
-  });
-
-  if (child.pid) await writeFile(pidPath, String(child.pid));
-
-  const stop = async (): Promise<void> => {
-    if (!exited) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exitPromise;
-      clearTimeout(timer);
-    }
-    out.end();
-    await rm(pidPath, { force: true });
-  };
+  const daemon = await spawnDaemon('docker-registry', ['serve', configPath], logPath, pidPath);
+  const stop = () => daemon.stop();
 
   try {
     await waitFor(
       `registry on ${host} (log: ${logPath})`,
       async () => {
-        if (exited) throw new Error(`docker-registry exited (${exitInfo}); see ${logPath}`);
+        const exit = daemon.exitInfo();
+        if (exit !== undefined) throw new Error(`docker-registry exited (${exit}); see ${logPath}`);
         const res = await fetch(`http://${host}/v2/`, { signal: AbortSignal.timeout(1000) });
         await res.arrayBuffer();
         // 401 means up with auth enabled.
@@ -123,14 +89,14 @@ export async function startRegistry(opts: RegistryOptions): Promise<Registry> {
     await stop();
     throw err;
   }
-  log(`registry: listening on ${host} (pid ${child.pid}, storage ${storageDir})`);
+  log(`registry: listening on ${host} (pid ${daemon.pid}, storage ${storageDir})`);
 
   return {
     host,
     port,
     storageDir,
     logPath,
-    pid: child.pid,
+    pid: daemon.pid,
     async pushImage(tarPath: string, ref: string, creds?: string): Promise<void> {
       await pushImage(tarPath, ref, creds);
       log(`registry: pushed ${ref}`);

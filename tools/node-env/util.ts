@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
 import { delimiter, join } from 'node:path';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -124,3 +126,50 @@ export type LineLog = (line: string) => void;
 
 /** The default log: nothing. */
 export const noLog: LineLog = () => {};
+
+/** A daemon started by {@link spawnDaemon}. */
+export interface Daemon {
+  pid: number | undefined;
+  /** Why it exited ('code 1 signal null', or the spawn error); undefined while it runs. */
+  exitInfo(): string | undefined;
+  /** SIGTERM (SIGKILL after 5 s) unless it already exited; closes its log and removes its pid file. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a daemon of the node environment (containerd, the registry): output appended to
+ * `logPath`, pid written to `pidPath` (so a later run can stop a stale instance). Detached: a
+ * Ctrl-C in the terminal reaches our handler, which stops pods first and daemons last.
+ */
+export async function spawnDaemon(cmd: string, args: string[], logPath: string, pidPath: string): Promise<Daemon> {
+  const out = createWriteStream(logPath, { flags: 'a' });
+  await once(out, 'open');
+  const child = spawn(cmd, args, { stdio: ['ignore', out, out], detached: true });
+  child.unref();
+  let exitInfo: string | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.on('exit', (code, signal) => {
+      exitInfo = `code ${code} signal ${signal}`;
+      resolve();
+    });
+    child.on('error', (err) => {
+      exitInfo = err.message;
+      resolve();
+    });
+  });
+  if (child.pid) await writeFile(pidPath, String(child.pid));
+  return {
+    pid: child.pid,
+    exitInfo: () => exitInfo,
+    async stop() {
+      if (exitInfo === undefined && child.pid) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      out.end();
+      await rm(pidPath, { force: true });
+    },
+  };
+}

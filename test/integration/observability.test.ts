@@ -52,11 +52,12 @@ describe('metrics and pod start timeline on containerd', function () {
       readinessProbe: { exec: { command: ['cat', '/tmp/ok'] }, periodSeconds: 1 },
     }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
     await t.waitForPod('m', (p) => p?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true, 30_000, 'Ready');
-    // PLEG refreshes the running gauges on its next relist.
+    // PLEG refreshes the running gauges on its next relist. A relist between the sandbox and
+    // the container start counts the pod but no container yet: wait for both.
     let text = '';
     for (let i = 0; i < 30; i++) {
       text = (await get(`${base}/metrics`)).body;
-      if ((sample(text, 'kubelet_running_pods') ?? 0) >= 1) break;
+      if ((sample(text, 'kubelet_running_pods') ?? 0) >= 1 && (sample(text, 'kubelet_running_containers', { container_state: 'running' }) ?? 0) >= 1) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     assert.equal(sample(text, 'kubelet_pod_start_duration_seconds_count'), 1);

@@ -101,10 +101,19 @@ export class Kubelet {
         pods: () => this.pods(),
         reportProbe: (event) => this.hooks.onProbe.promise(event),
         observeProbeRun: (run) => this.metrics.observeProbe(run),
+        observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
       },
     });
     this.server = new KubeletServer(logger.child({ component: 'server' }));
     this.podConfig = new PodConfig((u) => this.handleUpdate(u));
+  }
+
+  /** Every plugin tap's run, on the core's hooks and on hooks plugins isolate: metrics and start timeline. */
+  private observeTap(hook: string, plugin: string, ms: number, err: unknown, args: readonly unknown[] | undefined): void {
+    this.metrics.observeTap(hook, plugin, ms, err, args);
+    // Taps on a pod's path show in its start timeline, named for their plugin.
+    const uid = podUIDOf(args ?? []);
+    if (uid) this.timelines.record(uid, { step: `hook:${hook}`, startMs: Date.now() - ms, durationMs: ms, detail: plugin, ...(err ? { error: errorMessage(err) } : {}) });
   }
 
   /** The runtime as the core uses it (instrumented). */
@@ -115,15 +124,7 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
-    isolateTaps(this.hooks, logger, {
-      timeoutMs: config.hookTimeoutMs,
-      observe: (hook, plugin, ms, err, args) => {
-        this.metrics.observeTap(hook, plugin, ms, err, args);
-        // Taps on a pod's path show in its start timeline, named for their plugin.
-        const uid = podUIDOf(args ?? []);
-        if (uid) this.timelines.record(uid, { step: `hook:${hook}`, startMs: Date.now() - ms, durationMs: ms, detail: plugin, ...(err ? { error: errorMessage(err) } : {}) });
-      },
-    });
+    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
     tapBuiltinVolumes(this.hooks, { localObjectsDir: config.localObjectsDir, logger: logger.child({ component: 'volumes' }) });

@@ -3,6 +3,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { PluginHooks, ProbeOutcome, ProbeResultEvent, ProbeType } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
+import type { TapObserver } from './tap-isolation.ts';
 
 /**
  * Capability slots: behaviour the core needs exactly one provider for. A plugin fills a
@@ -20,6 +21,8 @@ export interface HostServices {
   pods(): V1Pod[];
   reportProbe(event: ProbeResultEvent): Promise<void>;
   observeProbeRun(run: ProbeRun): void;
+  /** Sees every plugin tap's run (tap duration metrics, start timeline). */
+  observeTap?: TapObserver;
 }
 
 /** One probe run, for the probe metrics. */
@@ -48,6 +51,13 @@ export interface PluginContext {
   reportProbe(event: ProbeResultEvent): Promise<void>;
   /** Counts one probe run, whatever its result (`prober_probe_total` counts every run, not only changes). */
   observeProbeRun(run: ProbeRun): void;
+  /**
+   * Gives hooks this plugin made for other plugins (an object of tapable hooks, such as
+   * cni-exec's network hooks) the isolation the core's hooks have: an error leaving a tap
+   * names the tapping plugin and the hook, a promise tap fails after `hookTimeout`, and tap
+   * durations go to the metrics. Call once, before the hooks are offered.
+   */
+  isolateHooks(hooks: object): void;
   /** The provider of a capability slot another plugin filled (undefined if none): how plugins use each other's services. */
   use<K extends keyof Capabilities>(slot: K): Capabilities[K] | undefined;
   /** Fills a capability slot; the host fails at start if two plugins claim one slot. */

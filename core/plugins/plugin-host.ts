@@ -11,6 +11,7 @@ import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
 import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
+import { isolateTaps } from './tap-isolation.ts';
 
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
 const BUILTIN_DIR = path.join(PACKAGE_ROOT, 'plugins');
@@ -129,6 +130,10 @@ export class PluginHost {
       pods: () => this.service().pods(),
       reportProbe: (event: ProbeResultEvent) => this.service().reportProbe(event),
       observeProbeRun: (run: ProbeRun) => this.service().observeProbeRun(run),
+      isolateHooks: (hooks: object) => {
+        const observe = this.deps.services?.observeTap;
+        isolateTaps(hooks, this.deps.logger, { timeoutMs: this.deps.config.hookTimeoutMs, ...(observe ? { observe } : {}) });
+      },
       use: <K extends keyof Capabilities>(slot: K) => this.slots.get(slot)?.impl as Capabilities[K] | undefined,
       provide: <K extends keyof Capabilities>(slot: K, impl: Capabilities[K]) => {
         const claim = this.slots.get(slot);

@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.ts';
 import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import { HookMap } from 'tapable';
-import type { HookName, KubeletHooks } from '../hooks.ts';
+import type { KubeletHooks } from '../hooks.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
 export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown, args?: readonly unknown[]) => void;
@@ -10,7 +10,8 @@ interface FullTap { name: string; type: 'sync' | 'async' | 'promise'; fn: Functi
 interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
 
 /**
- * Adds per-tap isolation to every hook, once, with a tapable interceptor (tapable has no
+ * Adds per-tap isolation to every hook of `hooks` (the core's, or an object of tapable hooks a
+ * plugin made for other plugins, through `ctx.isolateHooks`), once, with a tapable interceptor (tapable has no
  * per-tap isolation of its own): each tap's function is wrapped so that
  *  - an error leaving it names the hook and the plugin (`PluginError`) and is logged there;
  *  - its duration is reported to the observer;
@@ -19,10 +20,9 @@ interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
  * A HookMap's hooks are covered too, named `mountVolume[csi]`: those it already made, and,
  * through its `factory` interceptor, every one it makes later.
  */
-export function isolateTaps(hooks: KubeletHooks, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): void {
+export function isolateTaps(hooks: KubeletHooks | object, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): void {
   const isolate = (name: string, hook: Interceptable) => hook.intercept({ register: (tap: FullTap) => wrapTap(name, tap, logger, options) });
-  for (const hookName of Object.keys(hooks) as HookName[]) {
-    const hook = hooks[hookName] as unknown;
+  for (const [hookName, hook] of Object.entries(hooks) as Array<[string, unknown]>) {
     if (hook instanceof HookMap) {
       // tapable keeps a HookMap's hooks in `_map`; hooks made before this call get the interceptor here.
       const existing = (hook as unknown as { _map?: Map<unknown, Interceptable> })._map ?? new Map();

@@ -39,7 +39,7 @@ export default definePlugin<CniExecOptions>({
       skipConf: (_file, text) => isDelegateConf(text, options.shimType),
       logger: log,
     });
-    const network = new CniNetwork(cni, { pods: () => ctx.pods(), logger: log, hookTimeoutMs: ctx.config.hookTimeoutMs });
+    const network = new CniNetwork(cni, { pods: () => ctx.pods(), logger: log, isolateHooks: (hooks) => ctx.isolateHooks(hooks) });
     ctx.provide('network', serviceView(network));
 
     let server: Server | undefined;

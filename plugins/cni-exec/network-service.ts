@@ -2,7 +2,6 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { AsyncSeriesHook } from 'tapable';
 import type { TapOnly } from '../../core/hooks.ts';
 import type { Logger } from '../../core/logger.ts';
-import { PluginError } from '../../core/errors.ts';
 import type { CacheEntry } from './cni/cache.ts';
 import { CniError, asCniError } from './cni/errors.ts';
 import type { CniRuntime } from './cni/runtime.ts';
@@ -105,8 +104,12 @@ export class CniNetwork implements NetworkService {
   /** The pod each namespace/name last had a sandbox config built for: the one a following ADD is for. */
   private readonly pending = new Map<string, V1Pod>();
 
-  constructor(readonly cni: CniRuntime, private readonly deps: { pods: () => V1Pod[]; logger: Logger; hookTimeoutMs: number }) {
-    attributeTaps(this.hooks, deps.logger, deps.hookTimeoutMs);
+  /**
+   * `isolateHooks`: the host's per-tap isolation (`ctx.isolateHooks`): an error leaving a tap of
+   * the network hooks names the plugin and the hook, and a tap that outlives the hook timeout fails.
+   */
+  constructor(readonly cni: CniRuntime, private readonly deps: { pods: () => V1Pod[]; logger: Logger; isolateHooks: (hooks: object) => void }) {
+    deps.isolateHooks(this.hooks);
   }
 
   /** Remembers the pod a sandbox is about to be created for (called from `beforeSandbox`). */
@@ -251,58 +254,4 @@ function need(env: Record<string, string>, key: string): string {
   const v = env[key];
   if (!v) throw new CniError({ code: CNI_ERR.INVALID_ENV, msg: `${key} is not set` });
   return v;
-}
-
-interface FullTap { name: string; type: string; fn: (...args: unknown[]) => unknown }
-
-/**
- * Per-tap isolation for the network hooks, as the core gives its own: an error leaving a tap
- * names the plugin and the hook, and a promise tap that outlives the hook timeout fails.
- */
-function attributeTaps(hooks: NetworkHooks, logger: Logger, timeoutMs: number): void {
-  for (const [hookName, hook] of Object.entries(hooks)) {
-    (hook as unknown as { intercept(i: { register: (t: FullTap) => FullTap }): void }).intercept({
-      register: (tap) => {
-        const fn = tap.fn;
-        const wrap = (err: unknown) => {
-          logger.warn({ plugin: tap.name, hook: hookName, err: (err as Error)?.message ?? String(err) }, 'network hook tap failed');
-          return err instanceof PluginError ? err : new PluginError(tap.name, (err as Error)?.message ?? String(err), { hook: hookName, cause: err });
-        };
-        if (tap.type === 'promise') {
-          return {
-            ...tap,
-            fn: async (...args: unknown[]) => {
-              let timer: NodeJS.Timeout | undefined;
-              try {
-                return await Promise.race([
-                  fn(...args),
-                  new Promise<never>((_, reject) => {
-                    timer = setTimeout(() => reject(new Error(`did not finish within ${timeoutMs} ms`)), timeoutMs);
-                    timer.unref();
-                  }),
-                ]);
-              } catch (err) {
-                throw wrap(err);
-              } finally {
-                clearTimeout(timer);
-              }
-            },
-          };
-        }
-        if (tap.type === 'sync') {
-          return {
-            ...tap,
-            fn: (...args: unknown[]) => {
-              try {
-                return fn(...args);
-              } catch (err) {
-                throw wrap(err);
-              }
-            },
-          };
-        }
-        return tap;
-      },
-    });
-  }
 }

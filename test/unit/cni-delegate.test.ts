@@ -10,6 +10,7 @@ import { silentLogger } from '../../core/logger.ts';
 import { CniRuntime } from '../../plugins/cni-exec/cni/runtime.ts';
 import { installDelegate, isDelegateConf, shimSource, writeIfChanged, type ShimKind } from '../../plugins/cni-exec/delegate/install.ts';
 import { serveDelegate } from '../../plugins/cni-exec/delegate/protocol.ts';
+import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import { CniNetwork, type NetworkSetUpEvent, type NetworkTearDownEvent } from '../../plugins/cni-exec/network-service.ts';
 
 const FAKE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fakes', 'cni', 'fake-plugin');
@@ -55,7 +56,7 @@ describe('cni-exec: delegate shim and kubelet side', function () {
     socket = path.join(dir, 'cni.sock');
     const cni = new CniRuntime({ confDir: path.join(dir, 'net.d'), binDirs: [path.join(dir, 'bin')], cacheDir: path.join(dir, 'cache'), execTimeoutMs: 5000 });
     pods = [pod('web'), pod('host', { hostNetwork: true })];
-    network = new CniNetwork(cni, { pods: () => pods, logger: silentLogger(), hookTimeoutMs: 5000 });
+    network = new CniNetwork(cni, { pods: () => pods, logger: silentLogger(), isolateHooks: (hooks) => isolateTaps(hooks, silentLogger(), { timeoutMs: 5000 }) });
     network.hooks.networkSetUp.tapPromise('recorder', async (e) => void setUps.push(e));
     network.hooks.networkTearDown.tap('recorder', (e) => void tearDowns.push(e));
     server = await serveDelegate(socket, (req) => network.handle(req), () => {});
@@ -151,7 +152,7 @@ describe('cni-exec: delegate shim and kubelet side', function () {
   }
 
   it('a failing networkSetUp tap fails the ADD, names the plugin and rolls the chain back', async () => {
-    const n2 = new CniNetwork(network.cni, { pods: () => pods, logger: silentLogger(), hookTimeoutMs: 5000 });
+    const n2 = new CniNetwork(network.cni, { pods: () => pods, logger: silentLogger(), isolateHooks: (hooks) => isolateTaps(hooks, silentLogger(), { timeoutMs: 5000 }) });
     n2.hooks.networkSetUp.tapPromise('route-adder', async () => {
       throw new Error('cannot add route');
     });

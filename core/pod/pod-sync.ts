@@ -197,14 +197,21 @@ export class PodSyncer {
     let containerConfig;
     try {
       containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP });
-      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(podUID(pod)));
+      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(uid), this.deps.volumes.subPathBinder(uid, c.name));
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       waiting.set(c.name, { reason: 'CreateContainerConfigError', message: err.message });
       return;
     }
     await fs.mkdir(path.join(sandboxConfig.logDirectory, c.name), { recursive: true });
-    containerConfig = await hooks.beforeContainerCreate.promise(containerConfig, { pod, container: c, sandboxId, sandboxConfig, restartCount: start.restartCount });
+    try {
+      containerConfig = await hooks.beforeContainerCreate.promise(containerConfig, { pod, container: c, sandboxId, sandboxConfig, restartCount: start.restartCount });
+    } catch (err) {
+      // A plugin refused or failed the container's config: the container waits with its reason; the sync retries.
+      waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
+      log.warn({ err: errorMessage(err) }, 'Failed to create container');
+      return;
+    }
     let id: string;
     try {
       const cfg = containerConfig;

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -28,6 +29,37 @@ function tsPrefix(now = new Date()): string {
   return `..${now.getUTCFullYear()}_${p(now.getUTCMonth() + 1)}_${p(now.getUTCDate())}_${p(now.getUTCHours())}_${p(now.getUTCMinutes())}_${p(now.getUTCSeconds())}.`;
 }
 
+/** A version dir name as this writer makes them: `..<timestamp>.<random>`, one path element. */
+const VERSION_NAME = /^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.[A-Za-z0-9]+$/;
+/** Creating a payload file: a new file only (never an existing one, never through a symlink). */
+const CREATE_NEW = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
+
+/**
+ * The version `..data` names, when it is one this writer could have made: a symlink whose
+ * target is one `..<timestamp>.<random>` name inside `dir` that is a real directory. Anything
+ * else there (a symlink climbing out of the volume, a directory, a file a container put in
+ * its place) is not trusted, read or followed: it is replaced by the next swap.
+ */
+async function currentVersion(dir: string): Promise<string | undefined> {
+  const dataLink = path.join(dir, DATA_DIR);
+  const st = await fs.lstat(dataLink).catch(() => undefined);
+  if (!st?.isSymbolicLink()) return undefined;
+  const target = await fs.readlink(dataLink).catch(() => '');
+  if (!VERSION_NAME.test(target)) return undefined;
+  const vst = await fs.lstat(path.join(dir, target)).catch(() => undefined);
+  return vst?.isDirectory() ? target : undefined;
+}
+
+/** Removes `name` in `dir`: a symlink or file is unlinked (never followed), a directory removed with what is in it. */
+async function removeEntry(dir: string, name: string): Promise<void> {
+  const p = path.join(dir, name);
+  const st = await fs.lstat(p).catch(() => undefined);
+  if (!st) return;
+  // fs.rm does not follow symlinks below a directory it removes; a top-level symlink is unlinked.
+  if (st.isDirectory()) await fs.rm(p, { recursive: true, force: true });
+  else await fs.unlink(p);
+}
+
 /**
  * Writes `payload` into `dir` atomically, as upstream's AtomicWriter does for configMap,
  * secret, downwardAPI and projected volumes:
@@ -39,26 +71,31 @@ function tsPrefix(now = new Date()): string {
  *     longer in the payload are removed;
  *  5. the old version dir is removed.
  * Returns whether a new version was written.
+ *
+ * The directory is shared with the pod's containers (read-only, but a writer must not rely
+ * on that): it never follows a link a container could have planted. `..data` is trusted only
+ * when it names a version dir of this writer's making, files are created with O_EXCL and
+ * O_NOFOLLOW, what is compared is read only from regular files, and what is removed is
+ * unlinked, never followed (CVE-2017-1002102: a `..data` symlink out of the volume made an
+ * earlier writer delete a host directory).
  */
 export async function writeAtomic(dir: string, payload: Payload): Promise<boolean> {
   for (const p of payload.keys()) validatePayloadPath(p);
   await fs.mkdir(dir, { recursive: true });
   const dataLink = path.join(dir, DATA_DIR);
-  const oldVersion = await fs.readlink(dataLink).catch(() => undefined);
-  const oldPath = oldVersion ? path.join(dir, oldVersion) : undefined;
+  const oldVersion = await currentVersion(dir);
   let changed = false;
-  if (!oldPath || !(await sameContent(oldPath, payload))) {
+  if (!oldVersion || !(await sameContent(path.join(dir, oldVersion), payload))) {
     const version = await fs.mkdtemp(path.join(dir, tsPrefix()));
     await fs.chmod(version, 0o755);
     for (const [rel, file] of [...payload].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const target = path.join(version, rel);
-      await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
-      await fs.writeFile(target, file.data, { mode: file.mode });
-      await fs.chmod(target, file.mode);
+      await writeNewFile(version, rel, file);
     }
     const tmp = path.join(dir, DATA_TMP);
-    await fs.rm(tmp, { force: true });
+    await removeEntry(dir, DATA_TMP);
     await fs.symlink(path.basename(version), tmp);
+    // rename(2) replaces a symlink or file at `..data` but not a directory: clear one first.
+    if ((await fs.lstat(dataLink).catch(() => undefined))?.isDirectory()) await removeEntry(dir, DATA_DIR);
     await fs.rename(tmp, dataLink);
     changed = true;
   }
@@ -71,7 +108,7 @@ export async function writeAtomic(dir: string, payload: Payload): Promise<boolea
     if (st?.isSymbolicLink() && (await fs.readlink(link)) === want) continue;
     if (st && !st.isSymbolicLink()) throw new Error(`cannot create symlink ${link}: a file that is not ours is in the way`);
     const tmp = `${link}..tmp`;
-    await fs.rm(tmp, { force: true });
+    await removeEntry(dir, path.basename(tmp));
     await fs.symlink(want, tmp);
     await fs.rename(tmp, link);
   }
@@ -80,16 +117,35 @@ export async function writeAtomic(dir: string, payload: Payload): Promise<boolea
     const st = await fs.lstat(path.join(dir, name));
     if (st.isSymbolicLink()) await fs.unlink(path.join(dir, name));
   }
-  if (changed && oldPath) await fs.rm(oldPath, { recursive: true, force: true });
-  // Versions left behind by a writer that died half-way.
-  const current = await fs.readlink(dataLink);
+  // Old versions, and versions left behind by a writer that died half-way: only names of
+  // this writer's making, removed without following anything.
+  const current = await currentVersion(dir);
   for (const name of await fs.readdir(dir)) {
-    if (name.startsWith('..') && name !== DATA_DIR && name !== current && /^\.\.\d{4}_/.test(name)) await fs.rm(path.join(dir, name), { recursive: true, force: true });
+    if (name !== current && VERSION_NAME.test(name)) await removeEntry(dir, name);
   }
   return changed;
 }
 
-/** True if `versionDir` holds exactly the payload's files, bytes and modes. */
+/** Writes one payload file into a fresh version dir, creating its parent dirs, never through a link. */
+async function writeNewFile(version: string, rel: string, file: PayloadFile): Promise<void> {
+  let parent = version;
+  for (const part of rel.split('/').slice(0, -1)) {
+    parent = path.join(parent, part);
+    await fs.mkdir(parent, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    if (!(await fs.lstat(parent)).isDirectory()) throw new Error(`cannot write ${rel}: ${path.relative(version, parent)} is not a directory`);
+  }
+  const fh = await fs.open(path.join(version, rel), CREATE_NEW, file.mode);
+  try {
+    await fh.writeFile(file.data);
+    await fh.chmod(file.mode);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** True if `versionDir` holds exactly the payload's files, bytes and modes (regular files only). */
 async function sameContent(versionDir: string, payload: Payload): Promise<boolean> {
   const found = await listFiles(versionDir).catch(() => undefined);
   if (!found || found.length !== payload.size) return false;
@@ -97,8 +153,17 @@ async function sameContent(versionDir: string, payload: Payload): Promise<boolea
     const want = payload.get(rel);
     if (!want) return false;
     const file = path.join(versionDir, rel);
-    const [st, data] = await Promise.all([fs.stat(file), fs.readFile(file)]);
-    if ((st.mode & 0o7777) !== want.mode || !hashEq(data, want.data)) return false;
+    const st = await fs.lstat(file);
+    // Only a regular file of the expected size is read (a FIFO or device planted here is never opened).
+    if (!st.isFile() || st.size !== want.data.length || (st.mode & 0o7777) !== want.mode) return false;
+    const fh = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    let data: Buffer;
+    try {
+      data = await fh.readFile();
+    } finally {
+      await fh.close();
+    }
+    if (!hashEq(data, want.data)) return false;
   }
   return true;
 }
@@ -107,6 +172,7 @@ function hashEq(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && crypto.timingSafeEqual(a, b);
 }
 
+/** Every entry below `dir` that is not a directory, as relative paths (symlinks are listed, not followed). */
 async function listFiles(dir: string, prefix = ''): Promise<string[]> {
   const out: string[] = [];
   for (const e of await fs.readdir(dir, { withFileTypes: true })) {

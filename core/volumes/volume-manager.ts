@@ -5,6 +5,8 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
+import { bindSubPath } from './subpath.ts';
+import type { SubPathBinder } from './container-mounts.ts';
 
 /** The volume source keys of a v1 Volume besides `name`: the first one set is its type. */
 export function volumeType(v: V1Volume): string {
@@ -73,6 +75,31 @@ export class VolumeManager {
   /** `<rootDir>/pods/<uid>/volumes/<plugin~type>/<name>`. */
   volumeDir(uid: string, type: string, name: string): string {
     return path.join(this.podDir(uid), 'volumes', pluginDirName(type), name);
+  }
+
+  /** `<rootDir>/pods/<uid>/volume-subpaths`: the bind mounts of subPaths, as upstream lays them out. */
+  private subPathsDir(uid: string): string {
+    return path.join(this.podDir(uid), 'volume-subpaths');
+  }
+
+  /**
+   * Binds subPaths for one container of a pod: each onto
+   * `volume-subpaths/<volume>/<container>/<mount index>` (see subpath.ts for why the runtime
+   * gets a bind mount and not a path inside the volume).
+   */
+  subPathBinder(uid: string, containerName: string): SubPathBinder {
+    return async ({ volumeName, volumePath, subPath, mountIndex }) => {
+      const target = path.join(this.subPathsDir(uid), volumeName, containerName, String(mountIndex));
+      await bindSubPath(volumePath, subPath, target);
+      return target;
+    };
+  }
+
+  /** Unmounts and removes the pod's subPath binds (before its volumes go: a bind keeps what it binds alive). */
+  private async cleanSubPaths(uid: string): Promise<void> {
+    const dir = this.subPathsDir(uid);
+    for (const mp of await mountsUnder(dir)) await unmount(mp);
+    await removeUnmounted(dir);
   }
 
   /** The volumes set up for a pod, by name (for container mounts). */
@@ -161,6 +188,11 @@ export class VolumeManager {
     await this.locked(uid, async () => {
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
       const errors: string[] = [];
+      try {
+        await this.cleanSubPaths(uid);
+      } catch (err) {
+        errors.push(`cleaning subPath mounts failed: ${errorMessage(err)}`);
+      }
       for (const mv of [...actual.values()].reverse()) {
         try {
           await this.tearDownVolume(uid, mv);

@@ -1,7 +1,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
+import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
 
 /**
  * The real node environment (registry + containerd) shared by all integration tests of one
@@ -80,4 +80,18 @@ function alive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * The shared environment for a test that needs it: with `CI=true` a machine that cannot run
+ * it fails the test; elsewhere the test is skipped with a message saying what is missing.
+ */
+export async function nodeEnvOrSkip(ctx: Mocha.Context): Promise<NodeEnv> {
+  const reason = nodeEnvUnavailableReason();
+  if (reason) {
+    if (process.env.CI === 'true') throw new Error(`CI=true and the node environment cannot start: ${reason}`);
+    process.stderr.write(`      skipped (no node environment): ${reason}\n`);
+    ctx.skip();
+  }
+  return getNodeEnv();
 }

@@ -68,4 +68,61 @@ describe('atomic writer (configMap, secret, downwardAPI, projected)', function (
     assert.deepEqual(await fs.readdir(dir), [], 'nothing written');
     validatePayloadPath('a..b/c');
   });
+
+  describe('a container playing games with the volume (CVE-2017-1002102)', function () {
+    let outside: string;
+    beforeEach(async () => {
+      outside = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-atomic-host-'));
+      await fs.writeFile(path.join(outside, 'canary'), 'host');
+    });
+    afterEach(() => fs.rm(outside, { recursive: true, force: true }));
+    const canaryIntact = async () => assert.equal(await fs.readFile(path.join(outside, 'canary'), 'utf8'), 'host', 'the host directory was touched');
+
+    it('a `..data` symlink climbing out of the volume is replaced, never followed or removed through', async function () {
+      await writeAtomic(dir, payload({ a: 'A' }));
+      await fs.unlink(path.join(dir, '..data'));
+      await fs.symlink(outside, path.join(dir, '..data'));
+      assert.equal(await writeAtomic(dir, payload({ a: 'A2' })), true);
+      await canaryIntact();
+      assert.match(await fs.readlink(path.join(dir, '..data')), /^\.\.\d{4}_/);
+      assert.equal(await fs.readFile(path.join(dir, 'a'), 'utf8'), 'A2');
+      // A relative climb, of the same shape as a version name's prefix.
+      await fs.unlink(path.join(dir, '..data'));
+      await fs.symlink(path.relative(dir, outside), path.join(dir, '..data'));
+      await writeAtomic(dir, payload({ a: 'A3' }));
+      await canaryIntact();
+    });
+
+    it('a version-named symlink out of the volume is unlinked, not followed', async function () {
+      await writeAtomic(dir, payload({ a: 'A' }));
+      await fs.symlink(outside, path.join(dir, '..2020_01_01_00_00_00.evil'));
+      await writeAtomic(dir, payload({ a: 'A2' }));
+      await canaryIntact();
+      assert.equal((await fs.readdir(dir)).includes('..2020_01_01_00_00_00.evil'), false);
+    });
+
+    it('a `..data` directory put in place of the link is replaced', async function () {
+      await writeAtomic(dir, payload({ a: 'A' }));
+      await fs.unlink(path.join(dir, '..data'));
+      await fs.mkdir(path.join(dir, '..data'));
+      await fs.symlink(outside, path.join(dir, '..data', 'a'));
+      await writeAtomic(dir, payload({ a: 'A' }));
+      await canaryIntact();
+      assert.equal(await fs.readFile(path.join(dir, 'a'), 'utf8'), 'A');
+    });
+
+    it('a FIFO or a symlink planted in the current version is not read: the content is written anew', async function () {
+      this.timeout(5000);
+      await writeAtomic(dir, payload({ a: 'A', b: 'B' }));
+      const version = path.join(dir, await fs.readlink(path.join(dir, '..data')));
+      await fs.unlink(path.join(version, 'a'));
+      await fs.symlink(path.join(outside, 'canary'), path.join(version, 'a'));
+      await fs.unlink(path.join(version, 'b'));
+      const { spawnSync } = await import('node:child_process');
+      assert.equal(spawnSync('mkfifo', [path.join(version, 'b')]).status, 0);
+      assert.equal(await writeAtomic(dir, payload({ a: 'A', b: 'B' })), true);
+      await canaryIntact();
+      assert.equal(await fs.readFile(path.join(dir, 'b'), 'utf8'), 'B');
+    });
+  });
 });

@@ -20,7 +20,8 @@ const CORE = { name: 'kubelet', stage: STAGE.DEFAULT };
  *  - emptyDir: a directory in the pod's volume dir; `medium: Memory` is a tmpfs sized by `sizeLimit`;
  *  - hostPath: the host path itself, after its `type` check;
  *  - configMap, secret, downwardAPI, projected: files written atomically (`..data` swap),
- *    again on every sync so edits reach running pods; secret and projected live on tmpfs.
+ *    again on every sync so edits reach running pods; secret and projected live on tmpfs;
+ *    always read-only in containers.
  */
 export function tapBuiltinVolumes(hooks: KubeletHooks, deps: { localObjectsDir: string | undefined; logger: Logger }): void {
   const objects = new LocalObjects(deps.localObjectsDir);
@@ -57,7 +58,10 @@ export function tapBuiltinVolumes(hooks: KubeletHooks, deps: { localObjectsDir: 
       if (tmpfs && !(await isMountPoint(r.dir))) await mountTmpfs(r.dir, { mode: 0o755 });
       const changed = await writeAtomic(r.dir, files);
       if (changed && r.previous) deps.logger.info({ pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name, type }, 'volume content updated');
-      return { path: r.dir, mountPoint: tmpfs, requiresRemount: true };
+      // Read-only in every container whatever its volumeMounts say (upstream, CVE-2017-1002102):
+      // the kubelet rewrites this dir on every sync, so a container must not be able to plant
+      // links in it.
+      return { path: r.dir, mountPoint: tmpfs, requiresRemount: true, readOnly: true };
     });
     unmountWith(type, tearDownDir);
   };

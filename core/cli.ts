@@ -5,6 +5,7 @@ import { createLogger } from './logger.ts';
 import { Kubelet } from './kubelet.ts';
 import { logsCommand } from './commands/logs.ts';
 import { explainCommand } from './commands/explain.ts';
+import { ServerListenError } from './server.ts';
 
 const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
@@ -95,9 +96,20 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  // The last line of defence: whatever a pod spec, a plugin or a library manages to throw
+  // outside a request, the node keeps its kubelet. Each is a bug to fix where it was thrown;
+  // the log line says so.
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (a bug: please report it); the kubelet keeps running'));
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (a bug: please report it); the kubelet keeps running'));
+
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: the operator does not want to wait for the bounded stop.
+      logger.warn({ signal }, 'second signal: exiting now');
+      logger.flush();
+      process.exit(1);
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down (pods keep running)');
     await kubelet.stop();
@@ -106,7 +118,13 @@ async function main(): Promise<number> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  await kubelet.start();
+  try {
+    await kubelet.start();
+  } catch (err) {
+    // Release what started (timers, watchers, sockets) so the exit below is clean.
+    await kubelet.stop().catch(() => {});
+    throw err;
+  }
   return -1;
 }
 
@@ -115,7 +133,7 @@ main().then(
     if (code >= 0) process.exit(code);
   },
   (err) => {
-    const known = err instanceof ConfigError || isPluginError(err);
+    const known = err instanceof ConfigError || err instanceof ServerListenError || isPluginError(err);
     process.stderr.write(`kubelet-ts: ${known ? err.message : (err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);
   },

@@ -3,6 +3,19 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.ts';
 import { errorMessage } from './errors.ts';
 
+/** At most this many open connections to one server; more are refused until some close. */
+const MAX_CONNECTIONS = 256;
+/** A connection with no traffic for this long is closed (Node keeps one that never sends a byte forever). */
+const IDLE_TIMEOUT_MS = 15_000;
+
+/** A server could not listen: a clear operator error (the CLI prints it without a stack). */
+export class ServerListenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServerListenError';
+  }
+}
+
 /** A route handler: returns the response body (JSON-serialised unless a string) or writes it itself. */
 export type RouteHandler = (req: http.IncomingMessage, url: URL, res: http.ServerResponse) => unknown | Promise<unknown>;
 
@@ -21,11 +34,34 @@ export class KubeletServer {
     this.routes.set(path, handler);
   }
 
-  async listen(address: string, port: number): Promise<number> {
-    const server = http.createServer((req, res) => void this.handle(req, res));
+  /**
+   * Listens on `address:port`. A port that is taken, or an address this host does not have,
+   * fails with a message naming them and the config field (`what`), not a stack trace.
+   */
+  async listen(address: string, port: number, what = 'readOnlyPort'): Promise<number> {
+    const server = http.createServer(
+      {
+        // Idle and slow clients are bounded: a connection with no traffic either way is closed
+        // after IDLE_TIMEOUT_MS (a log follow lifts that for its own long-lived response), one
+        // must send its request headers within 20 s and its whole request within 30 s, an idle
+        // keep-alive connection is closed after 5 s, and at most MAX_CONNECTIONS are open at
+        // once. (The headers timeout must not be shorter than the idle one: Node 20 then
+        // expires a silent connection without closing it, and the idle timeout never fires.)
+        headersTimeout: 20_000,
+        requestTimeout: 30_000,
+        connectionsCheckingInterval: 2_000,
+        maxHeaderSize: 16 * 1024,
+      },
+      (req, res) => void this.handle(req, res),
+    );
     server.keepAliveTimeout = 5000;
+    server.timeout = IDLE_TIMEOUT_MS;
+    server.maxConnections = MAX_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err: NodeJS.ErrnoException) => {
+        const why = err.code === 'EADDRINUSE' ? 'address already in use' : err.code === 'EADDRNOTAVAIL' ? 'no such address on this host' : err.code === 'EACCES' ? 'permission denied' : err.message;
+        reject(new ServerListenError(`cannot listen on ${address}:${port} (${what}): ${why}`));
+      });
       server.listen(port, address, () => resolve());
     });
     this.server = server;

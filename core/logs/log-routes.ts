@@ -188,6 +188,8 @@ export function containerLogsHandler(deps: ContainerLogsDeps): RouteHandler {
       return;
     }
     res.flushHeaders();
+    // A follow may stay quiet for as long as the container is: exempt it from the server's idle timeout.
+    if (query.follow) req.socket.setTimeout(0);
     const ac = new AbortController();
     res.on('close', () => ac.abort());
     const opts: ReadLogOptions = {

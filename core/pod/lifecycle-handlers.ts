@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
+import { clampSeconds, secondsToTimerMs } from '../util/timeouts.ts';
 
 /** Where a handler runs: the container, its pod's IP, and how long it may take. */
 export interface HandlerTarget { pod: V1Pod; container: V1Container; containerId: string; podIP: string; timeoutSeconds: number }
@@ -42,7 +43,7 @@ export async function runLifecycleHandler(kind: 'PostStart' | 'PreStop', handler
   const podDesc = `${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`;
   if (handler.exec) {
     const cmd = handler.exec.command ?? [];
-    const r = await runtime.execSync(target.containerId, cmd, target.timeoutSeconds);
+    const r = await runtime.execSync(target.containerId, cmd, clampSeconds(target.timeoutSeconds));
     if (r.exitCode !== 0) {
       const output = Buffer.concat([r.stdout, r.stderr]).toString('utf8').trim();
       throw new Error(`Exec lifecycle hook (${JSON.stringify(cmd)}) for Container "${container.name}" in Pod "${podDesc}" failed - error: command '${cmd.join(' ')}' exited with ${r.exitCode}: ${output}`);
@@ -58,7 +59,7 @@ export async function runLifecycleHandler(kind: 'PostStart' | 'PreStop', handler
     const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
     const headers = Object.fromEntries((g.httpHeaders ?? []).map((h) => [h.name, h.value]));
     try {
-      const r = await httpGet(url, headers, target.timeoutSeconds * 1000);
+      const r = await httpGet(url, headers, secondsToTimerMs(target.timeoutSeconds));
       if (r.status < 200 || r.status >= 400) throw new Error(`HTTP lifecycle hook (${path}) for Container "${container.name}" in Pod "${podDesc}" failed - error: ${r.status}, message: "${r.body.trim()}"`);
     } catch (err) {
       if (/lifecycle hook/.test(errorMessage(err))) throw err;
@@ -67,7 +68,7 @@ export async function runLifecycleHandler(kind: 'PostStart' | 'PreStop', handler
     return;
   }
   if (handler.sleep) {
-    await new Promise((r) => setTimeout(r, Math.max(0, handler.sleep!.seconds) * 1000));
+    await new Promise((r) => setTimeout(r, secondsToTimerMs(Number(handler.sleep!.seconds))));
     return;
   }
   if (handler.tcpSocket) throw new Error(`${kind} hook for Container "${container.name}": tcpSocket is deprecated and not supported`);
@@ -85,7 +86,7 @@ export function tapLifecycleHandlers(hooks: KubeletHooks, deps: { runtime: () =>
     const handler = e.container.lifecycle?.postStart;
     if (!handler) return;
     // postStart has no timeout of its own upstream; bound exec/http calls by the grace period.
-    const timeoutSeconds = e.pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const timeoutSeconds = clampSeconds(Number(e.pod.spec?.terminationGracePeriodSeconds ?? 30));
     await runLifecycleHandler('PostStart', handler, { pod: e.pod, container: e.container, containerId: e.containerId, podIP: e.podIP, timeoutSeconds }, deps.runtime());
   });
   hooks.beforeKill.tapPromise({ name: 'kubelet:preStop' }, async (e) => {
@@ -94,7 +95,7 @@ export function tapLifecycleHandlers(hooks: KubeletHooks, deps: { runtime: () =>
     const run = runLifecycleHandler('PreStop', handler, { pod: e.pod, container: e.container, containerId: e.containerId, podIP: e.podIP, timeoutSeconds: e.gracePeriodSeconds }, deps.runtime());
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<'overrun'>((r) => {
-      timer = setTimeout(() => r('overrun'), e.gracePeriodSeconds * 1000);
+      timer = setTimeout(() => r('overrun'), secondsToTimerMs(e.gracePeriodSeconds));
     });
     try {
       const result = await Promise.race([run.then(() => 'done' as const), overrun]);

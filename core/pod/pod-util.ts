@@ -1,5 +1,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import crypto from 'node:crypto';
+import { clampSeconds } from '../util/timeouts.ts';
 
 /** `name_namespace(uid)`: how upstream names a pod in messages (format.Pod). */
 export function podDesc(pod: V1Pod): string {
@@ -19,9 +20,10 @@ export function isHostNetwork(pod: V1Pod): boolean {
   return pod.spec?.hostNetwork === true;
 }
 
+/** The pod's grace period: the deletion's if it has one, else the spec's (default 30), clamped to what the kubelet can time. */
 export function gracePeriodSeconds(pod: V1Pod): number {
   const g = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-  return Math.max(0, g);
+  return clampSeconds(Number(g));
 }
 
 /**

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import { KubeletError, type ErrorCode } from '../../core/errors.ts';
 import { loadCriPackage, type CriServiceClient } from './proto-loader.ts';
+import { clampTimerMs } from '../../core/util/timeouts.ts';
 
 /**
  * A thin promise wrapper over the generated CRI clients: every call carries a deadline,
@@ -14,8 +15,14 @@ export class CriClient {
   constructor(readonly endpoint: string) {
     const { RuntimeService, ImageService } = loadCriPackage();
     const target = endpoint.startsWith('unix://') ? endpoint : `unix://${endpoint}`;
-    // Large lists (hundreds of containers with labels) exceed grpc's 4 MiB default; upstream allows 16 MiB.
-    const options = { 'grpc.max_receive_message_length': 16 * 1024 * 1024 };
+    const options = {
+      // Large lists (hundreds of containers with labels) exceed grpc's 4 MiB default; upstream allows 16 MiB.
+      'grpc.max_receive_message_length': 16 * 1024 * 1024,
+      // Reconnect within a few seconds of the runtime's return: grpc's default back-off grows to
+      // 120 s, and PLEG relists failed for a minute after containerd was back.
+      'grpc.initial_reconnect_backoff_ms': 250,
+      'grpc.max_reconnect_backoff_ms': 2000,
+    };
     this.runtime = new RuntimeService(target, grpc.credentials.createInsecure(), options) as CriServiceClient;
     this.image = new ImageService(target, grpc.credentials.createInsecure(), options, ) as CriServiceClient;
   }
@@ -49,11 +56,17 @@ export class CriClient {
 
   private call<T>(client: CriServiceClient, method: string, request: object, timeoutMs: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const deadline = new Date(Date.now() + timeoutMs);
-      client[method](request, new grpc.Metadata(), { deadline }, (err: grpc.ServiceError | null, response: T) => {
-        if (err) reject(toKubeletError(method, err));
-        else resolve(response);
-      });
+      // A deadline grpc-js can express and time (it throws for ones past ~3.6e11 s).
+      const deadline = new Date(Date.now() + (clampTimerMs(timeoutMs) || 1));
+      try {
+        client[method](request, new grpc.Metadata(), { deadline }, (err: grpc.ServiceError | null, response: T) => {
+          if (err) reject(toKubeletError(method, err));
+          else resolve(response);
+        });
+      } catch (err) {
+        // A request the generated client cannot serialise (a value out of a field's range) is refused here, not thrown later.
+        reject(new KubeletError('InvalidInput', `CRI ${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+      }
     });
   }
 }

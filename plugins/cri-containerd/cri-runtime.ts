@@ -3,6 +3,7 @@ import type {
   PodSandboxConfig, PullAuth, RuntimeVersion, SandboxStatus, SandboxSummary,
 } from '../../core/runtime/types.ts';
 import type { CriClient } from './cri-client.ts';
+import { clampSeconds } from '../../core/util/timeouts.ts';
 
 /** Deadlines of the calls: most use `requestTimeoutMs`; these need their own. */
 export interface CriTimeouts { requestTimeoutMs: number; pullTimeoutMs: number }
@@ -83,7 +84,8 @@ export class CriRuntime implements ContainerRuntime {
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
     // The runtime waits up to `timeout` before SIGKILL: the deadline must outlast it.
-    await this.rt('StopContainer', { containerId: id, timeout: timeoutSeconds }, timeoutSeconds * 1000 + this.timeouts.requestTimeoutMs);
+    const timeout = clampSeconds(timeoutSeconds);
+    await this.rt('StopContainer', { containerId: id, timeout }, timeout * 1000 + this.timeouts.requestTimeoutMs);
   }
 
   async removeContainer(id: string): Promise<void> {
@@ -123,7 +125,8 @@ export class CriRuntime implements ContainerRuntime {
   }
 
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
-    const r = await this.rt('ExecSync', { containerId: id, cmd, timeout: timeoutSeconds }, timeoutSeconds * 1000 + this.timeouts.requestTimeoutMs);
+    const timeout = clampSeconds(timeoutSeconds);
+    const r = await this.rt('ExecSync', { containerId: id, cmd, timeout }, timeout * 1000 + this.timeouts.requestTimeoutMs);
     return { stdout: Buffer.from(r.stdout ?? []), stderr: Buffer.from(r.stderr ?? []), exitCode: r.exitCode };
   }
 

@@ -28,6 +28,8 @@ export const PROBE_FIELD: Readonly<Record<ProbeType, 'livenessProbe' | 'readines
 export const PROBE_NAME: Readonly<Record<ProbeType, string>> = { liveness: 'Liveness', readiness: 'Readiness', startup: 'Startup' };
 
 /** upstream SetDefaults_Probe: a zero (or absent) field takes these values. */
+const INT32_MAX = 2 ** 31 - 1;
+
 export const PROBE_DEFAULTS = Object.freeze({ timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 });
 
 const IANA_SVC_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
@@ -50,6 +52,8 @@ export function normalizeProbe(probe: V1Probe, type: ProbeType, fieldPath: strin
       return 0;
     }
     if (v < 0) invalid(field, v, 'must be greater than or equal to 0');
+    // The API's fields are int32: a larger value is refused as the API server refuses it.
+    if (v > INT32_MAX) invalid(field, v, `must be less than or equal to ${INT32_MAX}`);
     return v;
   };
   const initialDelaySeconds = int('initialDelaySeconds');

@@ -1,4 +1,5 @@
 import type { ProbeOutcome, ProbeType } from '../../core/hooks.ts';
+import { clampTimerMs } from '../../core/util/timeouts.ts';
 
 /** The clock and timers a worker uses; tests pass a fake one. */
 export interface Timers {
@@ -10,7 +11,7 @@ export interface Timers {
 /** Real timers, unref'd so probe workers never keep the process alive. */
 export const realTimers: Timers = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+  setTimeout: (fn, ms) => setTimeout(fn, clampTimerMs(ms)).unref(),
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 

@@ -1,3 +1,4 @@
+import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
 import type { V1Container } from '@kubernetes/client-node';
 import { errorMessage, isKubeletError } from '../../../core/errors.ts';
 import { expandVars } from '../../../core/pod/expansion.ts';
@@ -43,7 +44,7 @@ export async function execProbe(runtime: ContainerRuntime, target: ProbeTarget, 
   const call = async (): Promise<ProbeRunResult> => {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'deadline'>((resolve) => {
-      timer = setTimeout(() => resolve('deadline'), target.timeoutSeconds * 1000 + EXEC_DEADLINE_SLACK_MS);
+      timer = setTimeout(() => resolve('deadline'), secondsToTimerMs(target.timeoutSeconds + EXEC_DEADLINE_SLACK_MS / 1000));
       timer.unref();
     });
     const exec = runtime.execSync(target.containerId, cmd, target.timeoutSeconds);

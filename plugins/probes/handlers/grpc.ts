@@ -1,3 +1,4 @@
+import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -38,7 +39,7 @@ export async function grpcProbe(spec: GrpcSpec, target: ProbeTarget): Promise<Pr
     // One connection per probe, like upstream's dial-per-probe.
     'grpc.use_local_subchannel_pool': 1,
   }) as unknown as grpc.Client & { Check: (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r: { status: string }) => void) => void };
-  const deadline = Date.now() + target.timeoutSeconds * 1000;
+  const deadline = Date.now() + secondsToTimerMs(target.timeoutSeconds);
   try {
     const connectErr = await new Promise<Error | undefined>((resolve) => client.waitForReady(deadline, (err) => resolve(err ?? undefined)));
     if (connectErr) return { result: 'failure', output: `timeout: failed to connect service ${JSON.stringify(addr)} within ${seconds(target.timeoutSeconds)}: context deadline exceeded` };

@@ -1,3 +1,4 @@
+import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
 import http from 'node:http';
 import https from 'node:https';
 import { errorMessage } from '../../../core/errors.ts';
@@ -107,7 +108,7 @@ export async function httpProbe(spec: HttpGetSpec, target: ProbeTarget): Promise
   }
   const headers = probeHeaders(spec);
   const controller = new AbortController();
-  const timeoutMs = target.timeoutSeconds * 1000;
+  const timeoutMs = secondsToTimerMs(target.timeoutSeconds);
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   timer.unref();
   const first = url;

@@ -1,3 +1,4 @@
+import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
 import net from 'node:net';
 import { errorMessage } from '../../../core/errors.ts';
 import type { ProbeHandlerSpec } from '../probe-spec.ts';
@@ -27,7 +28,7 @@ export async function tcpProbe(spec: TcpSocketSpec, target: ProbeTarget): Promis
     const timer = setTimeout(() => {
       socket.destroy();
       resolve({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` });
-    }, target.timeoutSeconds * 1000);
+    }, secondsToTimerMs(target.timeoutSeconds));
     timer.unref();
     socket.once('connect', () => {
       clearTimeout(timer);

@@ -49,6 +49,12 @@ function podUIDOf(args: readonly unknown[]): string | undefined {
 const HOUSEKEEPING_MS = 2000;
 /** How soon a replacement static pod checks again whether its predecessor is gone. */
 const REPLACEMENT_WAIT_MS = 200;
+/**
+ * How long shutdown waits for pod workers, and for the shutdown hook, before it goes on
+ * without them: a stop must end even when a runtime call or a plugin hangs (pods keep
+ * running; a restarted kubelet adopts them).
+ */
+const SHUTDOWN_STEP_MS = 10_000;
 
 /**
  * The kubelet host: owns the hooks, the plugins, the pod sources and the sync machinery
@@ -202,7 +208,16 @@ export class Kubelet {
     logger.info({ pods: this.cache.uids().length }, 'found pods in the runtime');
 
     if (config.staticPodPath) {
-      this.sources.push(new StaticPodDirSource({ dir: config.staticPodPath, nodeName: config.nodeName, rescanPeriodMs: config.fileCheckFrequencyMs, logger: logger.child({ source: 'file' }) }));
+      this.sources.push(
+        new StaticPodDirSource({
+          dir: config.staticPodPath,
+          nodeName: config.nodeName,
+          rescanPeriodMs: config.fileCheckFrequencyMs,
+          logger: logger.child({ source: 'file' }),
+          // Of two manifests declaring one pod, the one whose pod runs keeps it, also after a restart.
+          isRunning: (uid) => this.cache.get(uid) !== undefined,
+        }),
+      );
     }
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.podConfig.set(source.name, pods));
@@ -222,19 +237,25 @@ export class Kubelet {
     logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
   }
 
-  /** Stops watching and serving; pods keep running (a restarted kubelet adopts them). */
+  /**
+   * Stops watching and serving; pods keep running (a restarted kubelet adopts them). Bounded:
+   * busy pod workers and the shutdown hook get SHUTDOWN_STEP_MS each, plugin cleanups their own bound.
+   */
   async stop(): Promise<void> {
     for (const t of this.timers.splice(0)) clearInterval(t);
     await Promise.all(this.sources.map((s) => s.stop().catch(() => {})));
     this.pleg?.stop();
     this.queue?.stop();
     await this.server.close();
-    if (this.started) await this.workers.drain();
-    try {
-      await this.hooks.shutdown.promise();
-    } catch (err) {
-      this.logger.warn({ err: errorMessage(err) }, 'shutdown hook failed');
+    if (this.started) {
+      const busy = await this.workers.drain(SHUTDOWN_STEP_MS);
+      if (busy.length > 0) this.logger.warn({ pods: busy, waitedMs: SHUTDOWN_STEP_MS }, 'stopping while pod workers are still busy; a restarted kubelet takes their pods over');
     }
+    const shutdown = this.hooks.shutdown.promise().then(
+      () => undefined,
+      (err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'shutdown hook failed'),
+    );
+    if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === 'timeout') this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
     await this.plugins.close();
     this.started = false;
   }
@@ -326,8 +347,10 @@ export class Kubelet {
   }
 
   private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
-    // A static pod replaced by an edit waits until its predecessor has fully stopped.
+    // A pod replacing another of the same namespace/name (an edited static pod) waits until its
+    // predecessor has fully stopped: the two never run side by side (both may bind host ports).
     const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);
+    others.push(...this.stopPredecessors(pod));
     if (others.length > 0) {
       await this.status.update(pod, undefined);
       return { requeueAfterMs: REPLACEMENT_WAIT_MS };
@@ -336,9 +359,29 @@ export class Kubelet {
     return this.syncer.sync(pod);
   }
 
+  /** Looks at a pod again: a wanted pod syncs; one whose termination failed tries it again. */
+  /**
+   * UIDs of pods in the runtime with this pod's namespace and name that no source wants (an
+   * old version of an edited static pod, found running after a restart of the kubelet): their
+   * termination starts now, not at the next housekeeping.
+   */
+  private stopPredecessors(pod: V1Pod): string[] {
+    const uid = pod.metadata!.uid!;
+    const found: string[] = [];
+    for (const rs of this.cache.all()) {
+      if (rs.uid === uid || rs.name !== pod.metadata?.name || rs.namespace !== (pod.metadata?.namespace ?? 'default') || this.desired.has(rs.uid)) continue;
+      found.push(rs.uid);
+      if (this.workers.has(rs.uid)) continue;
+      this.logger.info({ pod: podFullName(pod), uid, predecessor: rs.uid }, 'stopping the earlier version of the pod before starting this one');
+      this.workers.update(orphanPod(rs), true);
+    }
+    return found;
+  }
+
   private resync(uid: string): void {
     const pod = this.desired.get(uid);
     if (pod) this.workers.update(pod);
+    else if (this.workers.isTerminating(uid)) this.workers.retry(uid);
   }
 
   private resyncAll(): void {
@@ -346,7 +389,13 @@ export class Kubelet {
   }
 
   private onPlegChange(uids: Set<string>): void {
-    for (const uid of uids) this.resync(uid);
+    for (const uid of uids) {
+      this.resync(uid);
+      // A worker busy for long (a slow postStart, a hanging plugin tap) publishes the pod's
+      // status only when it is done: meanwhile the status follows the runtime from here.
+      const pod = this.desired.get(uid);
+      if (pod && this.workers.isBusy(uid)) void this.status.update(pod, this.cache.get(uid)).catch(() => {});
+    }
   }
 
   /** Node-wide container GC: beyond `maxContainers` dead containers, the oldest go first. */
@@ -379,5 +428,18 @@ export class Kubelet {
     } finally {
       this.housekeepingBusy = false;
     }
+  }
+}
+
+/** `p`'s value, or 'timeout' once `ms` passed first. */
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

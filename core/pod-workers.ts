@@ -58,6 +58,11 @@ export class PodWorkers {
     return this.workers.has(uid);
   }
 
+  /** True while the pod's worker runs an operation. */
+  isBusy(uid: string): boolean {
+    return this.workers.get(uid)?.busy === true;
+  }
+
   isTerminating(uid: string): boolean {
     return this.workers.get(uid)?.terminating === true;
   }
@@ -73,9 +78,30 @@ export class PodWorkers {
     return this.workers.size;
   }
 
-  /** Resolves when every worker is idle (for shutdown and tests). */
-  async drain(): Promise<void> {
-    await Promise.all([...this.workers.values()].map((w) => w.idle));
+  /** Runs a pod's worker again (a retry after a failure), whether it syncs or terminates the pod. */
+  retry(uid: string): void {
+    const w = this.workers.get(uid);
+    if (!w) return;
+    w.dirty = true;
+    if (!w.busy) w.idle = this.run(uid, w);
+  }
+
+  /**
+   * Resolves when every worker is idle (for shutdown and tests), or after `timeoutMs` with the
+   * UIDs of the pods whose workers were still busy.
+   */
+  async drain(timeoutMs = Infinity): Promise<string[]> {
+    const all = Promise.all([...this.workers.values()].map((w) => w.idle)).then(() => [] as string[]);
+    if (timeoutMs === Infinity) return all;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<string[]>((resolve) => {
+      timer = setTimeout(() => resolve([...this.workers.entries()].filter(([, w]) => w.busy).map(([uid]) => uid)), timeoutMs);
+    });
+    try {
+      return await Promise.race([all, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async run(uid: string, w: Worker): Promise<void> {

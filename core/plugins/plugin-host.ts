@@ -16,6 +16,9 @@ import { isolateTaps } from './tap-isolation.ts';
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
 const BUILTIN_DIR = path.join(PACKAGE_ROOT, 'plugins');
 
+/** How long one plugin's cleanup may take at shutdown. */
+const CLOSE_TIMEOUT_MS = 5000;
+
 /** A plugin after loading, for logs and `kubelet-ts plugins`. */
 export interface LoadedPlugin {
   name: string;
@@ -88,13 +91,22 @@ export class PluginHost {
     return this.deps.services;
   }
 
-  /** Runs the plugins' cleanups in reverse load order; one failing does not stop the rest. */
+  /**
+   * Runs the plugins' cleanups in reverse load order; one failing, or hanging past
+   * CLOSE_TIMEOUT_MS, does not stop the rest (a stop must end).
+   */
   async close(): Promise<void> {
     for (const { plugin, fn } of this.closers.splice(0).reverse()) {
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await fn();
+        const hung = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`did not finish within ${CLOSE_TIMEOUT_MS} ms`)), CLOSE_TIMEOUT_MS);
+        });
+        await Promise.race([Promise.resolve().then(fn), hung]);
       } catch (err) {
         this.deps.logger.warn({ plugin, err: errorMessage(err) }, 'plugin close failed');
+      } finally {
+        clearTimeout(timer);
       }
     }
   }

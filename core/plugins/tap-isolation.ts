@@ -15,7 +15,8 @@ interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
  * per-tap isolation of its own): each tap's function is wrapped so that
  *  - an error leaving it names the hook and the plugin (`PluginError`) and is logged there;
  *  - its duration is reported to the observer;
- *  - a promise tap that outlives `timeoutMs` fails instead of stalling the pod's worker.
+ *  - a promise or callback tap that outlives `timeoutMs` fails instead of stalling the pod's
+ *    worker (a sync tap blocks the event loop and cannot be bounded: keep them short).
  * Taps registered before or after this call are both covered (tapable re-registers).
  * A HookMap's hooks are covered too, named `mountVolume[csi]`: those it already made, and,
  * through its `factory` interceptor, every one it makes later.
@@ -80,15 +81,23 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
       fn: (...args: unknown[]) => {
         const start = performance.now();
         const callback = args.pop() as (err?: unknown, result?: unknown) => void;
-        try {
-          fn(...args, (err: unknown, result: unknown) => {
-            observe(start, err, args);
-            if (err) callback(fail(err));
-            else callback(null, result);
-          });
-        } catch (err) {
+        // The callback is called once: by the tap, or by the timeout when the tap never calls
+        // back (a lost callback would otherwise hold the pod's worker, and shutdown, forever).
+        let settled = false;
+        const settle = (err: unknown, result?: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
           observe(start, err, args);
-          callback(fail(err));
+          if (err) callback(fail(err));
+          else callback(null, result);
+        };
+        const timer = setTimeout(() => settle(new Error(`did not call back within ${options.timeoutMs} ms`)), options.timeoutMs);
+        timer.unref();
+        try {
+          fn(...args, (err: unknown, result: unknown) => settle(err, result));
+        } catch (err) {
+          settle(err);
         }
       },
     };

@@ -135,7 +135,14 @@ export class PodSyncer {
         this.deps.cache.rememberSandboxStatus(sbStatus);
         log.info({ sandboxId, ip: sbStatus.ip, ms: Math.round(performance.now() - started) }, 'sandbox created');
         this.sandboxConfigs.set(uid, { id: sandboxId, config: sandboxConfig });
-        await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus });
+        try {
+          await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus });
+        } catch (err) {
+          // Shown on every container while the sync retries with back-off (the sandbox stays).
+          for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message: errorMessage(err) });
+          await this.finish(pod, waiting, undefined).catch(() => {});
+          throw err;
+        }
         podIP = isHostNetwork(pod) ? config.nodeIP : sbStatus.ip;
       } else {
         const known = this.sandboxConfigs.get(uid);

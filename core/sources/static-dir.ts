@@ -4,6 +4,18 @@
  * directory holds one Pod. The source watches the directory (fs.watch, debounced) and
  * rescans it periodically as a safety net; files are re-read only when their
  * (inode, size, mtime, ctime) changed.
+ *
+ * Files are hostile input, and what an operator's editor does to them is not atomic:
+ *  - a file being written in place (watch `change` events, or a very recent mtime when no
+ *    watch runs) is read only once it has been still for `settleMs`: a half-written file
+ *    never becomes a pod;
+ *  - a file that turns invalid keeps the pod of its last valid content running (the error
+ *    is reported); removing the file removes the pod. Upstream drops the pod at once: a
+ *    broken save must not kill what runs (kubelet-ts);
+ *  - of two files declaring one pod, the one that was there first keeps it (across
+ *    restarts too, through `isRunning`), and the newcomer is reported;
+ *  - a symlink is followed only to a regular file inside the directory, nothing but regular
+ *    files is read, and a file name that is not UTF-8 is reported, not read under a wrong name.
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -26,15 +38,35 @@ export interface StaticPodDirSourceOptions {
   logger: Logger;
   /** Delay between a watch event and the rescan it triggers (default 100 ms). */
   debounceMs?: number;
+  /** How long a file written in place must stay unchanged before it is read (default 300 ms). */
+  settleMs?: number;
+  /**
+   * Whether a pod UID runs on the node now (the kubelet asks its runtime cache): of two
+   * files declaring one pod, the one whose pod runs keeps it, also right after a restart.
+   */
+  isRunning?: (uid: string) => boolean;
 }
 
 interface CacheEntry {
   /** `${ino}:${size}:${mtimeNs}:${ctimeNs}` of the file when it was read. */
   stamp: string;
+  /** The pod of the file's content, or of its last valid content when `error` is set. */
   pod?: V1Pod;
   /** Fingerprint of the pod content (excluding config.seen). */
   fingerprint?: string;
   error?: string;
+  /** Order in which files first gave a pod: of two files declaring one pod, the earlier wins. */
+  seq: number;
+}
+
+/** A file name as bytes, printable: invalid UTF-8 shown as \xNN escapes. */
+function printableName(name: Buffer): string {
+  let out = '';
+  for (const ch of name.toString('latin1')) {
+    const c = ch.charCodeAt(0);
+    out += c >= 0x20 && c < 0x7f ? ch : `\\x${c.toString(16).padStart(2, '0')}`;
+  }
+  return out;
 }
 
 /**
@@ -57,7 +89,15 @@ export class StaticPodDirSource implements PodSource {
   private readonly nodeName: string;
   private readonly rescanPeriodMs: number;
   private readonly debounceMs: number;
+  private readonly settleMs: number;
+  private readonly isRunning: (uid: string) => boolean;
   private readonly log: Logger;
+  /** The directory's real path: symlinked manifests must resolve inside it. */
+  private realDir: string | undefined;
+  /** When each file last had a `change` watch event (being written in place). */
+  private readonly changedAt = new Map<string, number>();
+  private settleTimer: NodeJS.Timeout | undefined;
+  private nextSeq = 0;
 
   private onSet: ((pods: V1Pod[]) => void) | undefined;
   private started = false;
@@ -89,6 +129,8 @@ export class StaticPodDirSource implements PodSource {
     this.nodeName = opts.nodeName;
     this.rescanPeriodMs = opts.rescanPeriodMs;
     this.debounceMs = opts.debounceMs ?? 100;
+    this.settleMs = opts.settleMs ?? 300;
+    this.isRunning = opts.isRunning ?? (() => false);
     this.log = opts.logger.child({ component: 'static-pod-source', source: 'file', dir: this.dir });
   }
 
@@ -108,8 +150,10 @@ export class StaticPodDirSource implements PodSource {
     this.stopped = true;
     if (this.rescanTimer) clearInterval(this.rescanTimer);
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    if (this.settleTimer) clearTimeout(this.settleTimer);
     this.rescanTimer = undefined;
     this.debounceTimer = undefined;
+    this.settleTimer = undefined;
     this.closeWatcher();
     this.closeParentWatcher();
     if (this.scanning) await this.scanning.catch(() => undefined);
@@ -192,8 +236,11 @@ export class StaticPodDirSource implements PodSource {
     try {
       // Events for names the source ignores (an editor's swap file, the temp file of an atomic
       // write) must not start the debounce window that would hold back the real file's event.
-      const w = fs.watch(this.dir, { persistent: true }, (_event, filename) => {
+      const w = fs.watch(this.dir, { persistent: true }, (event, filename) => {
         if (filename !== null && isIgnoredManifestName(filename.toString())) return;
+        // `change` is a write to the file itself (in place); `rename` is an entry appearing or
+        // going (an atomic save renames a complete file into place).
+        if (event === 'change' && filename !== null) this.changedAt.set(path.join(this.dir, filename.toString()), Date.now());
         this.scheduleRescan();
       });
       w.on('error', (err) => {
@@ -230,14 +277,15 @@ export class StaticPodDirSource implements PodSource {
     try {
       dirStat = await fsp.stat(this.dir, { bigint: true });
       if (!dirStat.isDirectory()) throw Object.assign(new Error(`${this.dir} is not a directory`), { code: 'ENOTDIR' });
+      this.realDir = await fsp.realpath(this.dir);
     } catch (err) {
       return this.dirUnavailable(err);
     }
     this.ensureWatcher(dirStat.ino);
 
-    let names: string[];
+    let entries: Buffer[];
     try {
-      names = await fsp.readdir(this.dir);
+      entries = await fsp.readdir(this.dir, { encoding: 'buffer' });
     } catch (err) {
       return this.dirUnavailable(err);
     }
@@ -248,36 +296,43 @@ export class StaticPodDirSource implements PodSource {
       this.lastDirError = '';
     }
 
-    names = names.filter((n) => !isIgnoredManifestName(n)).sort();
     const present = new Set<string>();
+    const names: string[] = [];
+    for (const raw of entries) {
+      const name = raw.toString('utf8');
+      if (!Buffer.from(name, 'utf8').equals(raw)) {
+        // Read as UTF-8 the name would be another (missing) file: say what it is instead.
+        const shown = path.join(this.dir, printableName(raw));
+        present.add(shown);
+        this.logSkipOnce(shown, 'file name is not valid UTF-8');
+        continue;
+      }
+      if (!isIgnoredManifestName(name)) names.push(name);
+    }
+    names.sort();
+    let settling = false;
     for (const name of names) {
       const file = path.join(this.dir, name);
-      let st: fs.BigIntStats;
-      try {
-        st = await fsp.stat(file, { bigint: true });
-      } catch (err) {
-        // Vanished between readdir and stat, or a dangling symlink.
-        this.logSkipOnce(file, `cannot stat: ${errorMessage(err)}`);
-        continue;
-      }
-      if (st.isDirectory()) {
-        this.logSkipOnce(file, 'not recursing into subdirectory');
-        continue;
-      }
-      if (!st.isFile()) {
-        this.logSkipOnce(file, 'not a regular file');
-        continue;
-      }
+      const st = await this.statManifest(file);
+      if (!st) continue;
       present.add(file);
       const stamp = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
       const cached = this.cache.get(file);
       if (cached && cached.stamp === stamp) continue;
-      this.cache.set(file, await this.readManifest(file, stamp, st.size, cached));
+      if (this.isSettling(file, st)) {
+        // Being written: the last good content (if any) stays until the file is still.
+        settling = true;
+        continue;
+      }
+      this.changedAt.delete(file);
+      this.cache.set(file, await this.readManifest(file, stamp, st, cached));
       if (this.stopped) return;
     }
+    if (settling) this.scheduleSettleRescan();
     for (const file of [...this.cache.keys()]) {
       if (!present.has(file)) {
         this.cache.delete(file);
+        this.changedAt.delete(file);
         this.log.info({ file }, 'static pod manifest removed');
       }
     }
@@ -285,10 +340,60 @@ export class StaticPodDirSource implements PodSource {
     this.publish();
   }
 
-  private async readManifest(file: string, stamp: string, size: bigint, previous: CacheEntry | undefined): Promise<CacheEntry> {
+  /**
+   * The stat of a manifest to read, or undefined (logged once) for an entry that is not one:
+   * a directory, a device or FIFO, a dangling symlink, or a symlink out of the directory
+   * (following one would read, and report errors about, any file of the host).
+   */
+  private async statManifest(file: string): Promise<fs.BigIntStats | undefined> {
+    let lst: fs.BigIntStats;
     try {
-      if (size > BigInt(MAX_MANIFEST_BYTES)) throw new Error(`static pod manifest ${file}: file is larger than ${MAX_MANIFEST_BYTES} bytes`);
-      const text = await fsp.readFile(file, 'utf8');
+      lst = await fsp.lstat(file, { bigint: true });
+    } catch (err) {
+      this.logSkipOnce(file, `cannot stat: ${errorMessage(err)}`);
+      return undefined;
+    }
+    if (lst.isSymbolicLink()) {
+      const real = await fsp.realpath(file).catch(() => undefined);
+      if (!real) return void this.logSkipOnce(file, 'dangling symlink');
+      const rel = path.relative(this.realDir ?? this.dir, real);
+      if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return void this.logSkipOnce(file, 'symlink to a file outside the manifest directory');
+    }
+    let st: fs.BigIntStats;
+    try {
+      st = lst.isSymbolicLink() ? await fsp.stat(file, { bigint: true }) : lst;
+    } catch (err) {
+      this.logSkipOnce(file, `cannot stat: ${errorMessage(err)}`);
+      return undefined;
+    }
+    if (st.isDirectory()) return void this.logSkipOnce(file, 'not recursing into subdirectory');
+    if (!st.isFile()) return void this.logSkipOnce(file, 'not a regular file');
+    return st;
+  }
+
+  /** True while the file is being written in place: a `change` event or a fresh mtime less than `settleMs` ago. */
+  private isSettling(file: string, st: fs.BigIntStats): boolean {
+    const now = Date.now();
+    const changed = this.changedAt.get(file);
+    if (changed !== undefined && now - changed < this.settleMs) return true;
+    // Without a watch there are no events: a file modified moments ago may still be growing.
+    if (!this.watcher && now - Number(st.mtimeMs) < this.settleMs) return true;
+    return false;
+  }
+
+  private scheduleSettleRescan(): void {
+    if (this.stopped || this.settleTimer) return;
+    this.settleTimer = setTimeout(() => {
+      this.settleTimer = undefined;
+      void this.rescan();
+    }, this.settleMs);
+  }
+
+  private async readManifest(file: string, stamp: string, st: fs.BigIntStats, previous: CacheEntry | undefined): Promise<CacheEntry> {
+    const seq = previous?.seq ?? this.nextSeq++;
+    try {
+      if (st.size > BigInt(MAX_MANIFEST_BYTES)) throw new Error(`static pod manifest ${file}: file is larger than ${MAX_MANIFEST_BYTES} bytes`);
+      const text = await readRegularFile(file, MAX_MANIFEST_BYTES);
       await loadObjectModels();
       const parsed = parseManifest(text, file);
       const pod = applyStaticPodDefaults(parsed, { nodeName: this.nodeName, source: this.name, file });
@@ -297,13 +402,15 @@ export class StaticPodDirSource implements PodSource {
       else if (previous?.fingerprint !== fingerprint) {
         this.log.info({ file, pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid: pod.metadata?.uid }, previous ? 'static pod manifest changed' : 'static pod manifest added');
       }
-      return { stamp, pod, fingerprint };
+      return { stamp, pod, fingerprint, seq };
     } catch (err) {
+      // The message only: it names the file, the field and the reason, never the file's content.
       const message = errorMessage(err);
       // Logged once per change of the file: the entry is cached under this stamp, so
       // rescans of the unchanged file do not log again.
-      this.log.warn({ file, err }, 'invalid static pod manifest; ignoring it');
-      return { stamp, error: message };
+      const kept = previous?.pod;
+      this.log.warn({ file, err: message, ...(kept ? { keptPod: kept.metadata?.uid } : {}) }, kept ? 'invalid static pod manifest; its pod keeps running as last read' : 'invalid static pod manifest; ignoring it');
+      return { stamp, error: message, seq, ...(kept ? { pod: kept, fingerprint: previous!.fingerprint! } : {}) };
     }
   }
 
@@ -334,7 +441,11 @@ export class StaticPodDirSource implements PodSource {
     if (this.lastEmitted === undefined) this.emit([], '');
   }
 
-  /** Builds the set from the cache (first file by name wins on conflicts) and emits it if it changed. */
+  /**
+   * Builds the set from the cache and emits it if it changed. Of files declaring one pod (one
+   * namespace/name or one UID), the one whose pod runs wins, then the one that gave a pod first,
+   * then the first by name; the others are reported naming the winner.
+   */
   private publish(): void {
     this.problems.clear();
     const byKey = new Map<string, string>();
@@ -342,13 +453,12 @@ export class StaticPodDirSource implements PodSource {
     const pods: V1Pod[] = [];
     const fingerprints: string[] = [];
     const conflicts = new Set<string>();
-    for (const file of [...this.cache.keys()].sort()) {
-      const entry = this.cache.get(file)!;
-      if (entry.error !== undefined) {
-        this.problems.set(file, entry.error);
-        continue;
-      }
-      const pod = entry.pod!;
+    const order = [...this.cache.entries()].map(([file, e]) => ({ file, e, running: e.pod ? this.isRunning(e.pod.metadata!.uid!) : false }));
+    order.sort((a, b) => Number(b.running) - Number(a.running) || a.e.seq - b.e.seq || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    for (const { file, e: entry } of order) {
+      if (entry.error !== undefined) this.problems.set(file, entry.error);
+      if (!entry.pod) continue;
+      const pod = entry.pod;
       const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
       const uid = pod.metadata!.uid!;
       const first = byKey.get(key) ?? byUid.get(uid);
@@ -392,6 +502,24 @@ export class StaticPodDirSource implements PodSource {
     } catch (err) {
       this.log.error({ err }, 'static pod set handler threw');
     }
+  }
+}
+
+/**
+ * Reads a regular file without following a symlink planted after the check and without
+ * reading more than `max` bytes (a file that grows while read is cut, then fails to parse).
+ */
+async function readRegularFile(file: string, max: number): Promise<string> {
+  const real = await fsp.realpath(file);
+  const fh = await fsp.open(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw new Error(`static pod manifest ${file}: not a regular file`);
+    const buf = Buffer.alloc(Math.min(st.size, max));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await fh.close();
   }
 }
 

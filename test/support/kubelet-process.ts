@@ -31,8 +31,16 @@ export interface KubeletProcess {
   pods(): Promise<V1Pod[] | undefined>;
   /** GET /metrics (Prometheus text). */
   metrics(): Promise<string>;
-  /** SIGTERM, wait for exit (SIGKILL after 30 s), remove the directory and the cgroup root. */
-  stop(): Promise<void>;
+  /** The kubelet's directory (config, root dir, manifests, log): pass it as `dir` to start it again on the same state. */
+  dir: string;
+  manifestDir: string;
+  /** Resolves with the exit code (or signal name) once the process exited. */
+  exited: Promise<number | string>;
+  /**
+   * SIGTERM (or `signal`), wait for exit (SIGKILL after 30 s), then remove the directory and the
+   * cgroup root unless `keepDir` (a restart on the same state follows).
+   */
+  stop(opts?: { signal?: NodeJS.Signals; keepDir?: boolean }): Promise<void>;
 }
 
 export const KUBELET_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kubelet-ts.mjs');
@@ -44,16 +52,26 @@ export interface KubeletProcessOptions {
   command?: string[];
   /** Prefix of the pods' cgroup root (a suffix keeps concurrent kubelets apart). */
   cgroupPrefix?: string;
+  /** Config fields merged over the defaults here. */
+  config?: Record<string, unknown>;
+  /** Plugin entries loaded after cri-containerd (paths are absolute). */
+  plugins?: unknown[];
+  /** An existing kubelet directory (from a stopped `KubeletProcess.dir`): start again on its state. */
+  dir?: string;
+  /** Expect the process to exit during start (resolve with what it printed instead of throwing). */
+  expectExit?: boolean;
 }
 
 let instances = 0;
 
 export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOptions = {}): Promise<KubeletProcess> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'ktsb-proc-'));
+  const dir = opts.dir ?? (await mkdtemp(path.join(os.tmpdir(), 'ktsb-proc-')));
   const manifests = path.join(dir, 'manifests');
-  await mkdir(manifests);
+  await mkdir(manifests, { recursive: true });
   const port = await freePort();
-  const cgroupRoot = `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}`;
+  // A restart on the same state keeps the cgroup root its pods run in.
+  const cgroupRoot = opts.dir ? (await readFile(path.join(dir, 'cgroup-root'), 'utf8').catch(() => '')) || `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}` : `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}`;
+  await writeFile(path.join(dir, 'cgroup-root'), cgroupRoot);
   const configFile = path.join(dir, 'kubelet.config.json');
   // Production periods are the schema's defaults (PLEG 1 s, manifest rescan 1 s, sync 1 m).
   await writeFile(
@@ -68,15 +86,16 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
       maxPods: opts.maxPods ?? 110,
       cgroupRoot,
       logging: { level: 'info' },
-      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
+      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ...(opts.plugins ?? [])],
+      ...opts.config,
     }),
   );
   const logFile = path.join(dir, 'kubelet.log');
-  const out = createWriteStream(logFile);
+  const out = createWriteStream(logFile, { flags: 'a' });
   await once(out, 'open');
   const [cmd, ...args] = opts.command ?? [KUBELET_BIN];
   const child: ChildProcess = spawn(cmd!, [...args, '--config', configFile], { stdio: ['ignore', out, out] });
-  const exited = once(child, 'exit');
+  const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string);
 
   const base = `http://127.0.0.1:${port}`;
   const get = async (p: string) => {
@@ -98,7 +117,9 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
     if (child.exitCode !== null || child.signalCode !== null) {
       const tail = (await readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-10).join('\n');
       await cleanup();
-      throw new Error(`kubelet exited during start (${child.exitCode ?? child.signalCode}):\n${tail}`);
+      const err = new Error(`kubelet exited during start (${child.exitCode ?? child.signalCode}):\n${tail}`);
+      if (opts.expectExit) throw Object.assign(err, { exitCode: child.exitCode, output: tail });
+      throw err;
     }
     if (performance.now() > deadline) {
       child.kill('SIGKILL');
@@ -119,6 +140,9 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
     port,
     code,
     logFile,
+    dir,
+    manifestDir: manifests,
+    exited,
     async writeManifest(file, pod) {
       const tmp = path.join(manifests, `.${file}.tmp`);
       await writeFile(tmp, JSON.stringify(pod));
@@ -137,14 +161,15 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
     async metrics() {
       return (await get('/metrics')).text();
     },
-    async stop() {
+    async stop(o = {}) {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
+        child.kill(o.signal ?? 'SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
         await exited;
         clearTimeout(timer);
       }
-      await cleanup();
+      if (o.keepDir) out.end();
+      else await cleanup();
     },
   };
 }

@@ -212,6 +212,19 @@ describe('hooks', function () {
       assert.ok(Date.now() - t0 < 2000, 'the timeout did not fire promptly');
     });
 
+    it('fails a callback tap whose callback never comes, and ignores a callback after the deadline', async function () {
+      let late: (() => void) | undefined;
+      const { hooks } = await boot([tapping('lost', (h) => h.beforeKill.tapAsync('x', (_e, cb) => { late = () => cb(); }))], { timeoutMs: 50 });
+      const t0 = Date.now();
+      await assert.rejects(hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c', podIP: '', gracePeriodSeconds: 1, reason: 'test' }), (err: unknown) => {
+        assert.ok(err instanceof PluginError);
+        assert.equal(err.message, "plugin 'lost' (hook beforeKill): did not call back within 50 ms");
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 2000, 'the timeout did not fire promptly');
+      late!();
+    });
+
     it('lets a tap that finishes in time return its value', async function () {
       const { hooks } = await boot([tapping('quick', (h) => h.admitPod.tapPromise('x', async () => { await sleep(5); return 'node is full'; }))], { timeoutMs: 1000 });
       assert.equal(await hooks.admitPod.promise(pod), 'node is full');

@@ -28,7 +28,9 @@ interface LogLine {
   msg: string;
   file?: string;
   conflictsWith?: string;
-  err?: { message?: string };
+  err?: string;
+  reason?: string;
+  keptPod?: string;
 }
 
 const captureLogger = () => captureLines<LogLine>();
@@ -128,7 +130,7 @@ describe('StaticPodDirSource', function () {
     await waitFor(() => s.last()![0]?.spec?.containers[0]?.image === 'busybox:2', 'renamed-over manifest');
   });
 
-  it('reports an invalid manifest once with its file name and keeps the other pods', async () => {
+  it('reports an invalid manifest once with its file name and keeps the other pods; a broken edit keeps the pod of the last valid content', async () => {
     const { logger, lines } = captureLogger();
     await fs.writeFile(path.join(dir, 'good.yaml'), manifest('good'));
     const bad = path.join(dir, 'bad.yaml');
@@ -144,7 +146,7 @@ describe('StaticPodDirSource', function () {
     await s.source.rescan();
     const warnings = lines.filter((l) => l.level === 40 && l.file === bad);
     assert.equal(warnings.length, 1, 'logged once per change, not on every rescan');
-    assert.match(warnings[0]!.err?.message ?? '', /bad\.yaml/);
+    assert.match(warnings[0]!.err ?? '', /bad\.yaml/);
     assert.equal(s.emissions.length, 1, 'nothing changed, nothing emitted');
 
     // Fixing it makes the pod appear and clears the error.
@@ -153,12 +155,19 @@ describe('StaticPodDirSource', function () {
     assert.equal(s.source.errors().size, 0);
     assert.deepEqual(names(s.last()), ['bad-node-a', 'good-node-a']);
 
-    // Breaking it again is logged again (a new change).
+    // Breaking it again is logged again (a new change), and its pod keeps running as last read.
+    const uid = s.last()!.find((p) => p.metadata!.name === 'bad-node-a')!.metadata!.uid;
     await fs.writeFile(bad, manifest('bad').replace('kind: Pod', 'kind: Service'));
     await waitFor(() => s.source.errors().has(bad), 'broken again');
     assert.match(s.source.errors().get(bad)!, /kind is "Service"/);
-    assert.deepEqual(names(s.last()), ['good-node-a']);
-    assert.equal(lines.filter((l) => l.level === 40 && l.file === bad).length, 2);
+    assert.deepEqual(names(s.last()), ['bad-node-a', 'good-node-a']);
+    assert.equal(s.last()!.find((p) => p.metadata!.name === 'bad-node-a')!.metadata!.uid, uid);
+    const broken = lines.filter((l) => l.level === 40 && l.file === bad);
+    assert.equal(broken.length, 2);
+    assert.equal(broken[1]!.keptPod, uid);
+    // Removing the broken file removes its pod.
+    await fs.rm(bad);
+    await waitFor(() => names(s.last()).length === 1, 'pod of the removed file gone');
   });
 
   it('derives the same UIDs in two source instances (restart) and keeps them on touch', async () => {
@@ -175,16 +184,16 @@ describe('StaticPodDirSource', function () {
     assert.equal(uids1.length, 2);
     for (const u of uids1) assert.match(u!, /^[0-9a-f]{32}$/);
 
-    // Same content rewritten: re-read (new mtime) but same UIDs, no emission, same seen time.
+    // Same content rewritten (in place: read once it has settled): same UIDs, no emission, same seen time.
     const seen = second.last()!.map((p) => p.metadata!.annotations![CONFIG_SEEN_ANNOTATION]);
     await new Promise((r) => setTimeout(r, 20));
     await fs.writeFile(path.join(dir, 'a.yaml'), manifest('a'));
+    await new Promise((r) => setTimeout(r, 500));
     await second.source.rescan();
     assert.equal(second.emissions.length, 1);
     // An edit does change the set, and the untouched pod keeps its seen time.
     await fs.writeFile(path.join(dir, 'a.yaml'), manifest('a', 'busybox:9'));
-    await second.source.rescan();
-    assert.equal(second.emissions.length, 2);
+    await waitFor(() => second.emissions.length === 2, 'the edit');
     const b = second.last()!.find((p) => p.metadata!.name === 'b-node-a')!;
     assert.equal(b.metadata!.annotations![CONFIG_SEEN_ANNOTATION], seen[1]);
     assert.notDeepEqual(second.last()!.map((p) => p.metadata!.uid).sort(), uids1);
@@ -210,6 +219,80 @@ describe('StaticPodDirSource', function () {
     await fs.rm(a);
     await waitFor(() => s.last()![0]?.spec?.containers[0]?.image === 'busybox:b', 'takeover by b.yaml');
     assert.equal(s.source.errors().size, 0);
+  });
+
+  it('keeps the pod of the file that was there first: a duplicate added later is the one reported, whatever its name', async () => {
+    const { logger, lines } = captureLogger();
+    const b = path.join(dir, 'b.yaml');
+    const a = path.join(dir, 'a.yaml');
+    await fs.writeFile(b, manifest('dup', 'busybox:b'));
+    const s = newSource({ logger });
+    await s.start();
+    await fs.writeFile(path.join(dir, '.a.tmp'), manifest('dup', 'busybox:a'));
+    await fs.rename(path.join(dir, '.a.tmp'), a);
+    await waitFor(() => s.source.errors().has(a), 'the newcomer reported');
+    assert.equal(s.last()![0]!.spec?.containers[0]?.image, 'busybox:b', 'the running pod stays');
+    assert.match(s.source.errors().get(a)!, /already declared by .*b\.yaml; ignoring .*a\.yaml/);
+    assert.ok(lines.some((l) => l.level >= 50 && l.file === a && l.conflictsWith === b), 'the log names the newcomer and the file it conflicts with');
+  });
+
+  it('after a restart, the file whose pod runs keeps it (isRunning), whatever the names', async () => {
+    await fs.writeFile(path.join(dir, 'b.yaml'), manifest('dup', 'busybox:b'));
+    const first = newSource();
+    await first.start();
+    const running = first.last()![0]!.metadata!.uid!;
+    await first.source.stop();
+    await fs.writeFile(path.join(dir, 'a.yaml'), manifest('dup', 'busybox:a'));
+    const second = newSource({ isRunning: (uid) => uid === running });
+    await second.start();
+    assert.equal(second.last()![0]!.metadata!.uid, running);
+    assert.ok(second.source.errors().has(path.join(dir, 'a.yaml')));
+  });
+
+  it('never turns a half-written file into a pod: an in-place write is read once it is still', async () => {
+    const s = newSource({ settleMs: 300 });
+    await s.start();
+    const file = path.join(dir, 'web.yaml');
+    const full = manifest('web', 'busybox:1.36', '  - name: second\n    image: busybox:1.36\n');
+    // The first part alone is a valid pod (one container): it must never be emitted.
+    const cut = full.indexOf('  - name: second');
+    const fh = await fs.open(file, 'w');
+    await fh.write(full.slice(0, cut));
+    await new Promise((r) => setTimeout(r, 120));
+    await fh.write(full.slice(cut));
+    await fh.close();
+    await waitFor(() => s.last()!.length === 1, 'the pod of the complete file');
+    assert.equal(s.last()![0]!.spec!.containers.length, 2);
+    for (const e of s.emissions) for (const p of e) assert.equal(p.spec!.containers.length, 2, 'a half-written version was emitted');
+  });
+
+  it('follows a symlink only to a regular file inside the directory; reports one out of it without reading it', async () => {
+    const { logger, lines } = captureLogger();
+    const outside = path.join(tmp, 'outside.yaml');
+    await fs.writeFile(outside, manifest('outside'));
+    await fs.writeFile(path.join(dir, 'real.yaml'), manifest('real'));
+    await fs.symlink(outside, path.join(dir, 'out.yaml'));
+    await fs.symlink('/proc/self/environ', path.join(dir, 'env.yaml'));
+    await fs.symlink('real.yaml', path.join(dir, 'alias.yaml'));
+    const s = newSource({ logger });
+    await s.start();
+    // alias.yaml declares the same pod as real.yaml: one pod, the other file reported.
+    assert.deepEqual(names(s.last()), ['real-node-a']);
+    for (const f of ['out.yaml', 'env.yaml']) {
+      assert.ok(lines.some((l) => l.file === path.join(dir, f) && l.reason === 'symlink to a file outside the manifest directory'), `${f} reported`);
+    }
+    const text = JSON.stringify(lines);
+    assert.ok(!text.includes('PATH='), 'nothing of the environment reached the log');
+  });
+
+  it('reports a file name that is not UTF-8 as such', async () => {
+    const { logger, lines } = captureLogger();
+    const raw = Buffer.concat([Buffer.from(dir + '/bad'), Buffer.from([0xff, 0xfe]), Buffer.from('.yaml')]);
+    await fs.writeFile(raw, manifest('latin'));
+    const s = newSource({ logger });
+    await s.start();
+    assert.deepEqual(s.last(), []);
+    assert.ok(lines.some((l) => l.file === path.join(dir, 'bad\\xff\\xfe.yaml') && l.reason === 'file name is not valid UTF-8'), JSON.stringify(lines));
   });
 
   it('treats a missing directory as empty and picks it up when it appears', async () => {

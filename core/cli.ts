@@ -5,6 +5,7 @@ import { createLogger } from './logger.ts';
 import { Kubelet } from './kubelet.ts';
 import { logsCommand } from './commands/logs.ts';
 import { explainCommand } from './commands/explain.ts';
+import { eventsCommand } from './commands/events.ts';
 import { ServerListenError } from './server.ts';
 
 const USAGE = `Usage: kubelet-ts [run] [flags]
@@ -13,6 +14,8 @@ const USAGE = `Usage: kubelet-ts [run] [flags]
                                       a container's logs, from the local kubelet's read-only port
        kubelet-ts explain POD [-n NAMESPACE] [--port N] [--json]
                                       where the pod's start spent its time, as a waterfall
+       kubelet-ts events [-n NAMESPACE] [-w] [--port N] [--json]
+                                      the local kubelet's events (pods and node), newest last
 
 Flags (they mirror the upstream kubelet's and override the config file):
   --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
@@ -61,7 +64,7 @@ function parse(argv: string[]) {
 
 async function main(): Promise<number> {
   // `logs` and `explain` talk to a running kubelet over its read-only port; they have flags of their own.
-  const client = { logs: logsCommand, explain: explainCommand }[process.argv[2] ?? ''];
+  const client = { logs: logsCommand, explain: explainCommand, events: eventsCommand }[process.argv[2] ?? ''];
   if (client) {
     const port = await loadConfig().then((c) => c.readOnlyPort || 10255, () => 10255);
     return client(process.argv.slice(3), { port, address: '127.0.0.1' });

@@ -2,7 +2,7 @@
 export { defineConfig } from './config/types.ts';
 export type { KubeletConfig, KubeletConfigInput, PluginEntry } from './config/types.ts';
 export { definePlugin, REQUIRED_SLOTS } from './plugins/plugin-api.ts';
-export type { Capabilities, KubeletPlugin, PluginContext, ProbeRun } from './plugins/plugin-api.ts';
+export type { Capabilities, KubeletPlugin, PluginContext, PluginEvent, ProbeRun } from './plugins/plugin-api.ts';
 export { STAGE } from './hooks.ts';
 export type * from './hooks.ts';
 export type * from './runtime/types.ts';

@@ -34,6 +34,8 @@ import { timelineRouteHandler } from './timeline/timeline-route.ts';
 import { podLogDir } from './pod/sandbox-config.ts';
 import { VolumeManager } from './volumes/volume-manager.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
+import { EventRecorder, nodeRef, podRef } from './events/event-recorder.ts';
+import { eventsRouteHandler } from './events/events-route.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
 function podUIDOf(args: readonly unknown[]): string | undefined {
@@ -69,6 +71,8 @@ export class Kubelet {
   readonly metrics = new KubeletMetrics();
   /** Each pod's start, step by step, for /debug/pods/{ns}/{name}/timeline and `kubelet-ts explain`. */
   readonly timelines = new PodTimelines();
+  /** Events about pods and the node: correlated, logged, kept for `kubelet-ts events`, sent to the API server when there is one. */
+  readonly events: EventRecorder;
   /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
   private readonly startMeasured = new Set<string>();
   /** Pods the sources want, by UID. */
@@ -95,6 +99,7 @@ export class Kubelet {
   readOnlyPort = 0;
 
   constructor(readonly config: KubeletConfig, readonly logger: Logger, private readonly extraSources: PodSource[] = []) {
+    this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
     this.plugins = new PluginHost({
       hooks: this.hooks,
       config,
@@ -107,6 +112,7 @@ export class Kubelet {
         pods: () => this.pods(),
         reportProbe: (event) => this.hooks.onProbe.promise(event),
         observeProbeRun: (run) => this.metrics.observeProbe(run),
+        recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
       },
     });
@@ -156,13 +162,13 @@ export class Kubelet {
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
-    const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
+    const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
     this.syncer = new PodSyncer({
       runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
-      probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, logger, ...(sandboxCreations ? { sandboxCreations } : {}),
+      probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, events: this.events, logger, ...(sandboxCreations ? { sandboxCreations } : {}),
     });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
@@ -180,7 +186,7 @@ export class Kubelet {
       },
       logger.child({ component: 'pod-workers' }),
     );
-    tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger });
+    tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger, events: this.events });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
       this.measureStart(pod, status, puller);
       if (status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.timelines.ready(pod.metadata!.uid!);
@@ -230,9 +236,11 @@ export class Kubelet {
     this.server.route('/pods', () => this.podList());
     this.server.route('/metrics', metricsRouteHandler(this.metrics));
     this.server.route('/debug/pods/', timelineRouteHandler(this.timelines));
+    this.server.route('/debug/events', eventsRouteHandler(this.events));
     this.server.route('/containerLogs/', containerLogsHandler({ pods: () => this.pods(), runtime: () => this.runtimeImpl, logDir: (pod) => podLogDir(config, pod) }));
     if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
     this.started = true;
+    this.events.record(nodeRef(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
     await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
     logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
   }

@@ -21,9 +21,17 @@ export interface HostServices {
   pods(): V1Pod[];
   reportProbe(event: ProbeResultEvent): Promise<void>;
   observeProbeRun(run: ProbeRun): void;
+  recordEvent(event: PluginEvent): void;
   /** Sees every plugin tap's run (tap duration metrics, start timeline). */
   observeTap?: TapObserver;
 }
+
+/**
+ * An event a plugin records: about a pod (one of its containers when `container` is set) or,
+ * without `pod`, about the node. Reasons and wording as upstream's where one exists
+ * (`Unhealthy`, `FailedMount`, ...); the core correlates and rate-limits events.
+ */
+export interface PluginEvent { pod?: V1Pod; container?: string; type: 'Normal' | 'Warning'; reason: string; message: string }
 
 /** One probe run, for the probe metrics. */
 export interface ProbeRun { pod: V1Pod; containerName: string; probe: ProbeType; result: ProbeOutcome }
@@ -51,6 +59,8 @@ export interface PluginContext {
   reportProbe(event: ProbeResultEvent): Promise<void>;
   /** Counts one probe run, whatever its result (`prober_probe_total` counts every run, not only changes). */
   observeProbeRun(run: ProbeRun): void;
+  /** Records an event (shown by `kubectl describe` / `kubelet-ts events`); never throws. */
+  recordEvent(event: PluginEvent): void;
   /**
    * Gives hooks this plugin made for other plugins (an object of tapable hooks, such as
    * cni-exec's network hooks) the isolation the core's hooks have: an error leaving a tap

@@ -9,7 +9,7 @@ import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../config/load.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
-import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type ProbeRun, type PluginContext } from './plugin-api.ts';
+import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
 
@@ -142,6 +142,7 @@ export class PluginHost {
       pods: () => this.service().pods(),
       reportProbe: (event: ProbeResultEvent) => this.service().reportProbe(event),
       observeProbeRun: (run: ProbeRun) => this.service().observeProbeRun(run),
+      recordEvent: (event: PluginEvent) => this.deps.services?.recordEvent(event),
       isolateHooks: (hooks: object) => {
         const observe = this.deps.services?.observeTap;
         isolateTaps(hooks, this.deps.logger, { timeoutMs: this.deps.config.hookTimeoutMs, ...(observe ? { observe } : {}) });

@@ -4,6 +4,7 @@ import { errorMessage } from '../errors.ts';
 import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { Limiter } from '../util/limiter.ts';
+import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
 export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName'; message: string }
@@ -15,7 +16,7 @@ export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrI
  * one runtime call, so many pods of one image do not pull it many times.
  */
 export class ImagePuller {
-  private readonly inflight = new Map<string, Promise<string>>();
+  private readonly inflight = new Map<string, Promise<{ imageRef: string; pullMs: number }>>();
   /** Time each pod spent waiting for pulls (the pod start SLI leaves it out). */
   private readonly pulled = new Map<string, number>();
 
@@ -31,44 +32,75 @@ export class ImagePuller {
 
   private readonly limiter: Limiter | undefined;
 
-  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number }) {
+  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number; events?: EventRecorder }) {
     this.limiter = deps.maxParallelPulls ? new Limiter(deps.maxParallelPulls) : undefined;
   }
 
-  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string } | ImageWait> {
+  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false): Promise<{ imageRef: string } | ImageWait> {
+    const ref = podRef(pod, container.name, init);
+    const event = (type: 'Normal' | 'Warning', reason: string, message: string) => this.deps.events?.record(ref, type, reason, message);
     const image = container.image ?? '';
     if (!image.trim()) return { reason: 'InvalidImageName', message: `Failed to apply default image tag "${image}": couldn't parse image name` };
     const policy = container.imagePullPolicy ?? 'IfNotPresent';
     if (policy !== 'Always') {
       const present = await this.deps.runtime.imageStatus(image);
-      if (present) return { imageRef: present.id };
-      if (policy === 'Never') return { reason: 'ErrImageNeverPull', message: `Container image "${image}" is not present with pull policy of Never` };
+      if (present) {
+        event('Normal', 'Pulled', `Container image "${image}" already present on machine`);
+        return { imageRef: present.id };
+      }
+      if (policy === 'Never') {
+        const message = `Container image "${image}" is not present with pull policy of Never`;
+        event('Warning', 'ErrImageNeverPull', message);
+        return { reason: 'ErrImageNeverPull', message };
+      }
     }
     const key = `${pod.metadata!.uid}/${image}`;
     const now = Date.now();
-    if (this.deps.backoff.isInBackOffSinceUpdate(key, now)) return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
+    if (this.deps.backoff.isInBackOffSinceUpdate(key, now)) {
+      event('Normal', 'BackOff', `Back-off pulling image "${image}"`);
+      event('Warning', 'Failed', 'Error: ImagePullBackOff');
+      return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
+    }
     const started = performance.now();
+    event('Normal', 'Pulling', `Pulling image "${image}"`);
     try {
-      return { imageRef: await this.pull(image, sandboxConfig) };
+      const { imageRef, pullMs } = await this.pull(image, sandboxConfig);
+      const waited = (performance.now() - started) / 1000;
+      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatSeconds(pullMs / 1000)} (${formatSeconds(waited)} including waiting)`);
+      return { imageRef };
     } catch (err) {
       this.deps.backoff.next(key, now);
       this.deps.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, image, err: errorMessage(err) }, 'image pull failed');
-      return { reason: 'ErrImagePull', message: `Failed to pull image "${image}": ${errorMessage(err)}` };
+      const message = `Failed to pull image "${image}": ${errorMessage(err)}`;
+      event('Warning', 'Failed', message);
+      event('Warning', 'Failed', 'Error: ErrImagePull');
+      return { reason: 'ErrImagePull', message };
     } finally {
       const uid = pod.metadata!.uid!;
       this.pulled.set(uid, (this.pulled.get(uid) ?? 0) + performance.now() - started);
     }
   }
 
-  private pull(image: string, sandboxConfig: PodSandboxConfig): Promise<string> {
+  /** Pulls once for all pods that need `image` now; `pullMs` is the pull's own time (without the wait for a slot). */
+  private pull(image: string, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string; pullMs: number }> {
     let p = this.inflight.get(image);
     if (!p) {
-      const started = performance.now();
-      const pull = () => this.deps.runtime.pullImage(image, undefined, sandboxConfig);
+      const pull = async () => {
+        const started = performance.now();
+        const imageRef = await this.deps.runtime.pullImage(image, undefined, sandboxConfig);
+        const pullMs = performance.now() - started;
+        this.deps.logger.info({ image, ms: Math.round(pullMs) }, 'pulled image');
+        return { imageRef, pullMs };
+      };
       p = (this.limiter ? this.limiter.run(pull) : pull()).finally(() => this.inflight.delete(image));
-      p.then(() => this.deps.logger.info({ image, ms: Math.round(performance.now() - started) }, 'pulled image'), () => {});
       this.inflight.set(image, p);
     }
     return p;
   }
+}
+
+/** Seconds as Go's time.Duration prints them in upstream's Pulled message: `1.234s`, `850ms`. */
+function formatSeconds(s: number): string {
+  if (s < 1) return `${Math.round(s * 1000)}ms`;
+  return `${Number(s.toFixed(3))}s`;
 }

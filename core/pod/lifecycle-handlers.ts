@@ -6,6 +6,7 @@ import { errorMessage } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import { clampSeconds, secondsToTimerMs } from '../util/timeouts.ts';
+import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 
 /** Where a handler runs: the container, its pod's IP, and how long it may take. */
 export interface HandlerTarget { pod: V1Pod; container: V1Container; containerId: string; podIP: string; timeoutSeconds: number }
@@ -81,7 +82,7 @@ export async function runLifecycleHandler(kind: 'PostStart' | 'PreStop', handler
  * FailedPostStartHook) and preStop on `beforeKill` (bounded by the grace period; the stop
  * that follows gets what is left, at least 2 s, as upstream).
  */
-export function tapLifecycleHandlers(hooks: KubeletHooks, deps: { runtime: () => ContainerRuntime; logger: Logger }): void {
+export function tapLifecycleHandlers(hooks: KubeletHooks, deps: { runtime: () => ContainerRuntime; logger: Logger; events?: EventRecorder }): void {
   hooks.afterStart.tapPromise({ name: 'kubelet:postStart' }, async (e) => {
     const handler = e.container.lifecycle?.postStart;
     if (!handler) return;
@@ -102,6 +103,7 @@ export function tapLifecycleHandlers(hooks: KubeletHooks, deps: { runtime: () =>
       if (result === 'overrun') deps.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.container.name, gracePeriod: e.gracePeriodSeconds }, 'preStop hook did not complete within the grace period');
     } catch (err) {
       deps.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.container.name, err: errorMessage(err) }, 'FailedPreStopHook');
+      deps.events?.record(podRef(e.pod, e.container.name), 'Warning', 'FailedPreStopHook', errorMessage(err));
     } finally {
       clearTimeout(timer);
       run.catch(() => {});

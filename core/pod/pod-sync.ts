@@ -16,11 +16,12 @@ import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
 import { computePodActions, isSidecar, type ContainerStart } from './pod-actions.ts';
-import { gracePeriodSeconds, isHostNetwork, podUID } from './pod-util.ts';
+import { gracePeriodSeconds, isHostNetwork, podDesc, podUID } from './pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from '../volumes/container-mounts.ts';
 import type { PodTimelines } from '../timeline/pod-timeline.ts';
+import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -67,6 +68,8 @@ export class PodSyncer {
       timeline?: PodTimelines;
       /** Bounds concurrent RunPodSandbox calls (maxParallelSandboxCreations), when set. */
       sandboxCreations?: Limiter;
+      /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
+      events?: EventRecorder;
       logger: Logger;
     },
   ) {}
@@ -88,6 +91,9 @@ export class PodSyncer {
     const actions = computePodActions(pod, rs, this.deps.crashBackoff, Date.now(), this.deps.probes.unhealthy(running));
     const acts = actions.killPod || actions.createSandbox || !!actions.nextInit || actions.containersToStart.length > 0 || actions.containersToKill.length > 0;
     const waiting: Waiting = new Map(actions.waiting);
+    for (const [name, w] of actions.waiting) {
+      if (w.reason === 'CrashLoopBackOff') this.event(pod, name, 'Warning', 'BackOff', `Back-off restarting failed container ${name} in pod ${podDesc(pod)}`);
+    }
     let requeueAfterMs = actions.requeueAfterMs;
     let removedDead = false;
     // Marked before acting, so a sync that fails half-way makes the next one read the pod again.
@@ -108,6 +114,7 @@ export class PodSyncer {
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
         for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
+        for (const f of err.failures) this.event(pod, undefined, 'Warning', 'FailedMount', `MountVolume.SetUp failed for volume "${f.volume}" : ${f.message}`);
         return this.finish(pod, waiting, VOLUME_RETRY_MS, acts);
       }
 
@@ -128,6 +135,7 @@ export class PodSyncer {
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
           for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message });
           log.warn({ err: errorMessage(err) }, 'FailedCreatePodSandBox');
+          this.event(pod, undefined, 'Warning', 'FailedCreatePodSandBox', message);
           await this.finish(pod, waiting, undefined).catch(() => {});
           throw new Error(message, { cause: err });
         }
@@ -194,8 +202,10 @@ export class PodSyncer {
     const c = start.container;
     const log = this.podLogger(pod).child({ container: c.name });
     const uid = podUID(pod);
-    const what = (pod.spec?.initContainers ?? []).includes(c) ? `init ${c.name}` : c.name;
-    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig), `${what}: ${c.image}`);
+    const init = (pod.spec?.initContainers ?? []).includes(c);
+    const what = init ? `init ${c.name}` : c.name;
+    const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message, init);
+    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init), `${what}: ${c.image}`);
     if ('reason' in image) {
       waiting.set(c.name, image);
       return;
@@ -208,6 +218,7 @@ export class PodSyncer {
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       waiting.set(c.name, { reason: 'CreateContainerConfigError', message: err.message });
+      event('Warning', 'Failed', `Error: ${err.message}`);
       return;
     }
     await fs.mkdir(path.join(sandboxConfig.logDirectory, c.name), { recursive: true });
@@ -217,6 +228,7 @@ export class PodSyncer {
       // A plugin refused or failed the container's config: the container waits with its reason; the sync retries.
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
       log.warn({ err: errorMessage(err) }, 'Failed to create container');
+      event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
       return;
     }
     let id: string;
@@ -226,21 +238,26 @@ export class PodSyncer {
     } catch (err) {
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
       log.warn({ err: errorMessage(err) }, 'Failed to create container');
+      event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
       return;
     }
+    event('Normal', 'Created', `Created container ${c.name}`);
     try {
       await this.timed(uid, 'start', () => runtime.startContainer(id), what);
     } catch (err) {
       waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
       log.warn({ err: errorMessage(err) }, 'Failed to start container');
+      event('Warning', 'Failed', `Error: failed to start container "${c.name}": ${errorMessage(err)}`);
       return;
     }
     log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
+    event('Normal', 'Started', `Started container ${c.name}`);
     try {
       await hooks.afterStart.promise({ pod, container: c, containerId: id, sandboxId, podIP });
     } catch (err) {
       // Upstream kills a container whose postStart handler failed, then restarts it per policy.
       log.warn({ err: errorMessage(err) }, 'FailedPostStartHook');
+      event('Warning', 'FailedPostStartHook', errorMessage(err));
       await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
   }
@@ -276,6 +293,8 @@ export class PodSyncer {
       this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'preStop hook failed');
     }
     const left = Math.max(MIN_GRACE_SECONDS, grace - Math.floor((Date.now() - started) / 1000));
+    const init = (pod.spec?.initContainers ?? []).some((c) => c.name === name);
+    this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason, init);
     try {
       await this.deps.runtime.stopContainer(id, grace === 0 ? 0 : left);
       this.deps.probes.forget(id);
@@ -358,6 +377,10 @@ export class PodSyncer {
     } catch (err) {
       if (!isNotFound(err)) this.deps.logger.warn({ err: errorMessage(err) }, 'remove failed');
     }
+  }
+
+  private event(pod: V1Pod, container: string | undefined, type: EventType, reason: string, message: string, init = false): void {
+    this.deps.events?.record(podRef(pod, container, init), type, reason, message);
   }
 
   private podLogger(pod: V1Pod): Logger {

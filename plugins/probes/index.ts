@@ -16,7 +16,7 @@ export default definePlugin<ProbesOptions>({
   optionsSchema,
   apply(ctx, options) {
     const manager = new ProbeManager(
-      { runtime: () => ctx.runtime(), pods: () => ctx.pods(), reportProbe: (e) => ctx.reportProbe(e), observeProbeRun: (r) => ctx.observeProbeRun(r), logger: ctx.logger },
+      { runtime: () => ctx.runtime(), pods: () => ctx.pods(), reportProbe: (e) => ctx.reportProbe(e), observeProbeRun: (r) => ctx.observeProbeRun(r), recordEvent: (e) => ctx.recordEvent(e), logger: ctx.logger },
       options,
     );
     // Workers of a new container start with it (before postStart runs, as upstream probes do not wait for it).

@@ -3,7 +3,7 @@ import type { Logger } from '../../core/logger.ts';
 import { errorMessage } from '../../core/errors.ts';
 import type { ProbeOutcome, ProbeResultEvent, ProbeType } from '../../core/hooks.ts';
 import type { ContainerRuntime } from '../../core/runtime/types.ts';
-import type { ProbeRun } from '../../core/plugins/plugin-api.ts';
+import type { PluginEvent, ProbeRun } from '../../core/plugins/plugin-api.ts';
 import { runHandler } from './handlers/index.ts';
 import { Limiter } from '../../core/util/limiter.ts';
 import { PROBE_FIELD, PROBE_NAME, declaredProbes, normalizeProbe } from './probe-spec.ts';
@@ -16,6 +16,8 @@ export interface ProbeManagerDeps {
   reportProbe(event: ProbeResultEvent): Promise<void>;
   /** Counts every probe run (the kubelet's prober_probe_total). */
   observeProbeRun(run: ProbeRun): void;
+  /** Records an event (Unhealthy on each failed run, ProbeWarning, as upstream's prober). */
+  recordEvent?(event: PluginEvent): void;
   logger: Logger;
   timers?: Timers;
   random?: () => number;
@@ -126,8 +128,13 @@ export class ProbeManager {
             lastError = r.error;
           } else if ('result' in r) {
             lastError = '';
-            if (r.result === 'failure') log.debug({ probe: type, output: r.output }, `${PROBE_NAME[type]} probe failed`);
-            else if (r.warning) log.warn({ probe: type, output: r.output }, `${PROBE_NAME[type]} probe warning`);
+            if (r.result === 'failure') {
+              log.debug({ probe: type, output: r.output }, `${PROBE_NAME[type]} probe failed`);
+              this.deps.recordEvent?.({ pod: current, container: container.name, type: 'Warning', reason: 'Unhealthy', message: `${PROBE_NAME[type]} probe failed: ${r.output}` });
+            } else if (r.warning) {
+              log.warn({ probe: type, output: r.output }, `${PROBE_NAME[type]} probe warning`);
+              this.deps.recordEvent?.({ pod: current, container: container.name, type: 'Warning', reason: 'ProbeWarning', message: `${PROBE_NAME[type]} probe warning: ${r.output}` });
+            }
           }
           return r;
         },

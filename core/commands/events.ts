@@ -1,0 +1,106 @@
+import http from 'node:http';
+import type { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import type { KubeletEvent } from '../events/event-recorder.ts';
+
+export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [--port N] [--json]
+The events of the local kubelet (pods and the node), newest last, as \`kubectl get events\`
+shows them: pulls, starts, kills, back-offs, failed mounts and probes. -w keeps following.
+`;
+
+/** `12s`, `5m3s`, `2h`: how long ago, as kubectl prints an age. */
+export function shortAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h`;
+  return `${Math.floor(h / 24)}d`;
+}
+
+function objectOf(e: KubeletEvent): string {
+  return `${e.involvedObject.kind.toLowerCase()}/${e.involvedObject.name}`;
+}
+
+/** Column widths for a followed stream, whose rows are printed one at a time (as `kubectl get -w`). */
+const WATCH_WIDTHS = [12, 10, 8, 22, 36, 0];
+
+/** Rows as kubectl prints them: columns padded to the widest cell (at least `minWidths`), three spaces apart. */
+export function formatEvents(events: KubeletEvent[], now = Date.now(), minWidths: number[] = []): string {
+  const head = ['NAMESPACE', 'LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'];
+  const rows = events.map((e) => [e.namespace, shortAge(now - Date.parse(e.lastTimestamp)) + (e.count > 1 ? ` (x${e.count})` : ''), e.type, e.reason, objectOf(e), e.message.replace(/\s*\n\s*/g, ' ')]);
+  const widths = head.map((h, i) => Math.max(h.length, minWidths[i] ?? 0, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]! + 3))).join('').trimEnd();
+  return [line(head), ...rows.map(line)].join('\n') + '\n';
+}
+
+/** `kubelet-ts events`: lists (or follows) the local kubelet's events over its read-only port. */
+export async function eventsCommand(argv: string[], opts: { port: number; address?: string; stdout?: Writable; stderr?: Writable }): Promise<number> {
+  const out = opts.stdout ?? process.stdout;
+  const err = opts.stderr ?? process.stderr;
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: false, options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, port: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (e) {
+    err.write(`kubelet-ts events: ${(e as Error).message}\n\n${EVENTS_USAGE}`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    out.write(EVENTS_USAGE);
+    return 0;
+  }
+  const ns = parsed.values.namespace;
+  const keep = (e: KubeletEvent) => !ns || e.namespace === ns;
+  const base = `http://${opts.address ?? '127.0.0.1'}:${parsed.values.port ?? opts.port}`;
+  const watch = parsed.values.watch === true;
+  return new Promise<number>((resolve) => {
+    const req = http.get(`${base}/debug/events${watch ? '?watch=true' : ''}`, (res) => {
+      if (res.statusCode !== 200) {
+        err.write(`kubelet-ts events: the kubelet answered HTTP ${res.statusCode}\n`);
+        res.resume();
+        return resolve(1);
+      }
+      res.setEncoding('utf8');
+      if (!watch) {
+        let body = '';
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => {
+          const items = ((JSON.parse(body) as { items: KubeletEvent[] }).items ?? []).filter(keep);
+          out.write(parsed.values.json ? `${JSON.stringify(items, null, 2)}\n` : items.length ? formatEvents(items) : 'No events found.\n');
+          resolve(0);
+        });
+        return;
+      }
+      // Follow: each JSON line is one event; print it as a row (the header once).
+      let buf = '';
+      let headerDone = false;
+      res.on('data', (d: string) => {
+        buf += d;
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const lineText = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          const e = JSON.parse(lineText) as KubeletEvent;
+          if (!keep(e)) continue;
+          if (parsed.values.json) out.write(`${lineText}\n`);
+          else {
+            const table = formatEvents([e], Date.now(), WATCH_WIDTHS).split('\n');
+            if (!headerDone) out.write(`${table[0]}\n`);
+            headerDone = true;
+            out.write(`${table[1]}\n`);
+          }
+        }
+      });
+      res.on('end', () => resolve(0));
+    });
+    req.setTimeout(5000, () => {
+      if (!watch) req.destroy(new Error('timed out'));
+    });
+    req.on('error', (e) => {
+      err.write(`kubelet-ts events: cannot reach the kubelet at ${base} (${e.message}); is it running with --read-only-port?\n`);
+      resolve(1);
+    });
+  });
+}

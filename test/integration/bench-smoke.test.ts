@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { run as runPodStart } from '../../bench/pod-start.ts';
 import { run as runDensity } from '../../bench/density.ts';
 import { run as runSteady } from '../../bench/steady.ts';
@@ -20,7 +20,7 @@ describe('benchmarks (smoke mode)', function () {
   const positive = (x: number | undefined, what: string) => assert.ok(typeof x === 'number' && Number.isFinite(x) && x > 0, `${what} = ${x}`);
 
   before(async function () {
-    env = await getNodeEnv();
+    env = await nodeEnvOrSkip(this);
   });
 
   it('pod-start runs and reports raw and kubelet percentiles', async () => {

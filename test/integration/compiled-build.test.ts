@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { podManifest, isRunning } from '../support/test-kubelet.ts';
 import { startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
 import { sourceStamp } from '../../bin/source-stamp.mjs';
@@ -52,7 +52,7 @@ describe('compiled build', function () {
   });
 
   it('loads the default bundle from its compiled config and plugins', async function () {
-    const env = await getNodeEnv();
+    const env = await nodeEnvOrSkip(this);
     const { stdout } = await run(process.execPath, [cli, 'plugins', '--container-runtime-endpoint', env.containerdEndpoint], { timeout: 20_000 });
     for (const name of ['cri-containerd', 'probes', 'csi-grpc']) {
       assert.match(stdout, new RegExp(`^${name}  \\(\\w+, builtin: ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/plugins/${name}/index\\.js\\)`, 'm'));
@@ -76,7 +76,7 @@ describe('compiled build', function () {
     let kp: KubeletProcess | undefined;
 
     before(async function () {
-      env = await getNodeEnv();
+      env = await nodeEnvOrSkip(this);
     });
 
     after(async function () {

@@ -9,7 +9,7 @@ import { parseCriLog } from '../../core/logs/cri-log.ts';
 import { podLogDir } from '../../core/pod/sandbox-config.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { httpGet } from '../support/http.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
@@ -70,7 +70,7 @@ describe('container logs on containerd', function () {
   const ns = 'container-logs-test';
 
   before(async function () {
-    env = await getNodeEnv();
+    env = await nodeEnvOrSkip(this);
     t = await startTestKubelet({
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
       config: { readOnlyPort: await freePort(), crashLoopBackOff: { initialMs: 300, maxMs: 1000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 } },

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 /**
@@ -22,8 +22,8 @@ describe('container lifecycle on containerd', function () {
   let cri: CriRuntime;
   const ns = 'lifecycle-test';
 
-  before(async () => {
-    env = await getNodeEnv();
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
     t = await startTestKubelet({
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { loadCriPackage, type CriServiceClient } from '../../plugins/cri-containerd/proto-loader.ts';
 import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 
 /**
  * Proves the real node environment works with real components only: images built from
@@ -112,8 +112,8 @@ async function mountsUnder(dir: string): Promise<string[]> {
 describe('node environment (real containerd, registry, CNI)', function () {
   this.timeout(120_000);
 
-  it('pulls the busybox image from our registry with ctr', async () => {
-    const env = await getNodeEnv();
+  it('pulls the busybox image from our registry with ctr', async function () {
+    const env = await nodeEnvOrSkip(this);
     assert.match(env.images.busybox, /^127\.0\.0\.1:\d+\/kubelet-ts\/busybox:1\.35$/);
     assert.match(env.images.pause, /^127\.0\.0\.1:\d+\/kubelet-ts\/pause:1$/);
     await env.ctr(['images', 'pull', '--plain-http', env.images.busybox]);
@@ -121,8 +121,8 @@ describe('node environment (real containerd, registry, CNI)', function () {
     assert.ok(refs.includes(env.images.busybox), `images: ${refs.join(', ')}`);
   });
 
-  it('answers CRI Version and runs a pod on the bridge network', async () => {
-    const env = await getNodeEnv();
+  it('answers CRI Version and runs a pod on the bridge network', async function () {
+    const env = await nodeEnvOrSkip(this);
     const cri = criClients(env.containerdEndpoint);
     const logDir = await mkdtemp(join(tmpdir(), 'kts-node-env-pod-'));
     let podSandboxId: string | undefined;

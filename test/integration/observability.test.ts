@@ -4,7 +4,7 @@ import { explainCommand } from '../../core/commands/explain.ts';
 import type { PodStartTimeline } from '../../core/timeline/pod-timeline.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { httpGet } from '../support/http.ts';
 import { podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
@@ -31,8 +31,8 @@ describe('metrics and pod start timeline on containerd', function () {
   let base: string;
   const ns = 'observability-test';
 
-  before(async () => {
-    env = await getNodeEnv();
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
     t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ['probes', { jitter: false }]], config: { readOnlyPort: await freePort() } });
     base = `http://127.0.0.1:${t.kubelet.readOnlyPort}`;
   });

@@ -8,7 +8,7 @@ import { LABEL } from '../../core/runtime/labels.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 /** Parses CRI log lines (`<time> <stream> <tag> <text>`) into [time ms, text]. */
@@ -32,8 +32,8 @@ describe('pod lifecycle on containerd', function () {
   let cri: CriRuntime;
   const ns = 'pod-lifecycle-test';
 
-  before(async () => {
-    env = await getNodeEnv();
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
     t = await startTestKubelet({
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],

@@ -9,7 +9,7 @@ import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { loadHealthService } from '../../plugins/probes/handlers/grpc.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 type Ev = Pick<ProbeResultEvent, 'containerName' | 'containerId' | 'probe' | 'result' | 'output'> & { pod: string; at: number };
@@ -44,8 +44,8 @@ describe('probes plugin on containerd', function () {
   const ns = 'probes-test';
   const eventsOf = (pod: string) => events.filter((e) => e.pod === `${pod}-test-node`);
 
-  before(async () => {
-    env = await getNodeEnv();
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
     t = await startTestKubelet({
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ['probes', { jitter: false }], probeRecorder(events)],

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
@@ -21,8 +21,8 @@ describe('QoS classes and pod cgroups on containerd', function () {
   const mounts = cgroupV1Mounts();
   const memoryDir = (...parts: string[]) => path.join(mounts.get('memory')!, cgroupRoot, 'kubepods', ...parts);
 
-  before(async () => {
-    env = await getNodeEnv();
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
     t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]], config: { cgroupsPerQOS: true, cgroupRoot } });
   });
 

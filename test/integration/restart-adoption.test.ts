@@ -10,7 +10,7 @@ import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { httpGet } from '../support/http.ts';
 import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
 import { podManifest } from '../support/test-kubelet.ts';
@@ -66,8 +66,8 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
   const byName = (items: any[], name: string) => items.find((p) => p.metadata.name === `${name}-adopt-node`);
   const running = (p: any) => p?.status?.phase === 'Running' && p.status.containerStatuses?.every((c: any) => c.state?.running);
 
-  before(async () => {
-    env = await getNodeEnv();
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-adopt-'));
     logFile = path.join(dir, 'kubelet.log');
     port = await freePort();

@@ -10,7 +10,7 @@ import { mountsUnder, readMounts } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS, ephemeralVolumeHandle } from '../../plugins/csi-grpc/csi-volumes.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { FakeCsiDriver } from '../fakes/csi-hostpath-driver.ts';
-import { getNodeEnv } from '../support/node-env.ts';
+import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 /**
@@ -38,7 +38,7 @@ describe('volumes on containerd', function () {
   });
 
   before(async function () {
-    env = await getNodeEnv();
+    env = await nodeEnvOrSkip(this);
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-volumes-'));
     objects = path.join(dir, 'objects');
     outside = path.join(dir, 'outside');

@@ -44,6 +44,8 @@ export const RUNTIME_OPERATION_TYPES: Readonly<Record<string, string>> = Object.
   execSync: 'exec_sync',
   imageStatus: 'image_status',
   pullImage: 'pull_image',
+  listImages: 'list_images',
+  status: 'status',
 });
 
 /** Core operations that are not runtime operations upstream (not counted). */

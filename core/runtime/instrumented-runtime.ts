@@ -37,5 +37,6 @@ export function instrumentRuntime(runtime: ContainerRuntime, logger: Logger, obs
 const runtimeMethods: Record<keyof ContainerRuntime, true> = {
   version: true, runPodSandbox: true, stopPodSandbox: true, removePodSandbox: true, podSandboxStatus: true,
   listPodSandboxes: true, createContainer: true, startContainer: true, stopContainer: true, removeContainer: true,
-  listContainers: true, containerStatus: true, execSync: true, imageStatus: true, pullImage: true, close: true,
+  listContainers: true, containerStatus: true, execSync: true, imageStatus: true, pullImage: true, listImages: true,
+  status: true, close: true,
 };

@@ -142,6 +142,9 @@ export interface ImageInfo { id: string; repoTags: string[]; repoDigests: string
 
 export interface ExecResult { stdout: Buffer; stderr: Buffer; exitCode: number }
 
+/** One condition of the runtime (CRI RuntimeCondition): RuntimeReady and NetworkReady are the ones the kubelet requires. */
+export interface RuntimeCondition { type: string; status: boolean; reason: string; message: string }
+
 export interface PullAuth { username?: string; password?: string; auth?: string; serverAddress?: string; identityToken?: string; registryToken?: string }
 
 /**
@@ -179,6 +182,10 @@ export interface ContainerRuntime {
   imageStatus(image: string): Promise<ImageInfo | null>;
   /** pullImage pulls an image and returns its image reference (id or digest). */
   pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  /** listImages returns the images on the node (the Node's status lists them). */
+  listImages(): Promise<ImageInfo[]>;
+  /** status returns the runtime's conditions (RuntimeReady, NetworkReady): the Node's Ready condition follows them. */
+  status(): Promise<RuntimeCondition[]>;
   /** close releases connections; called once at shutdown. */
   close(): Promise<void>;
 }

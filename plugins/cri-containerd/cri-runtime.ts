@@ -1,6 +1,6 @@
 import type {
   ContainerConfig, ContainerRuntime, ContainerStatus, ContainerSummary, ExecResult, ImageInfo,
-  PodSandboxConfig, PullAuth, RuntimeVersion, SandboxStatus, SandboxSummary,
+  PodSandboxConfig, PullAuth, RuntimeCondition, RuntimeVersion, SandboxStatus, SandboxSummary,
 } from '../../core/runtime/types.ts';
 import type { CriClient } from './cri-client.ts';
 import { clampSeconds } from '../../core/util/timeouts.ts';
@@ -140,6 +140,16 @@ export class CriRuntime implements ContainerRuntime {
   async pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string> {
     const r = await this.client.callImage('PullImage', { image: { image }, auth: auth ?? null, sandboxConfig: sandboxConfig ?? null }, this.timeouts.pullTimeoutMs);
     return r.imageRef;
+  }
+
+  async listImages(): Promise<ImageInfo[]> {
+    const r = await this.client.callImage('ListImages', { filter: null }, this.timeouts.requestTimeoutMs);
+    return (r.images ?? []).map((i: any) => ({ id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0) }));
+  }
+
+  async status(): Promise<RuntimeCondition[]> {
+    const r = await this.rt('Status', { verbose: false });
+    return (r.status?.conditions ?? []).map((c: any) => ({ type: c.type, status: c.status === true, reason: c.reason ?? '', message: c.message ?? '' }));
   }
 
   async close(): Promise<void> {

@@ -51,6 +51,8 @@ export function unusedRuntime(): ContainerRuntime {
     execSync: notUsed('execSync'),
     imageStatus: notUsed('imageStatus'),
     pullImage: notUsed('pullImage'),
+    listImages: notUsed('listImages'),
+    status: notUsed('status'),
     close: notUsed('close'),
   };
 }

@@ -1,5 +1,5 @@
 import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
-import type { V1Container, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1Node, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
 import type { ContainerConfig, PodSandboxConfig, SandboxStatus } from './runtime/types.ts';
 
 /**
@@ -83,6 +83,25 @@ export interface VolumeUnmountRequest {
   mounted: VolumeMountResult;
 }
 
+/** A node condition as `nodeStatus` taps set it; the core fills lastHeartbeatTime and lastTransitionTime. */
+export interface NodeConditionDraft { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string }
+
+/**
+ * What `nodeStatus` taps change before each node status post: quantities by resource name
+ * (canonical strings such as '2', '3948464Ki'), conditions (the core's Ready and the
+ * MemoryPressure / DiskPressure / PIDPressure it defaults to False), and labels for the Node
+ * (only those NodeRestriction lets a node set are posted).
+ */
+export interface NodeStatusDraft {
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  conditions: NodeConditionDraft[];
+  labels: Record<string, string>;
+}
+
+/** What `nodeStatus` taps see besides the draft: the node's name and its Node as the API server last returned it (undefined before registration). */
+export interface NodeStatusContext { nodeName: string; node: V1Node | undefined }
+
 /** What `started` sees once the host is up. */
 export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: { name: string; version: string; apiVersion: string } }
 
@@ -128,6 +147,8 @@ export function createHooks() {
     onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
     /** An eviction signal crossed a threshold: the first tap returning a decision chooses what to evict. Not fired yet: the eviction manager that observes signals is still to come. */
     onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
+    /** Before each node status post: taps may change and must return the draft (pressure conditions, extra capacity, labels). */
+    nodeStatus: new AsyncSeriesWaterfallHook<[NodeStatusDraft, NodeStatusContext]>(['status', 'context']),
 
     // Status and removal
     /** A pod's status was computed: taps may change and must return the status (conditions, gates). */

@@ -8,7 +8,8 @@ import { formatAjvErrors } from './ajv-errors.ts';
 import { parseDuration } from './duration.ts';
 import { configSchema } from './schema.ts';
 import { importModule } from '../util/import-module.ts';
-import type { KubeletConfig, KubeletConfigInput } from './types.ts';
+import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
+import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../node/labels.ts';
 
 /**
  * The package's own directory: the default config bundle and built-in plugins live here. For
@@ -28,6 +29,7 @@ export interface ConfigFlags {
   readOnlyPort?: number;
   nodeIP?: string;
   logLevel?: string;
+  kubeconfig?: string;
 }
 
 /** Flag → config field, and the flag's spelling for messages. */
@@ -39,6 +41,7 @@ const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]>
   readOnlyPort: ['readOnlyPort', '--read-only-port'],
   nodeIP: ['nodeIP', '--node-ip'],
   logLevel: ['logging', '--log-level'],
+  kubeconfig: ['kubeconfig', '--kubeconfig'],
 };
 
 // cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
@@ -95,7 +98,37 @@ export async function loadConfig(options: { configFile?: string; flags?: ConfigF
     if (!check({ [field]: fieldValue })) throw new ConfigError(formatAjvErrors(check.errors, { [field]: fieldValue }, spelling));
     flagged[field] = fieldValue;
   }
+  checkNodeFields(flagged as KubeletConfigInput, file);
   return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
+}
+
+/** Upstream's hard eviction thresholds on Linux (pkg/kubelet/eviction: DefaultEvictionHard). */
+export const DEFAULT_EVICTION_HARD: Readonly<Partial<Record<EvictionSignal, string>>> = Object.freeze({
+  'memory.available': '100Mi',
+  'nodefs.available': '10%',
+  'nodefs.inodesFree': '5%',
+  'imagefs.available': '15%',
+});
+
+/**
+ * Checks of the node registration fields that the schema cannot say well: label keys (a
+ * qualified name, and only those NodeRestriction lets a node set, as upstream's kubelet
+ * refuses at start), and frequencies that must be positive.
+ */
+function checkNodeFields(c: KubeletConfigInput, file: string): void {
+  const errors: string[] = [];
+  for (const key of Object.keys(c.nodeLabels ?? {})) {
+    const bad = invalidLabelKey(key);
+    if (bad) errors.push(`${file}: nodeLabels has the key ${JSON.stringify(key)}; allowed: ${bad}`);
+    else if (!kubeletMaySetLabel(key)) errors.push(`${file}: nodeLabels has the key ${JSON.stringify(key)}, which NodeRestriction does not let a node set; allowed: ${KUBELET_LABEL_RULE}`);
+  }
+  for (const field of ['nodeStatusUpdateFrequency', 'nodeStatusReportFrequency'] as const) {
+    const value = c[field];
+    if (value !== undefined && parseDuration(value) <= 0) {
+      errors.push(`${file}: ${field} is ${JSON.stringify(value)}; allowed: a Go duration > 0 such as '10s', '1m'`);
+    }
+  }
+  if (errors.length) throw new ConfigError(errors.join('\n'));
 }
 
 /** Copies the config without breaking plugin objects or functions inside `plugins`. */
@@ -141,6 +174,21 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     maxParallelImagePulls: c.serializeImagePulls ? 1 : c.maxParallelImagePulls,
     maxParallelSandboxCreations: c.maxParallelSandboxCreations === 0 ? undefined : (c.maxParallelSandboxCreations ?? defaultMaxParallelSandboxCreations()),
     localObjectsDir: fromFile(c.localObjectsDir, undefined),
+    kubeconfig: fromFile(c.kubeconfig, flags.kubeconfig),
+    registerNode: c.registerNode,
+    nodeLabels: c.nodeLabels,
+    registerWithTaints: c.registerWithTaints,
+    nodeStatusUpdateFrequencyMs: parseDuration(c.nodeStatusUpdateFrequency ?? '10s'),
+    // Upstream: "If nodeStatusUpdateFrequency is set explicitly, nodeStatusReportFrequency's
+    // default value will be set to nodeStatusUpdateFrequency for backward compatibility."
+    nodeStatusReportFrequencyMs: parseDuration(c.nodeStatusReportFrequency ?? c.nodeStatusUpdateFrequency ?? '5m'),
+    nodeLeaseDurationSeconds: c.nodeLeaseDurationSeconds,
+    kubeAPIQPS: c.kubeAPIQPS,
+    kubeAPIBurst: c.kubeAPIBurst,
+    port: c.port,
+    systemReserved: c.systemReserved,
+    kubeReserved: c.kubeReserved,
+    evictionHard: c.evictionHard ?? { ...DEFAULT_EVICTION_HARD },
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,
     configFile: file,

@@ -15,6 +15,25 @@ const port = {
   'x-allowed': 'an integer port 0-65535 (0 disables)',
 };
 
+/** A non-negative resource quantity as apimachinery parses it ('500m', '1.5Gi', '100', '1e3'). */
+export const QUANTITY_PATTERN = '^(\\d+(\\.\\d*)?|\\.\\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\\d+)?$';
+/** An eviction threshold: a quantity or a percentage of capacity ('100Mi', '10%'). */
+export const THRESHOLD_PATTERN = '^((\\d+(\\.\\d*)?|\\.\\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\\d+)?|(100(\\.0*)?|\\d{1,2}(\\.\\d*)?)%)$';
+/** A label value (also a taint value): at most 63 alphanumerics, '-', '_', '.', starting and ending alphanumeric; may be empty. */
+const LABEL_VALUE_PATTERN = '^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$';
+/** A qualified name as label and taint keys use: an optional DNS subdomain prefix and '/', then a name of at most 63 characters. */
+export const QUALIFIED_NAME_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$';
+
+const quantity = { type: 'string', pattern: QUANTITY_PATTERN, 'x-allowed': "a non-negative quantity such as '500m', '1Gi', '100'" };
+const reserved = (description: string) => ({
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  description,
+  properties: { cpu: quantity, memory: quantity, 'ephemeral-storage': quantity, pid: quantity },
+});
+const threshold = { type: 'string', pattern: THRESHOLD_PATTERN, 'x-allowed': "a quantity such as '100Mi' or a percentage such as '10%'" };
+
 /** JSON schema of the config file; ajv checks it and fills the defaults. */
 export const configSchema = {
   type: 'object',
@@ -60,6 +79,52 @@ export const configSchema = {
     maxParallelSandboxCreations: { type: 'integer', minimum: 0, 'x-allowed': 'an integer >= 1, or 0 for no limit (unset: twice the number of CPUs)' },
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
     localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
+    kubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file' },
+    registerNode: { type: 'boolean', default: true },
+    nodeLabels: {
+      type: 'object',
+      default: {},
+      additionalProperties: { type: 'string', maxLength: 63, pattern: LABEL_VALUE_PATTERN, 'x-allowed': "a label value: at most 63 letters, digits, '-', '_', '.', starting and ending with a letter or digit (or empty)" },
+      'x-allowed': 'a map of label keys to label values',
+    },
+    registerWithTaints: {
+      type: 'array',
+      default: [],
+      'x-allowed': "a list of taints {key, value?, effect}, e.g. [{key: 'dedicated', value: 'gpu', effect: 'NoSchedule'}]",
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['key', 'effect'],
+        properties: {
+          key: { type: 'string', maxLength: 316, pattern: QUALIFIED_NAME_PATTERN, 'x-allowed': "a qualified name such as 'dedicated' or 'example.com/gpu'" },
+          value: { type: 'string', maxLength: 63, pattern: LABEL_VALUE_PATTERN, 'x-allowed': "a label value: at most 63 letters, digits, '-', '_', '.', starting and ending with a letter or digit (or empty)" },
+          effect: { enum: ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] },
+        },
+      },
+    },
+    // No schema defaults for the two frequencies: upstream defaults the report frequency to the
+    // update frequency when only that one is given, so resolve() needs to see what was set.
+    nodeStatusUpdateFrequency: duration('node status computation and post period (default 10s)'),
+    nodeStatusReportFrequency: duration('longest time between node status posts (default 5m)'),
+    nodeLeaseDurationSeconds: { type: 'integer', minimum: 1, default: 40, 'x-allowed': 'an integer number of seconds >= 1' },
+    kubeAPIQPS: { type: 'number', exclusiveMinimum: 0, default: 50, 'x-allowed': 'a number of requests per second > 0' },
+    kubeAPIBurst: { type: 'integer', minimum: 1, default: 100, 'x-allowed': 'an integer >= 1' },
+    port: { type: 'integer', minimum: 1, maximum: 65535, default: 10250, 'x-allowed': 'an integer port 1-65535' },
+    systemReserved: reserved('resources reserved for the OS'),
+    kubeReserved: reserved('resources reserved for Kubernetes daemons'),
+    // No schema default: a map given in the file replaces upstream's defaults whole (resolve() fills them).
+    evictionHard: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        'memory.available': threshold,
+        'nodefs.available': threshold,
+        'nodefs.inodesFree': threshold,
+        'imagefs.available': threshold,
+        'imagefs.inodesFree': threshold,
+        'pid.available': threshold,
+      },
+    },
     logging: {
       type: 'object',
       additionalProperties: false,

@@ -7,6 +7,16 @@ import type { KubeletPlugin } from '../plugins/plugin-api.ts';
  */
 export type PluginEntry = string | KubeletPlugin<any> | [string | KubeletPlugin<any>] | [string | KubeletPlugin<any>, unknown];
 
+/** A taint as `registerWithTaints` takes it (upstream v1.Taint without timeAdded). */
+export interface NodeTaintInput { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }
+export type NodeTaint = NodeTaintInput;
+
+/** The resources `systemReserved` / `kubeReserved` may reserve (upstream refuses any other name). */
+export type ReservedResources = Partial<Record<'cpu' | 'memory' | 'ephemeral-storage' | 'pid', string>>;
+
+/** The eviction signals `evictionHard` accepts (upstream's Linux signals). */
+export type EvictionSignal = 'memory.available' | 'nodefs.available' | 'nodefs.inodesFree' | 'imagefs.available' | 'imagefs.inodesFree' | 'pid.available';
+
 /**
  * The configuration file's shape. Field names follow the upstream KubeletConfiguration
  * (kubelet.config.k8s.io/v1beta1) so operators' knowledge carries over; fields marked
@@ -68,6 +78,37 @@ export interface KubeletConfigInput {
    * `secrets/<namespace>/<name>.yaml` (or .yml/.json). Unset: such volumes fail unless `optional`.
    */
   localObjectsDir?: string;
+  /** Path of the kubeconfig to reach the API server (upstream --kubeconfig; relative to this file). Unset: standalone, no API server. */
+  kubeconfig?: string;
+  /** Register the Node with the API server and keep its status and Lease (upstream registerNode). Default true. */
+  registerNode?: boolean;
+  /** Labels the Node is registered with (upstream nodeLabels); `kubernetes.io`/`k8s.io` keys only where NodeRestriction allows them. */
+  nodeLabels?: Record<string, string>;
+  /** Taints the Node is registered with (upstream registerWithTaints). Default none. */
+  registerWithTaints?: NodeTaintInput[];
+  /** How often the node status is computed and posted when it changed (upstream nodeStatusUpdateFrequency). Default '10s'. */
+  nodeStatusUpdateFrequency?: Duration;
+  /** Most time between two node status posts when nothing changed (upstream nodeStatusReportFrequency). Default '5m', or nodeStatusUpdateFrequency when only that is set (as upstream). */
+  nodeStatusReportFrequency?: Duration;
+  /** The node Lease's duration (upstream nodeLeaseDurationSeconds); it is renewed every quarter of it. Default 40. */
+  nodeLeaseDurationSeconds?: number;
+  /** Requests per second to the API server, as a token bucket (upstream kubeAPIQPS). Default 50. */
+  kubeAPIQPS?: number;
+  /** Burst of the API request token bucket (upstream kubeAPIBurst). Default 100. */
+  kubeAPIBurst?: number;
+  /** The kubelet's main port, reported as status.daemonEndpoints.kubeletEndpoint.Port (upstream port). Default 10250. */
+  port?: number;
+  /** Resources reserved for the OS (upstream systemReserved): cpu, memory, ephemeral-storage, pid quantities. */
+  systemReserved?: ReservedResources;
+  /** Resources reserved for Kubernetes daemons (upstream kubeReserved): cpu, memory, ephemeral-storage, pid quantities. */
+  kubeReserved?: ReservedResources;
+  /**
+   * Hard eviction thresholds by signal (upstream evictionHard): a quantity or a percentage of capacity.
+   * Default (as upstream on Linux) memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%,
+   * imagefs.available 15%; a map given here replaces the defaults whole, as upstream 1.28's config file does.
+   * Only memory.available and nodefs.available are used yet (node allocatable).
+   */
+  evictionHard?: Partial<Record<EvictionSignal, string>>;
   /** Log level: trace, debug, info, warn, error. Default info. */
   logging?: { level?: string };
   /** The plugins to load, in order. */
@@ -101,6 +142,21 @@ export interface KubeletConfig {
   /** Most concurrent RunPodSandbox calls; undefined for no limit. */
   maxParallelSandboxCreations: number | undefined;
   localObjectsDir: string | undefined;
+  /** The kubeconfig path, absolute; undefined: no API server. */
+  kubeconfig: string | undefined;
+  registerNode: boolean;
+  nodeLabels: Record<string, string>;
+  registerWithTaints: NodeTaint[];
+  nodeStatusUpdateFrequencyMs: number;
+  nodeStatusReportFrequencyMs: number;
+  nodeLeaseDurationSeconds: number;
+  kubeAPIQPS: number;
+  kubeAPIBurst: number;
+  port: number;
+  systemReserved: ReservedResources;
+  kubeReserved: ReservedResources;
+  /** The hard eviction thresholds in force (the defaults unless the file gave a map). */
+  evictionHard: Partial<Record<EvictionSignal, string>>;
   logLevel: string;
   plugins: PluginEntry[];
   /** The file the config came from (for messages and resolving plugin paths). */

@@ -11,7 +11,7 @@ const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '
 const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'index.ts')).href;
 
 const ALLOWED_FIELDS =
-  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, logging, plugins';
+  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, kubeconfig, registerNode, nodeLabels, registerWithTaints, nodeStatusUpdateFrequency, nodeStatusReportFrequency, nodeLeaseDurationSeconds, kubeAPIQPS, kubeAPIBurst, port, systemReserved, kubeReserved, evictionHard, logging, plugins';
 const DURATION_ALLOWED = "allowed: a Go duration such as '10s', '1m30s', '500ms' (or a number of seconds)";
 
 describe('loadConfig', function () {
@@ -219,6 +219,90 @@ describe('loadConfig', function () {
     it('a file that does not parse names the file', async function () {
       const file = await write('broken.json', '{ "maxPods": ');
       assert.match(await failure(file), new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot load config: `));
+    });
+  });
+
+  describe('API server and node registration fields (upstream names and defaults)', function () {
+    it('defaults: no kubeconfig, register, 10s / 5m, lease 40 s, 50 qps / 100 burst, port 10250, upstream eviction thresholds', async function () {
+      const c = await loadConfig({ configFile: await write('kubelet.json', {}) });
+      assert.deepEqual(
+        {
+          kubeconfig: c.kubeconfig, registerNode: c.registerNode, nodeLabels: c.nodeLabels, registerWithTaints: c.registerWithTaints,
+          nodeStatusUpdateFrequencyMs: c.nodeStatusUpdateFrequencyMs, nodeStatusReportFrequencyMs: c.nodeStatusReportFrequencyMs,
+          nodeLeaseDurationSeconds: c.nodeLeaseDurationSeconds, kubeAPIQPS: c.kubeAPIQPS, kubeAPIBurst: c.kubeAPIBurst, port: c.port,
+          systemReserved: c.systemReserved, kubeReserved: c.kubeReserved, evictionHard: c.evictionHard,
+        },
+        {
+          kubeconfig: undefined, registerNode: true, nodeLabels: {}, registerWithTaints: [],
+          nodeStatusUpdateFrequencyMs: 10_000, nodeStatusReportFrequencyMs: 300_000,
+          nodeLeaseDurationSeconds: 40, kubeAPIQPS: 50, kubeAPIBurst: 100, port: 10250,
+          systemReserved: {}, kubeReserved: {}, evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
+        },
+      );
+    });
+
+    it('reads every field; the kubeconfig is relative to the file, --kubeconfig to the working directory', async function () {
+      const file = await write('kubelet.yaml', [
+        'kubeconfig: ../etc/kubelet.kubeconfig',
+        'registerNode: false',
+        'nodeLabels: {example.com/pool: gpu, node.kubernetes.io/exclude-from-external-load-balancers: "true"}',
+        'registerWithTaints: [{key: dedicated, value: gpu, effect: NoSchedule}, {key: example.com/x, effect: NoExecute}]',
+        'nodeStatusUpdateFrequency: 4s',
+        'nodeLeaseDurationSeconds: 20',
+        'kubeAPIQPS: 2.5',
+        'kubeAPIBurst: 5',
+        'port: 11250',
+        'systemReserved: {cpu: 500m, memory: 1Gi}',
+        'kubeReserved: {ephemeral-storage: 1Gi, pid: "100"}',
+        'evictionHard: {memory.available: 200Mi}',
+      ].join('\n'));
+      const c = await loadConfig({ configFile: file });
+      assert.equal(c.kubeconfig, path.resolve(dir, '..', 'etc', 'kubelet.kubeconfig'));
+      assert.deepEqual([c.registerNode, c.nodeLabels['example.com/pool'], c.registerWithTaints.length, c.nodeLeaseDurationSeconds, c.kubeAPIQPS, c.kubeAPIBurst, c.port], [false, 'gpu', 2, 20, 2.5, 5, 11250]);
+      assert.deepEqual(c.registerWithTaints[1], { key: 'example.com/x', effect: 'NoExecute' });
+      // Upstream: an explicit update frequency is also the report frequency's default.
+      assert.deepEqual([c.nodeStatusUpdateFrequencyMs, c.nodeStatusReportFrequencyMs], [4000, 4000]);
+      assert.deepEqual([c.systemReserved, c.kubeReserved], [{ cpu: '500m', memory: '1Gi' }, { 'ephemeral-storage': '1Gi', pid: '100' }]);
+      assert.deepEqual(c.evictionHard, { 'memory.available': '200Mi' }, 'a map in the file replaces the defaults whole (upstream 1.28)');
+      const flagged = await loadConfig({ configFile: file, flags: { kubeconfig: 'from-flag.kubeconfig' } });
+      assert.equal(flagged.kubeconfig, path.resolve('from-flag.kubeconfig'));
+    });
+
+    it('bad values name the field, the value and what is allowed', async function () {
+      const file = await write('kubelet.json', {
+        kubeAPIQPS: 0, kubeAPIBurst: 0, nodeLeaseDurationSeconds: 0, port: 0, nodeStatusReportFrequency: 'often',
+        systemReserved: { cpu: '-1', gpu: '1' }, kubeReserved: { memory: '1 GB' },
+        evictionHard: { 'memory.available': '150%', 'nodefs.avail': '10%' },
+        registerWithTaints: [{ key: 'bad key', effect: 'Sometimes' }, { effect: 'NoSchedule' }],
+        nodeLabels: { pool: 'a b' },
+      });
+      const lines = (await failure(file)).split('\n').sort();
+      const quantity = "allowed: a non-negative quantity such as '500m', '1Gi', '100'";
+      assert.deepEqual(lines, [
+        `${file}: evictionHard.memory.available is "150%"; allowed: a quantity such as '100Mi' or a percentage such as '10%'`,
+        `${file}: kubeAPIBurst is 0; allowed: an integer >= 1`,
+        `${file}: kubeAPIQPS is 0; allowed: a number of requests per second > 0`,
+        `${file}: kubeReserved.memory is "1 GB"; ${quantity}`,
+        `${file}: nodeLabels.pool is "a b"; allowed: a label value: at most 63 letters, digits, '-', '_', '.', starting and ending with a letter or digit (or empty)`,
+        `${file}: nodeLeaseDurationSeconds is 0; allowed: an integer number of seconds >= 1`,
+        `${file}: nodeStatusReportFrequency is "often"; ${DURATION_ALLOWED}`,
+        `${file}: port is 0; allowed: an integer port 1-65535`,
+        `${file}: registerWithTaints.0.effect is "Sometimes"; allowed: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
+        `${file}: registerWithTaints.0.key is "bad key"; allowed: a qualified name such as 'dedicated' or 'example.com/gpu'`,
+        `${file}: registerWithTaints.1.key is required`,
+        `${file}: systemReserved.cpu is "-1"; ${quantity}`,
+        `${file}: unknown field 'evictionHard.nodefs.avail' (allowed fields: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available)`,
+        `${file}: unknown field 'systemReserved.gpu' (allowed fields: cpu, memory, ephemeral-storage, pid)`,
+      ]);
+    });
+
+    it('refuses node labels NodeRestriction would refuse, and zero frequencies', async function () {
+      const file = await write('kubelet.json', { nodeLabels: { 'node-role.kubernetes.io/worker': '', 'Bad Key': 'x', 'node.kubernetes.io/ok': 'y' }, nodeStatusUpdateFrequency: '0s' });
+      const lines = (await failure(file)).split('\n');
+      assert.equal(lines.length, 3);
+      assert.match(lines[0]!, new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: nodeLabels has the key "node-role.kubernetes.io/worker", which NodeRestriction does not let a node set; allowed: labels in the 'kubernetes.io' or 'k8s.io' namespaces must begin with an allowed prefix \\(kubelet.kubernetes.io, node.kubernetes.io\\)`));
+      assert.match(lines[1]!, /nodeLabels has the key "Bad Key"; allowed: a qualified name/);
+      assert.equal(lines[2], `${file}: nodeStatusUpdateFrequency is "0s"; allowed: a Go duration > 0 such as '10s', '1m'`);
     });
   });
 });

@@ -1,0 +1,222 @@
+/**
+ * Loads a kubeconfig for the kubelet's API client. client-node's KubeConfig does the
+ * authentication at request time, but it reports a broken file late and vaguely ("No active
+ * cluster!", an ENOENT from a certificate read at the first request) and reads a relative
+ * `token-file` against the working directory. So the file is checked here first, with
+ * messages that name the file and what is wrong in it, relative paths are resolved against
+ * the file's directory (as kubectl does), and the client's identity is read from its
+ * certificate so that errors can say who was refused.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import yaml from 'js-yaml';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { errorMessage } from '../errors.ts';
+
+/** Who the API server will take the client for, as far as the kubeconfig tells. */
+export interface ClientIdentity {
+  /** The user name (a client certificate's CN, or what SelfSubjectReview answered), when known. */
+  user: string | undefined;
+  /** The groups (a client certificate's O entries, or what SelfSubjectReview answered). */
+  groups: string[];
+  /** How the kubeconfig authenticates. */
+  method: 'client certificate' | 'token' | 'basic auth' | 'exec plugin' | 'auth provider' | 'none';
+  /** The client certificate's expiry (ms since the epoch), when it has one. */
+  certNotAfter?: number;
+}
+
+/** How messages name the identity: the user when known, else what the kubeconfig holds. */
+export function describeIdentity(id: ClientIdentity): string {
+  if (id.user) return id.user;
+  switch (id.method) {
+    case 'token':
+      return "the kubeconfig's token";
+    case 'basic auth':
+      return "the kubeconfig's user name and password";
+    case 'exec plugin':
+      return "the kubeconfig's exec credential plugin";
+    case 'auth provider':
+      return "the kubeconfig's auth provider";
+    case 'none':
+      return 'an anonymous client (the kubeconfig has no credentials)';
+    default:
+      return "the kubeconfig's client certificate";
+  }
+}
+
+/** A checked kubeconfig. */
+export interface LoadedKubeconfig {
+  /** The absolute path of the file. */
+  file: string;
+  kubeConfig: KubeConfig;
+  /** The API server URL of the current context, without a trailing slash. */
+  server: string;
+  identity: ClientIdentity;
+}
+
+/** A kubeconfig that cannot be used; the message names the file and what is wrong. */
+export class KubeconfigError extends Error {
+  constructor(file: string, problem: string, options?: { cause?: unknown }) {
+    super(`kubeconfig ${file}: ${problem}`, options);
+    this.name = 'KubeconfigError';
+  }
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Reads, checks and loads a kubeconfig file. Throws KubeconfigError. */
+export function loadKubeconfig(file: string): LoadedKubeconfig {
+  const abs = path.resolve(file);
+  const fail = (problem: string, cause?: unknown): never => {
+    throw new KubeconfigError(abs, problem, { cause });
+  };
+  let text = '';
+  try {
+    text = fs.readFileSync(abs, 'utf8');
+  } catch (err) {
+    fail(`cannot read the file: ${errorMessage(err)}`, err);
+  }
+  let doc: unknown;
+  try {
+    doc = yaml.load(text);
+  } catch (err) {
+    fail(`not valid YAML: ${errorMessage(err).split('\n')[0]}`, err);
+  }
+  if (!isObj(doc)) return fail('not a kubeconfig (expected a YAML mapping with clusters, users, contexts and current-context)');
+
+  const named = (list: string) => {
+    const value = doc[list];
+    if (value !== undefined && value !== null && !Array.isArray(value)) fail(`${list} must be a list`);
+    const entries = (value ?? []) as unknown[];
+    return entries.map((e, i) => {
+      if (!isObj(e) || typeof e.name !== 'string' || !e.name) return fail(`${list}[${i}] has no name`);
+      return e as Obj & { name: string };
+    });
+  };
+  const clusters = named('clusters');
+  const users = named('users');
+  const contexts = named('contexts');
+  const list = (entries: Array<{ name: string }>) => (entries.length ? entries.map((e) => JSON.stringify(e.name)).join(', ') : 'none');
+
+  const current = doc['current-context'];
+  if (typeof current !== 'string' || !current) fail(`no current-context is set (contexts in the file: ${list(contexts)})`);
+  const context = contexts.find((c) => c.name === current);
+  if (!context) return fail(`current-context ${JSON.stringify(current)} is not among its contexts (${list(contexts)})`);
+  const ctx = isObj(context.context) ? context.context : fail(`context ${JSON.stringify(current)} has no context: mapping`);
+  const clusterName = ctx.cluster;
+  if (typeof clusterName !== 'string' || !clusterName) fail(`context ${JSON.stringify(current)} names no cluster`);
+  const clusterEntry = clusters.find((c) => c.name === clusterName);
+  if (!clusterEntry) return fail(`context ${JSON.stringify(current)} names cluster ${JSON.stringify(clusterName)}, which the file does not define (clusters: ${list(clusters)})`);
+  const cluster = isObj(clusterEntry.cluster) ? clusterEntry.cluster : fail(`cluster ${JSON.stringify(clusterName)} has no cluster: mapping`);
+  const where = `cluster ${JSON.stringify(clusterName)}`;
+  const server = cluster.server;
+  if (typeof server !== 'string' || !server) fail(`${where} has no server`);
+  let url: URL;
+  try {
+    url = new URL(server as string);
+  } catch {
+    return fail(`${where}: server ${JSON.stringify(server)} is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') fail(`${where}: server ${JSON.stringify(server)} must be an https:// URL`);
+  if (url.protocol === 'http:' && cluster['insecure-skip-tls-verify'] !== true) {
+    fail(`${where}: server ${JSON.stringify(server)} is plain http, which client-node only allows with insecure-skip-tls-verify: true`);
+  }
+
+  // Relative paths in a kubeconfig are relative to the file (kubectl's rule).
+  const dir = path.dirname(abs);
+  const resolveFile = (holder: Obj, key: string, owner: string): Buffer | undefined => {
+    const p = holder[key];
+    if (p === undefined || p === null || p === '') return undefined;
+    if (typeof p !== 'string') return fail(`${owner}: ${key} must be a path`);
+    const full = path.resolve(dir, p);
+    holder[key] = full;
+    try {
+      return fs.readFileSync(full);
+    } catch (err) {
+      return fail(`${owner}: ${key} ${full}: cannot read: ${errorMessage(err)}`, err);
+    }
+  };
+  const decode = (holder: Obj, key: string, owner: string): Buffer | undefined => {
+    const v = holder[key];
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v !== 'string') return fail(`${owner}: ${key} must be a base64 string`);
+    return Buffer.from(v, 'base64');
+  };
+  const pemCert = (buf: Buffer | undefined, what: string) => {
+    if (buf && !buf.toString('utf8').includes('-----BEGIN CERTIFICATE-----')) fail(`${what} is not a PEM certificate`);
+    return buf;
+  };
+
+  const ca = pemCert(decode(cluster, 'certificate-authority-data', where) ?? resolveFile(cluster, 'certificate-authority', where), `${where}: the certificate authority`);
+  if (ca) {
+    try {
+      new X509Certificate(ca);
+    } catch (err) {
+      fail(`${where}: the certificate authority does not parse: ${errorMessage(err)}`, err);
+    }
+  }
+
+  let identity: ClientIdentity = { user: undefined, groups: [], method: 'none' };
+  const userName = ctx.user;
+  if (userName !== undefined && userName !== null && userName !== '') {
+    if (typeof userName !== 'string') fail(`context ${JSON.stringify(current)}: user must be a name`);
+    const userEntry = users.find((u) => u.name === userName);
+    if (!userEntry) return fail(`context ${JSON.stringify(current)} names user ${JSON.stringify(userName)}, which the file does not define (users: ${list(users)})`);
+    const user = isObj(userEntry.user) ? userEntry.user : {};
+    userEntry.user = user;
+    const who = `user ${JSON.stringify(userName)}`;
+    const cert = pemCert(decode(user, 'client-certificate-data', who) ?? resolveFile(user, 'client-certificate', who), `${who}: the client certificate`);
+    const key = decode(user, 'client-key-data', who) ?? resolveFile(user, 'client-key', who);
+    if (cert && !key) fail(`${who} has a client certificate but no client-key or client-key-data`);
+    if (key && !cert) fail(`${who} has a client key but no client-certificate or client-certificate-data`);
+    if (typeof user['token-file'] === 'string' && user['token-file']) {
+      const tokenFile = path.resolve(dir, user['token-file']);
+      user['token-file'] = tokenFile;
+      try {
+        fs.accessSync(tokenFile, fs.constants.R_OK);
+      } catch (err) {
+        fail(`${who}: token-file ${tokenFile}: cannot read: ${errorMessage(err)}`, err);
+      }
+    }
+    if (cert && key) identity = certificateIdentity(cert, key, who, fail);
+    else if (user.token || user['token-file']) identity = { user: undefined, groups: [], method: 'token' };
+    else if (user.exec) identity = { user: undefined, groups: [], method: 'exec plugin' };
+    else if (user['auth-provider']) identity = { user: undefined, groups: [], method: 'auth provider' };
+    else if (user.username) identity = { user: undefined, groups: [], method: 'basic auth' };
+  }
+
+  const kubeConfig = new KubeConfig();
+  try {
+    // JSON is YAML: client-node reads the checked document with its paths made absolute.
+    kubeConfig.loadFromString(JSON.stringify(doc));
+    kubeConfig.setCurrentContext(current as string);
+  } catch (err) {
+    fail(errorMessage(err), err);
+  }
+  return { file: abs, kubeConfig, server: (server as string).replace(/\/+$/, ''), identity };
+}
+
+/** The identity a client certificate carries: CN is the user, each O a group (the API server's x509 authenticator). */
+function certificateIdentity(cert: Buffer, key: Buffer, who: string, fail: (problem: string, cause?: unknown) => never): ClientIdentity {
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch (err) {
+    return fail(`${who}: the client certificate does not parse: ${errorMessage(err)}`, err);
+  }
+  try {
+    if (!x509.checkPrivateKey(createPrivateKey(key))) fail(`${who}: the client key does not belong to the client certificate (subject ${x509.subject.replace(/\n/g, ', ')})`);
+  } catch (err) {
+    if (err instanceof KubeconfigError) throw err;
+    fail(`${who}: the client key does not parse: ${errorMessage(err)}`, err);
+  }
+  const fields = x509.subject.split('\n').map((line) => {
+    const eq = line.indexOf('=');
+    return [line.slice(0, eq), line.slice(eq + 1)] as const;
+  });
+  const user = fields.find(([k]) => k === 'CN')?.[1];
+  const groups = fields.filter(([k]) => k === 'O').map(([, v]) => v);
+  return { user, groups, method: 'client certificate', certNotAfter: Date.parse(x509.validTo) };
+}

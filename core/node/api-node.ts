@@ -1,0 +1,83 @@
+/**
+ * What a kubelet with a kubeconfig runs against the API server, built from its config in one
+ * place: the two API clients (main, throttled; heartbeat, with a timeout), the `api` pod source,
+ * and, with registerNode, the node status manager and the node Lease. The kubelet adds
+ * `podSource` to its sources and calls start() / stop(); it passes its runtime and PLEG as
+ * NodeStatusInputs and its hooks (for `nodeStatus`).
+ */
+import type { KubeletConfig } from '../config/types.ts';
+import type { KubeletHooks } from '../hooks.ts';
+import type { Logger } from '../logger.ts';
+import { createKubeletApiClients, type ApiClient } from '../api/api-client.ts';
+import { ApiPodSource } from '../sources/api-pods.ts';
+import { NodeLease } from './node-lease.ts';
+import { NodeStatusManager, type NodeStatusInputs } from './node-status.ts';
+
+export interface ApiNode {
+  /** The throttled client (pods, and whatever else the kubelet reads: secrets, configmaps, tokens). */
+  main: ApiClient;
+  /** The heartbeat client (node status, Lease). */
+  heartbeat: ApiClient;
+  /** The `api` pod source, for the kubelet's sources. */
+  podSource: ApiPodSource;
+  /** Node registration and status; undefined when registerNode is false. */
+  nodeStatus: NodeStatusManager | undefined;
+  /** The node Lease; undefined when registerNode is false. */
+  lease: NodeLease | undefined;
+  /** Starts registration, status posts and Lease renewals (the pod source is started by the kubelet with its other sources). */
+  start(): void;
+  /** Stops status and Lease and closes the clients' connections (after the kubelet stopped the pod source). */
+  stop(): Promise<void>;
+}
+
+/** Builds the API side of the node from the config. Throws KubeconfigError for an unusable kubeconfig. */
+export function createApiNode(deps: {
+  config: KubeletConfig & { kubeconfig: string };
+  hooks: Pick<KubeletHooks, 'nodeStatus'>;
+  inputs: NodeStatusInputs;
+  logger: Logger;
+}): ApiNode {
+  const { config, logger } = deps;
+  const { main, heartbeat } = createKubeletApiClients(config, logger);
+  const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
+  const nodeStatus = config.registerNode
+    ? new NodeStatusManager({
+      client: heartbeat,
+      hooks: deps.hooks,
+      inputs: deps.inputs,
+      logger,
+      nodeName: config.nodeName,
+      nodeIP: config.nodeIP,
+      port: config.port,
+      rootDir: config.rootDir,
+      maxPods: config.maxPods,
+      nodeLabels: config.nodeLabels,
+      registerWithTaints: config.registerWithTaints,
+      systemReserved: config.systemReserved,
+      kubeReserved: config.kubeReserved,
+      evictionHard: config.evictionHard,
+      updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
+      reportFrequencyMs: config.nodeStatusReportFrequencyMs,
+    })
+    : undefined;
+  const lease = config.registerNode
+    ? new NodeLease({ client: heartbeat, nodeName: config.nodeName, leaseDurationSeconds: config.nodeLeaseDurationSeconds, logger, nodeUID: () => nodeStatus?.nodeUID })
+    : undefined;
+  return {
+    main,
+    heartbeat,
+    podSource,
+    nodeStatus,
+    lease,
+    start() {
+      logger.info({ server: main.server, identity: main.describeIdentity(), registerNode: config.registerNode }, 'connecting to the API server');
+      nodeStatus?.start();
+      lease?.start();
+    },
+    async stop() {
+      await Promise.all([nodeStatus?.stop(), lease?.stop()]);
+      main.close();
+      heartbeat.close();
+    },
+  };
+}

@@ -1,0 +1,415 @@
+/**
+ * The API server pod source (upstream kubelet config/apiserver.go): the pods bound to this
+ * node, list-watched across all namespaces with `fieldSelector=spec.nodeName=<node>`, reported
+ * to the kubelet as complete sets ("SET" semantics, like every PodSource).
+ *
+ * It is its own small reflector on client-node's Watch rather than client-node's
+ * ListWatch/informer, because the informer does not do what a kubelet needs: it stops for good
+ * on the first list or watch error (a kubelet must keep retrying through an outage, holding the
+ * pods it knows), its start() resolves even when the list failed, it keys objects by
+ * namespace/name (a recreated pod of the same name is another pod, with another UID), it stores
+ * objects without checking them, and its watch has no timeout, so a connection that died
+ * silently is noticed only when TCP keepalive gives up. Here:
+ * - the first list reads the API server's watch cache (resourceVersion=0, as upstream's
+ *   reflector), a re-list after 410 Gone / Expired reads etcd (resourceVersion="");
+ * - a re-list replaces the store with the list and emits only if some pod was added, removed or
+ *   changed (by UID, metadata and spec: a change of status alone is not given again), so a
+ *   re-list of an unchanged set emits nothing and no pod is ever removed by a re-list that does
+ *   not remove it;
+ * - while the API server is away the last set stays (nothing is emitted because of an error);
+ *   the outage is logged once by the client's connectivity tracker; watches are retried from
+ *   the last resourceVersion with back-off (800 ms doubling to 30 s, upstream's reflector back-off);
+ * - watches ask for bookmarks and end after 5–10 minutes (upstream's random watch timeout);
+ * - pods are hostile input: one without metadata.uid, name or namespace, a spec, containers, or
+ *   with another spec.nodeName is left out, with one log line per pod and reason.
+ *
+ * start() resolves once the first list succeeded and was emitted, or after
+ * `initialListTimeoutMs` (default 5 s) with a warning when the API server does not answer, so
+ * static pods are not held back by an outage; the source then emits its first set as soon as a
+ * list succeeds. Until then it has not reported, so the kubelet does not remove pods it may be
+ * running for it.
+ *
+ * Each pod given to the kubelet is a copy with `kubernetes.io/config.source: api` and
+ * `kubernetes.io/config.seen` (the first time this source saw the UID), as upstream's PodConfig
+ * annotates the pods of every source.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import { canonicalJSON } from '../pod/pod-util.ts';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { ApiClient, WatchEvent } from '../api/api-client.ts';
+import { isGoneError, isUnavailableError, type ApiError } from '../api/api-errors.ts';
+import type { PodSource } from './pod-source.ts';
+
+export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
+
+export interface ApiPodSourceOptions {
+  /** The kubelet's main (throttled) client. */
+  client: ApiClient;
+  nodeName: string;
+  logger: Logger;
+  /** How long start() waits for the first list before returning without it. Default 5000 ms. */
+  initialListTimeoutMs?: number;
+  /** Seconds a watch may last (the server ends it); default random in [300, 600), as upstream. */
+  watchTimeoutSeconds?: () => number;
+  /** Back-off after a failed list or watch. Default 800 ms doubling to 30 s. */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+interface StoredPod {
+  /** The pod as given to the kubelet (annotated copy). */
+  pod: V1Pod;
+  /** Hash of what the kubelet acts on: metadata (but resourceVersion and managedFields) and spec. */
+  fingerprint: string;
+  key: string;
+}
+
+type WatchEnd = { kind: 'closed'; quick: boolean } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
+
+export class ApiPodSource implements PodSource {
+  readonly name = 'api';
+  private readonly log: Logger;
+  private readonly store = new Map<string, StoredPod>();
+  /** namespace/name → UID, for a DELETED event whose object lacks its UID. */
+  private readonly byKey = new Map<string, string>();
+  private readonly seen = new Map<string, string>();
+  private readonly skipped = new Set<string>();
+  private onSet: ((pods: V1Pod[]) => void) | undefined;
+  private resourceVersion = '';
+  private listedOnce = false;
+  private lastEmitted: string | undefined;
+  private emitScheduled = false;
+  private stopped = false;
+  private stopWatch: (() => void) | undefined;
+  private wake: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private firstList: (() => void) | undefined;
+  private lastError = '';
+  /** A failure was logged at warn (an outage is the connectivity tracker's line, not this source's). */
+  private warned = false;
+
+  constructor(private readonly opts: ApiPodSourceOptions) {
+    this.log = opts.logger.child({ component: 'api-pod-source', source: 'api', node: opts.nodeName });
+  }
+
+  async start(onSet: (pods: V1Pod[]) => void): Promise<void> {
+    if (this.onSet) throw new Error('ApiPodSource already started');
+    this.onSet = onSet;
+    const listed = new Promise<void>((resolve) => (this.firstList = resolve));
+    this.running = this.run();
+    const waitMs = this.opts.initialListTimeoutMs ?? 5000;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      listed.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
+    ]);
+    clearTimeout(timer);
+    if (timedOut && !this.stopped) {
+      this.log.warn({ waitedMs: waitMs, server: this.opts.client.server }, 'the pods bound to this node are not known yet (the API server has not answered the list); they are reported as soon as it does');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopWatch?.();
+    this.wake?.();
+    await this.running?.catch(() => {});
+    this.onSet = undefined;
+  }
+
+  private get fieldSelector(): string {
+    return `spec.nodeName=${this.opts.nodeName}`;
+  }
+
+  private async run(): Promise<void> {
+    const initial = this.opts.backoff?.initialMs ?? 800;
+    const max = this.opts.backoff?.maxMs ?? 30_000;
+    let backoff = initial;
+    let relist = true;
+    while (!this.stopped) {
+      if (relist) {
+        try {
+          await this.list();
+          relist = false;
+          backoff = initial;
+        } catch (err) {
+          this.logFailure('listing the pods bound to this node failed; retrying', err, backoff);
+          await this.sleep(backoff * (1 + Math.random()));
+          backoff = Math.min(backoff * 2, max);
+          continue;
+        }
+      }
+      const end = await this.watchOnce();
+      if (end.kind === 'stopped') return;
+      if (end.kind === 'closed') {
+        // The server ended the watch (its timeout): watch again from the last resourceVersion.
+        // A watch closed at once without an event backs off, so a server (or a proxy) that keeps
+        // closing watches is not asked again in a tight loop.
+        if (end.quick) {
+          await this.sleep(backoff * (1 + Math.random()));
+          backoff = Math.min(backoff * 2, max);
+        } else backoff = initial;
+        continue;
+      }
+      if (end.kind === 'relist') {
+        this.log.debug({ reason: end.reason }, 're-listing pods');
+        relist = true;
+        continue;
+      }
+      if (isGoneError(end.err)) {
+        this.log.debug({ err: end.err.message }, 'the watch resourceVersion expired; re-listing');
+        this.resourceVersion = '';
+        relist = true;
+        continue;
+      }
+      this.logFailure('watching the pods bound to this node failed; retrying', end.err, backoff);
+      // An unreachable server keeps the resourceVersion (the watch resumes where it was); any other error re-lists.
+      if (!isUnavailableError(end.err)) relist = true;
+      await this.sleep(backoff * (1 + Math.random()));
+      backoff = Math.min(backoff * 2, max);
+    }
+  }
+
+  /** Lists the node's pods and replaces the store with them. */
+  private async list(): Promise<void> {
+    const rv = this.listedOnce ? '' : '0';
+    const list = await this.opts.client.request<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>('GET', '/api/v1/pods', {
+      query: { fieldSelector: this.fieldSelector, resourceVersion: rv },
+    });
+    if (this.stopped) return;
+    const items = Array.isArray(list?.items) ? list.items : [];
+    const next = new Map<string, StoredPod>();
+    for (const item of items) {
+      const stored = this.accept(item);
+      if (stored) next.set(stored.uid, stored.entry);
+    }
+    this.store.clear();
+    this.byKey.clear();
+    for (const [uid, entry] of next) {
+      this.store.set(uid, entry);
+      this.byKey.set(entry.key, uid);
+    }
+    this.resourceVersion = list?.metadata?.resourceVersion ?? '';
+    if (this.warned) this.log.info({ pods: this.store.size }, 'listed the pods bound to this node again');
+    this.lastError = '';
+    this.warned = false;
+    this.listedOnce = true;
+    this.emitNow();
+    this.firstList?.();
+    this.firstList = undefined;
+  }
+
+  /** One watch from the current resourceVersion until it ends. */
+  private watchOnce(): Promise<WatchEnd> {
+    return new Promise<WatchEnd>((resolve) => {
+      if (this.stopped) return resolve({ kind: 'stopped' });
+      let settled = false;
+      let events = 0;
+      const startedAt = Date.now();
+      const finish = (end: WatchEnd) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(watchdog);
+        this.stopWatch = undefined;
+        resolve(this.stopped ? { kind: 'stopped' } : end);
+      };
+      const timeoutSeconds = this.opts.watchTimeoutSeconds?.() ?? Math.floor(300 + Math.random() * 300);
+      // The server ends the watch after timeoutSeconds; a connection that died without a word is
+      // given up a minute later.
+      const watchdog = setTimeout(() => {
+        handle?.stop();
+        finish({ kind: 'relist', reason: 'the watch outlived its timeout without ending' });
+      }, (timeoutSeconds + 60) * 1000);
+      watchdog.unref();
+      let handle: { stop(): void } | undefined;
+      this.stopWatch = () => {
+        handle?.stop();
+        finish({ kind: 'stopped' });
+      };
+      this.opts.client
+        .watch(
+          '/api/v1/pods',
+          { fieldSelector: this.fieldSelector, resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+          (event) => {
+            if (settled) return;
+            events++;
+            const relist = this.onEvent(event);
+            if (relist) {
+              handle?.stop();
+              finish({ kind: 'relist', reason: relist });
+            }
+          },
+          (err) => finish(err ? { kind: 'error', err } : { kind: 'closed', quick: events === 0 && Date.now() - startedAt < 1000 }),
+        )
+        .then(
+          (h) => {
+            handle = h;
+            if (settled) h.stop();
+          },
+          (err: unknown) => finish({ kind: 'relist', reason: errorMessage(err) }),
+        );
+    });
+  }
+
+  /** Applies one watch event; returns a reason to re-list, or undefined. */
+  private onEvent(event: WatchEvent): string | undefined {
+    const obj = event.object as { metadata?: { resourceVersion?: unknown }; code?: unknown; message?: unknown; reason?: unknown } | undefined;
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED': {
+        const accepted = this.accept(obj);
+        if (accepted) {
+          this.store.set(accepted.uid, accepted.entry);
+          this.byKey.set(accepted.entry.key, accepted.uid);
+        } else {
+          // A pod that no longer passes (another node, a broken object) is not this node's to run.
+          const uid = podUID(obj);
+          if (uid && this.store.has(uid)) this.forget(uid);
+        }
+        break;
+      }
+      case 'DELETED': {
+        const uid = podUID(obj) ?? this.byKey.get(podKey(obj) ?? '');
+        if (uid) this.forget(uid);
+        break;
+      }
+      case 'BOOKMARK':
+        break;
+      case 'ERROR': {
+        const code = Number(obj?.code);
+        if (code === 410 || obj?.reason === 'Expired' || obj?.reason === 'Gone') {
+          this.resourceVersion = '';
+          return 'the watch resourceVersion expired (410)';
+        }
+        return `the watch reported an error: ${String(obj?.message ?? obj?.reason ?? code)}`;
+      }
+      default:
+        return undefined;
+    }
+    const rv = obj?.metadata?.resourceVersion;
+    if (typeof rv === 'string' && rv) this.resourceVersion = rv;
+    this.scheduleEmit();
+    return undefined;
+  }
+
+  private forget(uid: string): void {
+    const entry = this.store.get(uid);
+    if (!entry) return;
+    this.store.delete(uid);
+    if (this.byKey.get(entry.key) === uid) this.byKey.delete(entry.key);
+  }
+
+  /** Checks a pod from the server; returns its annotated copy, or undefined (logged once) when it is not acceptable. */
+  private accept(raw: unknown): { uid: string; entry: StoredPod } | undefined {
+    const problem = this.problemOf(raw);
+    if (problem) {
+      const id = podUID(raw) ?? podKey(raw) ?? '(unnamed)';
+      const key = `${id}|${problem}`;
+      if (!this.skipped.has(key)) {
+        this.skipped.add(key);
+        this.log.warn({ pod: id, problem }, 'skipping a pod from the API server');
+      }
+      return undefined;
+    }
+    const pod = structuredClone(raw) as V1Pod;
+    const meta = pod.metadata!;
+    const uid = meta.uid!;
+    let seen = this.seen.get(uid);
+    if (!seen) {
+      seen = new Date().toISOString();
+      this.seen.set(uid, seen);
+    }
+    pod.apiVersion = 'v1';
+    pod.kind = 'Pod';
+    meta.annotations = { ...(meta.annotations ?? {}), [CONFIG_SOURCE_ANNOTATION]: 'api', [CONFIG_SEEN_ANNOTATION]: seen };
+    const { resourceVersion: _rv, managedFields: _mf, ...rest } = (raw as V1Pod).metadata!;
+    const fingerprint = createHash('sha256').update(canonicalJSON({ metadata: rest, spec: (raw as V1Pod).spec })).digest('base64url');
+    return { uid, entry: { pod, fingerprint, key: `${meta.namespace}/${meta.name}` } };
+  }
+
+  private problemOf(raw: unknown): string | undefined {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return 'not an object';
+    const { metadata, spec } = raw as { metadata?: unknown; spec?: unknown };
+    if (!metadata || typeof metadata !== 'object') return 'no metadata';
+    const m = metadata as Record<string, unknown>;
+    for (const field of ['uid', 'name', 'namespace'] as const) {
+      if (typeof m[field] !== 'string' || !m[field]) return `no metadata.${field}`;
+    }
+    if (m.annotations !== undefined && (typeof m.annotations !== 'object' || m.annotations === null || Array.isArray(m.annotations))) return 'metadata.annotations is not a map';
+    if (!spec || typeof spec !== 'object' || Array.isArray(spec)) return 'no spec';
+    const s = spec as Record<string, unknown>;
+    if (s.nodeName !== this.opts.nodeName) return `spec.nodeName is ${JSON.stringify(s.nodeName)}, not this node`;
+    if (!Array.isArray(s.containers) || s.containers.length === 0) return 'no spec.containers';
+    return undefined;
+  }
+
+  /** Emits after the current batch of events (one network chunk may carry many). */
+  private scheduleEmit(): void {
+    if (this.emitScheduled || !this.listedOnce) return;
+    this.emitScheduled = true;
+    setImmediate(() => {
+      this.emitScheduled = false;
+      this.emitNow();
+    });
+  }
+
+  /**
+   * Gives the kubelet the current set, unless it is the set last given: the same UIDs with the
+   * same metadata and spec. A change of status alone (most watch events once pods run: the
+   * kubelet's own status updates) is not given again; the kubelet keeps its own pod status.
+   */
+  private emitNow(): void {
+    if (this.stopped || !this.onSet) return;
+    const entries = [...this.store.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const fingerprint = entries.map(([uid, e]) => `${uid}@${e.fingerprint}`).join(',');
+    if (fingerprint === this.lastEmitted) return;
+    this.lastEmitted = fingerprint;
+    // Forget first-seen times and skip notes of pods that are gone (UIDs never come back).
+    for (const uid of this.seen.keys()) if (!this.store.has(uid)) this.seen.delete(uid);
+    if (this.skipped.size > 1000) this.skipped.clear();
+    try {
+      this.onSet(entries.map(([, e]) => e.pod));
+    } catch (err) {
+      this.log.error({ err: errorMessage(err) }, 'the kubelet failed to take the pod set');
+    }
+  }
+
+  private logFailure(what: string, err: unknown, retryInMs: number): void {
+    const message = errorMessage(err);
+    const fields = { err: message, retryInMs: Math.round(retryInMs) };
+    if (isUnavailableError(err) || message === this.lastError) this.log.debug(fields, what);
+    else {
+      this.log.warn(fields, what);
+      this.warned = true;
+    }
+    this.lastError = message;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.stopped) return resolve();
+      const t = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      t.unref();
+      this.wake = () => {
+        clearTimeout(t);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+}
+
+function podUID(obj: unknown): string | undefined {
+  const uid = (obj as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
+  return typeof uid === 'string' && uid ? uid : undefined;
+}
+
+function podKey(obj: unknown): string | undefined {
+  const m = (obj as { metadata?: { namespace?: unknown; name?: unknown } } | undefined)?.metadata;
+  return typeof m?.namespace === 'string' && typeof m?.name === 'string' ? `${m.namespace}/${m.name}` : undefined;
+}

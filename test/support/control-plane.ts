@@ -1,0 +1,171 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, pidAlive, run, which } from '../../tools/node-env/util.ts';
+
+/**
+ * The real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+ * kube-scheduler v1.28.7) shared by the API tests of one mocha run, brought up by
+ * `../shared/k8s/control-plane.sh` in the run's own directory `<os tmp>/kubelet-ts-cp-<pid>` on
+ * free ports. It starts lazily on the first getControlPlane() call (unit-only runs never start
+ * it) and is stopped (`down DIR --wipe`) and its directory removed by the root afterAll hook
+ * (test/support/root-hooks.ts). Directories of earlier runs whose process died are swept first.
+ *
+ * Tests share it: each uses its own node names and namespaces (createTestNamespace) and
+ * deletes what it creates.
+ */
+
+const PREFIX = 'kubelet-ts-cp-';
+const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** `shared/` is beside the project (CI clones it there), not at an absolute path. */
+export const SHARED_DIR = resolve(PROJECT_ROOT, '..', 'shared');
+const SCRIPT = join(SHARED_DIR, 'k8s', 'control-plane.sh');
+/** `up` unpacks the binaries and makes the PKI on a fresh dir; the README allows ~200 s on a slow first run. */
+const UP_TIMEOUT_MS = 240_000;
+
+export interface ControlPlane {
+  /** The control plane's directory (binaries, PKI, etcd data, logs). */
+  dir: string;
+  /** The API server URL, `https://127.0.0.1:<port>`. */
+  server: string;
+  /** The admin kubeconfig (CN=admin, O=system:masters). */
+  adminKubeconfig: string;
+  /** A client for the admin kubeconfig. */
+  admin: KubeConfig;
+  /** Writes (once per node) and returns a kubeconfig for `system:node:<nodeName>` (group system:nodes). */
+  nodeKubeconfig(nodeName: string): Promise<string>;
+  /** Seconds `up` took (for the test report). */
+  upSeconds: number;
+}
+
+let cpPromise: Promise<ControlPlane> | undefined;
+let runDir: string | undefined;
+
+function log(line: string): void {
+  if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`[control-plane] ${line}\n`);
+}
+
+/** This run's directory: `<os tmp>/kubelet-ts-cp-<pid>`. */
+export function controlPlaneBaseDir(): string {
+  return join(tmpdir(), `${PREFIX}${process.pid}`);
+}
+
+/** Why the control plane cannot start here, or undefined if it can. */
+export function controlPlaneUnavailableReason(): string | undefined {
+  if (process.platform !== 'linux') return `the control plane needs Linux (this is ${process.platform})`;
+  if (process.arch !== 'x64') return `the control plane binaries are linux/amd64 (this is ${process.arch})`;
+  if (!existsSync(SCRIPT)) return `${SCRIPT} not found: the shared directory must be beside the project (../shared)`;
+  const missing: string[] = [];
+  if (!process.env.ETCD && !which('etcd')) missing.push('etcd not found: install the Debian package etcd-server (.ci/run and scripts/install-node-packages.sh --test do this)');
+  for (const [bin, pkg] of [['curl', 'curl'], ['openssl', 'openssl'], ['setsid', 'util-linux'], ['flock', 'util-linux'], ['gzip', 'gzip']] as const) {
+    if (!which(bin)) missing.push(`${bin} not found: install the Debian package ${pkg}`);
+  }
+  return missing.length ? missing.join('\n') : undefined;
+}
+
+/**
+ * The control plane for a test that needs it: with `CI=true` a machine that cannot run it fails
+ * the test; elsewhere the test is skipped with a message saying what is missing.
+ */
+export async function controlPlaneOrSkip(ctx: Mocha.Context): Promise<ControlPlane> {
+  const reason = controlPlaneUnavailableReason();
+  if (reason) {
+    if (process.env.CI === 'true') throw new Error(`CI=true and the control plane cannot start: ${reason}`);
+    process.stderr.write(`      skipped (no control plane): ${reason}\n`);
+    ctx.skip();
+  }
+  return getControlPlane();
+}
+
+/** Starts the shared control plane once per run (memoized) and returns it. */
+export function getControlPlane(): Promise<ControlPlane> {
+  cpPromise ??= start();
+  // A failed start is not retried by later callers: they get the same error.
+  return cpPromise;
+}
+
+/** True if getControlPlane() was called in this run. */
+export function controlPlaneStarted(): boolean {
+  return cpPromise !== undefined;
+}
+
+async function start(): Promise<ControlPlane> {
+  const reason = controlPlaneUnavailableReason();
+  if (reason) throw new Error(reason);
+  await sweepStale();
+  const base = controlPlaneBaseDir();
+  const dir = join(base, 'cp');
+  runDir = base;
+  await mkdir(base, { recursive: true });
+  const ports = { API_PORT: await freePort(), ETCD_PORT: await freePort(), ETCD_PEER_PORT: await freePort(), KCM_PORT: await freePort(), SCHED_PORT: await freePort() };
+  const env = Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)]));
+  log(`up ${dir} ${JSON.stringify(ports)}`);
+  const t0 = performance.now();
+  let out;
+  try {
+    out = await run('bash', [SCRIPT, 'up', dir], { env, timeoutMs: UP_TIMEOUT_MS });
+  } catch (err) {
+    await stopDir(base).catch(() => {});
+    throw new Error(`control-plane.sh up failed: ${(err as Error).message}`);
+  }
+  const upSeconds = (performance.now() - t0) / 1000;
+  log(out.stdout.trim());
+  const server = /server=(\S+)/.exec(out.stdout)?.[1] ?? `https://127.0.0.1:${ports.API_PORT}`;
+  const adminKubeconfig = /kubeconfig=(\S+)/.exec(out.stdout)?.[1] ?? join(dir, 'admin.kubeconfig');
+  const admin = new KubeConfig();
+  admin.loadFromFile(adminKubeconfig);
+  const written = new Map<string, Promise<string>>();
+  return {
+    dir,
+    server,
+    adminKubeconfig,
+    admin,
+    upSeconds,
+    nodeKubeconfig(nodeName: string) {
+      let p = written.get(nodeName);
+      if (!p) {
+        const file = join(base, 'nodes', `${nodeName}.kubeconfig`);
+        p = run('bash', [SCRIPT, 'node-kubeconfig', dir, nodeName, file], { timeoutMs: 60_000 }).then(() => file);
+        written.set(nodeName, p);
+      }
+      return p;
+    },
+  };
+}
+
+/** Stops the control plane if this run started it, and removes its directory. Idempotent. */
+export async function stopControlPlane(): Promise<void> {
+  if (!cpPromise || !runDir) return;
+  const base = runDir;
+  cpPromise = undefined;
+  runDir = undefined;
+  await stopDir(base);
+}
+
+async function stopDir(base: string): Promise<void> {
+  const dir = join(base, 'cp');
+  if (existsSync(dir)) {
+    log(`down ${dir}`);
+    await run('bash', [SCRIPT, 'down', dir, '--wipe'], { timeoutMs: 90_000, allowFailure: true });
+  }
+  if (!process.env.KUBELET_TS_KEEP_TEST_ENV) await rm(base, { recursive: true, force: true });
+}
+
+/** Stops and removes control planes of earlier runs whose process died without stopping them. */
+async function sweepStale(): Promise<void> {
+  const dir = tmpdir();
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith(PREFIX)) continue;
+    const pid = Number(name.slice(PREFIX.length));
+    if (!(pid > 0) || pid === process.pid || pidAlive(pid)) continue;
+    log(`sweeping stale control plane ${join(dir, name)}`);
+    try {
+      await stopDir(join(dir, name));
+    } catch (err) {
+      log(`could not sweep ${join(dir, name)}: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
+import path from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { createApiClient, type ApiClient } from '../../core/api/api-client.ts';
+import { ApiPodSource } from '../../core/sources/api-pods.ts';
+import { waitFor } from '../../tools/node-env/util.ts';
+import { captureLogger } from '../support/capture-logger.ts';
+import { sendJSON, startFakeApiServer, status, writeKubeconfig, type FakeApiServer } from '../support/fake-apiserver.ts';
+
+const NODE = 'n1';
+
+function pod(name: string, uid: string, rv: string, over: { nodeName?: string; labels?: Record<string, string> } = {}): object {
+  return {
+    metadata: { name, namespace: 'default', uid, resourceVersion: rv, creationTimestamp: '2026-01-01T00:00:00Z', ...(over.labels ? { labels: over.labels } : {}) },
+    spec: { nodeName: over.nodeName ?? NODE, containers: [{ name: 'c', image: 'busybox' }] },
+  };
+}
+
+/**
+ * A scripted API server for the pod list-watch: `list` answers lists, watches stay open until
+ * the test writes events or ends them.
+ */
+class PodServer {
+  list: () => { code: number; body: object } = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '10' }, items: [] } });
+  watches: ServerResponse[] = [];
+  watchQueries: URLSearchParams[] = [];
+  listQueries: URLSearchParams[] = [];
+  down = false;
+  srv!: FakeApiServer;
+
+  async start(): Promise<void> {
+    this.srv = await startFakeApiServer((req, res) => {
+      const url = new URL(req.url, 'https://x');
+      if (this.down) return sendJSON(res, 503, status(503, 'ServiceUnavailable', 'the server is shutting down'));
+      if (url.pathname !== '/api/v1/pods') return sendJSON(res, 404, status(404, 'NotFound', 'not here'));
+      if (url.searchParams.get('watch') === 'true') {
+        this.watchQueries.push(url.searchParams);
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.flushHeaders();
+        this.watches.push(res);
+        return;
+      }
+      this.listQueries.push(url.searchParams);
+      const { code, body } = this.list();
+      sendJSON(res, code, body);
+    });
+  }
+
+  /** Writes an event to the newest open watch. */
+  event(type: string, object: unknown): void {
+    this.watches.at(-1)!.write(`${JSON.stringify({ type, object })}\n`);
+  }
+
+  async waitWatch(n: number): Promise<void> {
+    await waitFor(`watch #${n}`, () => this.watches.length >= n, 5000, 10);
+  }
+}
+
+describe('ApiPodSource (list-watch of the pods bound to the node)', function () {
+  let server: PodServer;
+  let client: ApiClient;
+  let source: ApiPodSource;
+  let sets: V1Pod[][];
+  let logs: ReturnType<typeof captureLogger<{ level: number; msg: string; problem?: string; pod?: string }>>;
+  let dir: string;
+
+  beforeEach(async function () {
+    server = new PodServer();
+    await server.start();
+    const file = await writeKubeconfig(server.srv.url);
+    dir = path.dirname(file);
+    logs = captureLogger('debug');
+    client = createApiClient({ kubeconfig: file, logger: logs.logger });
+    sets = [];
+  });
+
+  afterEach(async function () {
+    await source?.stop();
+    client.close();
+    for (const w of server.watches) w.destroy();
+    await server.srv.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  function startSource(opts: Partial<ConstructorParameters<typeof ApiPodSource>[0]> = {}): Promise<void> {
+    source = new ApiPodSource({ client, nodeName: NODE, logger: logs.logger, backoff: { initialMs: 20, maxMs: 100 }, ...opts });
+    return source.start((pods) => sets.push(pods));
+  }
+  const names = (set: V1Pod[] | undefined) => (set ?? []).map((p) => p.metadata!.name).sort();
+
+  it('lists from the watch cache first, then watches from the list\'s resourceVersion with bookmarks and a timeout', async function () {
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '10' }, items: [pod('a', 'uid-a', '5')] } });
+    await startSource();
+    assert.deepEqual(sets.map(names), [['a']], 'start() resolves after the first set');
+    assert.deepEqual([server.listQueries[0]!.get('fieldSelector'), server.listQueries[0]!.get('resourceVersion')], ['spec.nodeName=n1', '0']);
+    await server.waitWatch(1);
+    const q = server.watchQueries[0]!;
+    assert.deepEqual([q.get('fieldSelector'), q.get('resourceVersion'), q.get('allowWatchBookmarks')], ['spec.nodeName=n1', '10', 'true']);
+    const timeout = Number(q.get('timeoutSeconds'));
+    assert.ok(timeout >= 300 && timeout < 600, `timeoutSeconds ${timeout}`);
+    const a = sets[0]![0]!;
+    assert.equal(a.metadata!.annotations!['kubernetes.io/config.source'], 'api');
+    assert.ok(a.metadata!.annotations!['kubernetes.io/config.seen']);
+    assert.deepEqual([a.kind, a.apiVersion, a.metadata!.creationTimestamp], ['Pod', 'v1', '2026-01-01T00:00:00Z']);
+  });
+
+  it('emits adds, updates and deletes; skips hostile pods with one line each', async function () {
+    await startSource();
+    await server.waitWatch(1);
+    server.event('ADDED', pod('a', 'uid-a', '11'));
+    server.event('ADDED', pod('b', 'uid-b', '12'));
+    await waitFor('a and b', () => names(sets.at(-1)).join() === 'a,b', 2000, 10);
+    const emitted = sets.length;
+    server.event('MODIFIED', pod('a', 'uid-a', '13', { labels: { v: '2' } }));
+    await waitFor('the update', () => sets.at(-1)!.find((p) => p.metadata!.name === 'a')?.metadata?.labels?.v === '2', 2000, 10);
+    assert.equal(sets.length, emitted + 1);
+    // A status update (the kubelet's own, most events once pods run) changes nothing the kubelet acts on.
+    server.event('MODIFIED', { ...pod('a', 'uid-a', '14', { labels: { v: '2' } }), status: { phase: 'Running' } });
+    server.event('BOOKMARK', { metadata: { resourceVersion: '14' } });
+    for (let i = 0; i < 2; i++) {
+      server.event('ADDED', { metadata: { name: 'no-uid', namespace: 'default' }, spec: { nodeName: NODE, containers: [{ name: 'c' }] } });
+      server.event('ADDED', { metadata: { uid: 'uid-x', namespace: 'default' }, spec: { nodeName: NODE, containers: [{ name: 'c' }] } });
+      server.event('ADDED', pod('elsewhere', 'uid-e', '14', { nodeName: 'n2' }));
+      server.event('ADDED', { metadata: { name: 'empty', namespace: 'default', uid: 'uid-empty' }, spec: { nodeName: NODE, containers: [] } });
+      server.event('ADDED', 'not an object');
+    }
+    server.event('DELETED', pod('b', 'uid-b', '15'));
+    await waitFor('the delete', () => names(sets.at(-1)).join() === 'a', 2000, 10);
+    assert.equal(sets.length, emitted + 2, 'the update and the delete; not the status update, the bookmark or the skipped pods');
+    const skips = logs.lines.filter((l) => l.msg === 'skipping a pod from the API server').map((l) => `${l.pod}: ${l.problem}`);
+    assert.deepEqual(skips, [
+      'default/no-uid: no metadata.uid',
+      'uid-x: no metadata.name',
+      'uid-e: spec.nodeName is "n2", not this node',
+      'uid-empty: no spec.containers',
+      '(unnamed): not an object',
+    ]);
+    assert.ok(sets.every((s) => s.every((p) => p.metadata!.name === 'a' || p.metadata!.name === 'b')));
+  });
+
+  it('re-lists on 410 Gone without emitting when nothing changed, and emits only real removals', async function () {
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '20' }, items: [pod('a', 'uid-a', '5'), pod('b', 'uid-b', '6')] } });
+    await startSource();
+    await server.waitWatch(1);
+    server.event('ERROR', status(410, 'Expired', 'too old resource version: 5 (20)'));
+    await server.waitWatch(2);
+    assert.equal(server.listQueries.at(-1)!.get('resourceVersion'), '', 'the re-list after 410 reads etcd');
+    assert.equal(sets.length, 1, 'the same pods: nothing emitted, nothing removed');
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '30' }, items: [pod('a', 'uid-a', '5')] } });
+    server.event('ERROR', status(410, 'Gone', 'gone'));
+    await waitFor('b removed by the re-list', () => names(sets.at(-1)).join() === 'a', 2000, 10);
+    assert.equal(sets.length, 2);
+  });
+
+  it('keeps the set while the API server is away, logs the outage once, and resumes from the last resourceVersion', async function () {
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '40' }, items: [pod('a', 'uid-a', '5')] } });
+    await startSource();
+    await server.waitWatch(1);
+    server.event('MODIFIED', pod('a', 'uid-a', '41', { labels: { v: '2' } }));
+    await waitFor('rv 41', () => sets.length === 2, 2000, 10);
+    server.down = true;
+    server.watches.at(-1)!.destroy();
+    await new Promise((r) => setTimeout(r, 400)); // several watch retries
+    assert.equal(sets.length, 2, 'nothing emitted while the server is away');
+    server.down = false;
+    await server.waitWatch(2);
+    assert.equal(server.watchQueries.at(-1)!.get('resourceVersion'), '41', 'the watch resumes where it was');
+    assert.equal(server.listQueries.length, 1, 'no re-list after an outage');
+    server.event('ADDED', pod('b', 'uid-b', '42'));
+    await waitFor('b', () => names(sets.at(-1)).join() === 'a,b', 2000, 10);
+    const warnings = logs.lines.filter((l) => l.level >= 40).map((l) => l.msg);
+    assert.deepEqual(warnings, [`API server ${server.srv.url} is unreachable; requests are retried with back-off until it answers`]);
+  });
+
+  it('start() gives up waiting for an unanswered list after the bound, with a warning; the first set comes when a list succeeds', async function () {
+    server.down = true;
+    const t0 = performance.now();
+    await startSource({ initialListTimeoutMs: 300 });
+    assert.ok(performance.now() - t0 < 1000);
+    assert.deepEqual(sets, [], 'no set before a list succeeded: the kubelet keeps what it runs');
+    assert.ok(logs.lines.some((l) => l.level === 40 && /not known yet/.test(l.msg)));
+    server.down = false;
+    await waitFor('the first set', () => sets.length === 1, 3000, 10);
+  });
+});

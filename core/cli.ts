@@ -19,6 +19,7 @@ const USAGE = `Usage: kubelet-ts [run] [flags]
 
 Flags (they mirror the upstream kubelet's and override the config file):
   --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
+  --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
   --container-runtime-endpoint EP   CRI endpoint, unix:///path (containerRuntimeEndpoint)
   --root-dir DIR                    kubelet state directory (rootDir)
@@ -35,6 +36,7 @@ function parse(argv: string[]) {
     allowPositionals: true,
     options: {
       config: { type: 'string' },
+      kubeconfig: { type: 'string' },
       'pod-manifest-path': { type: 'string' },
       'container-runtime-endpoint': { type: 'string' },
       'root-dir': { type: 'string' },
@@ -52,6 +54,7 @@ function parse(argv: string[]) {
   }
   const flags: ConfigFlags = {
     podManifestPath: values['pod-manifest-path'],
+    kubeconfig: values.kubeconfig,
     containerRuntimeEndpoint: values['container-runtime-endpoint'],
     rootDir: values['root-dir'],
     nodeName: values['node-name'],

@@ -20,7 +20,7 @@ import { ImagePuller } from './pod/image-puller.ts';
 import { PodSyncer, evictableContainers, orphanPod, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
 import { tapLifecycleHandlers } from './pod/lifecycle-handlers.ts';
-import { podFullName } from './pod/pod-util.ts';
+import { gracePeriodSeconds, podFullName } from './pod/pod-util.ts';
 import { PodWorkers } from './pod-workers.ts';
 import { WorkQueue } from './work-queue.ts';
 import { Pleg } from './pleg.ts';
@@ -35,6 +35,10 @@ import { podLogDir } from './pod/sandbox-config.ts';
 import { VolumeManager } from './volumes/volume-manager.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
 import { EventRecorder, nodeRef, podRef } from './events/event-recorder.ts';
+import { ApiEventSink } from './events/api-event-sink.ts';
+import { createApiNode, type ApiNode } from './node/api-node.ts';
+import { ApiPodReporter, isApiPod, isStaticPod } from './api/api-pod-reporter.ts';
+import { isMirrorPod } from './api/mirror-pods.ts';
 import { eventsRouteHandler } from './events/events-route.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
@@ -57,6 +61,8 @@ const REPLACEMENT_WAIT_MS = 200;
  * running; a restarted kubelet adopts them).
  */
 const SHUTDOWN_STEP_MS = 10_000;
+/** How long the kubelet remembers that a pod's termination finished. */
+const FINISHED_MEMORY_MS = 10 * 60_000;
 
 /**
  * The kubelet host: owns the hooks, the plugins, the pod sources and the sync machinery
@@ -97,6 +103,16 @@ export class Kubelet {
   private started = false;
   /** The port the read-only server bound (0 when disabled). */
   readOnlyPort = 0;
+  /** The API server side (clients, Node, Lease, pod source), when a kubeconfig is given. */
+  api: ApiNode | undefined;
+  /** Pod statuses, mirror pods and final deletes to the API server, when a kubeconfig is given. */
+  reporter: ApiPodReporter | undefined;
+  /**
+   * Pods whose termination finished, by UID, with when: an API pod the kubelet deleted is then
+   * still listed until the watch reports the delete, and its removal is not a new termination.
+   * Forgotten after FINISHED_MEMORY_MS.
+   */
+  private readonly finished = new Map<string, number>();
 
   constructor(readonly config: KubeletConfig, readonly logger: Logger, private readonly extraSources: PodSource[] = []) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
@@ -161,7 +177,14 @@ export class Kubelet {
     }
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
-    this.status = new StatusManager({ hooks: this.hooks, logger, nodeIP: config.nodeIP, runtimeName: () => this.runtimeVersion.runtimeName, probes: this.probes });
+    this.status = new StatusManager({
+      hooks: this.hooks,
+      logger,
+      nodeIP: config.nodeIP,
+      runtimeName: () => this.runtimeVersion.runtimeName,
+      probes: this.probes,
+      onUpdate: (pod, status) => this.reporter?.status(pod, status),
+    });
     const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
@@ -178,6 +201,9 @@ export class Kubelet {
         requeue: (uid, ms) => this.queue.enqueue(uid, ms),
         terminated: (pod) => {
           this.terminating.delete(pod.metadata!.uid!);
+          this.finished.set(pod.metadata!.uid!, Date.now());
+          this.reporter?.terminated(pod);
+          this.reporter?.forget(pod.metadata!.uid!);
           this.startMeasured.delete(pod.metadata!.uid!);
           this.metrics.forgetPod(pod.metadata!.uid!);
           this.timelines.forget(pod.metadata!.uid!);
@@ -225,8 +251,9 @@ export class Kubelet {
         }),
       );
     }
+    if (config.kubeconfig) this.startApi(config.kubeconfig);
     this.sources.push(...this.extraSources);
-    for (const source of this.sources) await source.start((pods) => this.podConfig.set(source.name, pods));
+    for (const source of this.sources) await source.start((pods) => this.onSourceSet(source.name, pods));
 
     this.timers.push(setInterval(() => void this.housekeeping(), HOUSEKEEPING_MS));
     this.timers.push(setInterval(() => this.resyncAll(), config.syncFrequencyMs));
@@ -252,6 +279,9 @@ export class Kubelet {
   async stop(): Promise<void> {
     for (const t of this.timers.splice(0)) clearInterval(t);
     await Promise.all(this.sources.map((s) => s.stop().catch(() => {})));
+    this.reporter?.stop();
+    this.events.setSink(undefined);
+    await this.api?.stop();
     this.pleg?.stop();
     this.queue?.stop();
     await this.server.close();
@@ -266,6 +296,55 @@ export class Kubelet {
     if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === 'timeout') this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
     await this.plugins.close();
     this.started = false;
+  }
+
+  /**
+   * API-server mode: the API clients, Node registration and status, the Lease, the `api` pod
+   * source, and what goes back to the server (pod statuses, mirror pods, final deletes, events).
+   */
+  private startApi(kubeconfig: string): void {
+    const { config, logger } = this;
+    const api = createApiNode({
+      config: { ...config, kubeconfig },
+      hooks: this.hooks,
+      logger,
+      inputs: {
+        runtimeVersion: () => this.runtimeImpl.version(),
+        runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),
+        plegHealthy: () => this.pleg.healthy(),
+        plegLastRelist: () => this.pleg.lastSeen(),
+        images: () => this.runtimeImpl.listImages(),
+      },
+      onEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
+    });
+    this.api = api;
+    this.reporter = new ApiPodReporter({
+      client: api.main,
+      nodeName: config.nodeName,
+      nodeUid: () => api.nodeStatus?.nodeUID,
+      logger,
+      statusOf: (uid) => {
+        const pod = this.desired.get(uid) ?? this.terminating.get(uid);
+        const status = this.status.get(uid);
+        return pod && status ? { pod, status } : undefined;
+      },
+    });
+    this.events.setSink(new ApiEventSink({ client: api.main, logger: logger.child({ component: 'events' }) }));
+    api.start();
+    this.sources.push(api.podSource);
+  }
+
+  /**
+   * A source's complete set: to the merger, except mirror pods (the API's copies of this
+   * node's static pods, which the kubelet keeps but never runs).
+   */
+  private onSourceSet(source: string, pods: V1Pod[]): void {
+    if (source === 'api') {
+      this.reporter?.mirrors.observe(pods.filter(isMirrorPod));
+      pods = pods.filter((p) => !isMirrorPod(p));
+    }
+    this.podConfig.set(source, pods);
+    this.reporter?.mirrors.setStatic([...this.desired.values()].filter(isStaticPod));
   }
 
   /** The pods this kubelet runs or is terminating, with their current status. */
@@ -306,19 +385,31 @@ export class Kubelet {
   private handleUpdate(u: PodUpdate): void {
     for (let pod of u.pods) {
       const uid = pod.metadata!.uid!;
-      if (u.op === 'REMOVE') {
+      // An API pod being deleted (deletionTimestamp set): terminated with its deletion's grace
+      // period, then deleted from the API server by the kubelet (see ApiPodReporter.terminated).
+      const deleting = u.op !== 'REMOVE' && isApiPod(pod) && !!pod.metadata?.deletionTimestamp;
+      if (u.op === 'REMOVE' || deleting) {
+        // Gone from its source after the kubelet finished it (an API pod it deleted): nothing left to do.
+        if (!this.desired.has(uid) && !this.terminating.has(uid) && !this.workers.has(uid) && this.finished.has(uid)) {
+          if (u.op === 'REMOVE') this.finished.delete(uid);
+          continue;
+        }
+        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) continue;
         this.desired.delete(uid);
         this.queue.forget(uid);
-        // Shown as Terminating (deletionTimestamp) while its containers get their grace period.
-        const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
-        pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
+        if (!deleting) {
+          // Shown as Terminating (deletionTimestamp) while its containers get their grace period.
+          const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+          pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
+        }
         this.terminating.set(uid, pod);
         void this.status.update(pod, this.cache.get(uid), true).catch(() => {});
-        this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod removed from source, terminating');
+        this.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
         this.workers.update(pod, true);
         continue;
       }
       if (u.op === 'ADD') {
+        this.finished.delete(uid);
         this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
         this.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
         void this.admit(pod);
@@ -364,6 +455,12 @@ export class Kubelet {
       return { requeueAfterMs: REPLACEMENT_WAIT_MS };
     }
     if (this.status.get(pod.metadata!.uid!)?.reason === 'OutOfpods') return {};
+    // An API pod the server already has as Succeeded or Failed (it finished before a restart of
+    // the kubelet) is never started again, whatever the runtime still holds of it.
+    if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.status.get(pod.metadata!.uid!)) {
+      const rs = this.cache.get(pod.metadata!.uid!);
+      if (!rs?.containers.some((c) => c.state === 'CONTAINER_RUNNING')) return {};
+    }
     return this.syncer.sync(pod);
   }
 
@@ -428,6 +525,8 @@ export class Kubelet {
         this.workers.update(pod, true);
       }
       await this.collectDeadContainers();
+      const now = Date.now();
+      for (const [uid, at] of this.finished) if (now - at > FINISHED_MEMORY_MS) this.finished.delete(uid);
       // Volumes of pods nobody runs any more (gone while the kubelet was down, or a teardown that failed).
       const runtimeUids = new Set(this.cache.uids());
       await this.volumes.cleanupOrphans((uid) => this.desired.has(uid) || this.terminating.has(uid) || this.workers.has(uid) || runtimeUids.has(uid));

@@ -264,6 +264,8 @@ export function createKubeletApiClients(config: {
     requestTimeoutMs: Math.min(config.nodeStatusUpdateFrequencyMs, config.nodeLeaseDurationSeconds * 1000),
     connectivity,
   });
+  // While the server is away, /version (readable by any authenticated identity) tells when it is back.
+  connectivity.setProbe(() => heartbeat.request('GET', '/version', { timeoutMs: 2000 }));
   return { main, heartbeat };
 }
 

@@ -36,6 +36,8 @@ export function createApiNode(deps: {
   hooks: Pick<KubeletHooks, 'nodeStatus'>;
   inputs: NodeStatusInputs;
   logger: Logger;
+  /** Records node events (registration, readiness changes). */
+  onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }): ApiNode {
   const { config, logger } = deps;
   const { main, heartbeat } = createKubeletApiClients(config, logger);
@@ -58,6 +60,7 @@ export function createApiNode(deps: {
       evictionHard: config.evictionHard,
       updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
       reportFrequencyMs: config.nodeStatusReportFrequencyMs,
+      ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
     })
     : undefined;
   const lease = config.registerNode

@@ -62,6 +62,8 @@ export class NodeLease {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  /** Ends a back-off sleep when the server answers again (see ConnectivityTracker). */
+  private offRecovered: (() => void) | undefined;
   private lastError = '';
   /** A failure was logged at warn (not an outage, which the connectivity tracker reports). */
   private warned = false;
@@ -83,6 +85,7 @@ export class NodeLease {
 
   /** Renews now, then every renew interval (jittered), until stopped. */
   start(): void {
+    this.offRecovered = this.opts.client.connectivity.onRecovered(() => this.wake?.());
     const loop = async () => {
       await this.renewNow();
       if (this.stopped) return;
@@ -95,6 +98,7 @@ export class NodeLease {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.offRecovered?.();
     if (this.timer) clearTimeout(this.timer);
     this.wake?.();
     await this.running?.catch(() => {});

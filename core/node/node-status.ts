@@ -91,6 +91,8 @@ export interface NodeStatusOptions {
   /** Reads the machine (tests give a fixed one). Default readMachineInfo({rootDir}). */
   machineInfo?: () => Promise<MachineInfo>;
   now?: () => number;
+  /** Records node events (RegisteredNode, NodeReady, NodeNotReady). */
+  onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
 
 /** Upstream's registration back-off: 100 ms doubling (the first wait is 200 ms), capped at 7 s. */
@@ -219,7 +221,8 @@ export class NodeStatusManager {
     try {
       const created = await client.request<V1Node>('POST', '/api/v1/nodes', { body: node });
       this.rememberPosted(owned);
-      this.lastPostedReady = readyKey(owned);
+      this.opts.onEvent?.('Normal', 'RegisteredNode', `Node ${nodeName} registered`);
+      this.readinessPosted(readyKey(owned));
       this.lastReportMs = this.now();
       return created;
     } catch (err) {
@@ -280,8 +283,17 @@ export class NodeStatusManager {
     this.rememberPosted(owned);
     const ready = readyKey(owned);
     if (ready !== this.lastPostedReady) this.log.info({ ready: owned.conditions.find((c) => c.type === 'Ready') }, 'posted a change of node readiness');
-    this.lastPostedReady = ready;
+    this.readinessPosted(ready);
     this.lastReportMs = this.now();
+  }
+
+  /** Ready as last posted; a change is an event (NodeReady / NodeNotReady, worded as upstream's). */
+  private readinessPosted(ready: string | undefined): void {
+    if (ready !== undefined && ready !== this.lastPostedReady) {
+      const what = ready === 'True' ? 'NodeReady' : 'NodeNotReady';
+      this.opts.onEvent?.(ready === 'True' ? 'Normal' : 'Warning', what, `Node ${this.opts.nodeName} status is now: ${what}`);
+    }
+    this.lastPostedReady = ready;
   }
 
   private rememberPosted(owned: OwnedStatus): void {

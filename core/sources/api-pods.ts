@@ -84,6 +84,7 @@ export class ApiPodSource implements PodSource {
   private stopped = false;
   private stopWatch: (() => void) | undefined;
   private wake: (() => void) | undefined;
+  private offRecovered: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private firstList: (() => void) | undefined;
   private lastError = '';
@@ -97,6 +98,8 @@ export class ApiPodSource implements PodSource {
   async start(onSet: (pods: V1Pod[]) => void): Promise<void> {
     if (this.onSet) throw new Error('ApiPodSource already started');
     this.onSet = onSet;
+    // The server is back: list or watch again now, not at the end of the back-off.
+    this.offRecovered = this.opts.client.connectivity.onRecovered(() => this.wake?.());
     const listed = new Promise<void>((resolve) => (this.firstList = resolve));
     this.running = this.run();
     const waitMs = this.opts.initialListTimeoutMs ?? 5000;
@@ -113,6 +116,7 @@ export class ApiPodSource implements PodSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.offRecovered?.();
     this.stopWatch?.();
     this.wake?.();
     await this.running?.catch(() => {});

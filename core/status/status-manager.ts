@@ -21,7 +21,17 @@ interface PodEntry {
 export class StatusManager {
   private readonly pods = new Map<string, PodEntry>();
 
-  constructor(private readonly deps: { hooks: KubeletHooks; logger: Logger; nodeIP: string; runtimeName: () => string; probes: ProbeResults }) {}
+  constructor(
+    private readonly deps: {
+      hooks: KubeletHooks;
+      logger: Logger;
+      nodeIP: string;
+      runtimeName: () => string;
+      probes: ProbeResults;
+      /** Every computed status (changed or not): the API status sync sends what changed. */
+      onUpdate?: (pod: V1Pod, status: V1PodStatus) => void;
+    },
+  ) {}
 
   /** The current status, if computed. */
   get(uid: string): V1PodStatus | undefined {
@@ -42,6 +52,11 @@ export class StatusManager {
   async update(pod: V1Pod, rs: PodRuntimeStatus | undefined, terminating = false): Promise<V1PodStatus> {
     const uid = pod.metadata!.uid!;
     const entry = this.entry(uid);
+    if (!entry.status) {
+      // A pod that already has a start time (an API pod after a kubelet restart) keeps it.
+      const known = pod.status?.startTime ? new Date(pod.status.startTime) : undefined;
+      if (known && !Number.isNaN(known.getTime())) entry.startTime = known;
+    }
     const inputs: StatusInputs = {
       nodeIP: this.deps.nodeIP,
       runtimeName: this.deps.runtimeName(),
@@ -63,6 +78,7 @@ export class StatusManager {
       );
       this.deps.hooks.podStatusChanged.call(pod, status);
     }
+    this.deps.onUpdate?.(pod, status);
     return status;
   }
 

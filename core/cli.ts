@@ -7,6 +7,7 @@ import { logsCommand } from './commands/logs.ts';
 import { explainCommand } from './commands/explain.ts';
 import { eventsCommand } from './commands/events.ts';
 import { ServerListenError } from './server.ts';
+import { KubeconfigError } from './api/kubeconfig.ts';
 
 const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
@@ -139,7 +140,7 @@ main().then(
     if (code >= 0) process.exit(code);
   },
   (err) => {
-    const known = err instanceof ConfigError || err instanceof ServerListenError || isPluginError(err);
+    const known = err instanceof ConfigError || err instanceof ServerListenError || err instanceof KubeconfigError || isPluginError(err);
     process.stderr.write(`kubelet-ts: ${known ? err.message : (err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);
   },

@@ -36,7 +36,7 @@ import { VolumeManager } from './volumes/volume-manager.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
 import { EventRecorder, nodeRef, podRef } from './events/event-recorder.ts';
 import { ApiEventSink } from './events/api-event-sink.ts';
-import { createApiNode, type ApiNode } from './node/api-node.ts';
+import { checkKubeconfig, createApiNode, type ApiNode } from './node/api-node.ts';
 import { ApiPodReporter, isApiPod, isStaticPod } from './api/api-pod-reporter.ts';
 import { isMirrorPod } from './api/mirror-pods.ts';
 import { eventsRouteHandler } from './events/events-route.ts';
@@ -152,6 +152,8 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
+    // A kubeconfig that cannot work fails the start before anything touches the node.
+    if (config.kubeconfig) checkKubeconfig(config.kubeconfig, config.nodeName);
     isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.

@@ -9,6 +9,7 @@ import type { KubeletConfig } from '../config/types.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
 import { createKubeletApiClients, type ApiClient } from '../api/api-client.ts';
+import { KubeconfigError, loadKubeconfig } from '../api/kubeconfig.ts';
 import { ApiPodSource } from '../sources/api-pods.ts';
 import { NodeLease } from './node-lease.ts';
 import { NodeStatusManager, type NodeStatusInputs } from './node-status.ts';
@@ -30,6 +31,23 @@ export interface ApiNode {
   stop(): Promise<void>;
 }
 
+/**
+ * Loads and checks the kubeconfig before anything else starts (the kubelet calls it first):
+ * an unreadable or invalid file, or a node identity of another node, is a KubeconfigError
+ * naming the file. Under the Node authorizer a `system:node:X` identity may act only as node
+ * X: another node name would fail every request with Forbidden.
+ */
+export function checkKubeconfig(kubeconfig: string, nodeName: string): void {
+  const loaded = loadKubeconfig(kubeconfig);
+  const certNode = /^system:node:(.+)$/.exec(loaded.identity.user ?? '')?.[1];
+  if (certNode !== undefined && certNode !== nodeName) {
+    throw new KubeconfigError(
+      kubeconfig,
+      `it authenticates as system:node:${certNode}, but this node's name is "${nodeName}" (nodeName / --node-name): the API server lets it act only as node "${certNode}"; set --node-name ${certNode}, or use the kubeconfig of node "${nodeName}"`,
+    );
+  }
+}
+
 /** Builds the API side of the node from the config. Throws KubeconfigError for an unusable kubeconfig. */
 export function createApiNode(deps: {
   config: KubeletConfig & { kubeconfig: string };
@@ -40,6 +58,7 @@ export function createApiNode(deps: {
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }): ApiNode {
   const { config, logger } = deps;
+  checkKubeconfig(config.kubeconfig, config.nodeName);
   const { main, heartbeat } = createKubeletApiClients(config, logger);
   const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
   const nodeStatus = config.registerNode

@@ -126,6 +126,35 @@ describe('kubelet-ts CLI', function () {
   });
 });
 
+describe('kubelet-ts CLI: a kubeconfig that cannot work', function () {
+  this.timeout(RUN_TIMEOUT_MS + 5000);
+  let dir: string;
+  beforeEach(async () => (dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-cli-kc-'))));
+  afterEach(() => fs.rm(dir, { recursive: true, force: true }));
+
+  const run = async (kubeconfig: string, nodeName: string) => {
+    const config = path.join(dir, 'kubelet.config.json');
+    await fs.writeFile(config, JSON.stringify({ podLogsDir: './logs', plugins: ['cri-containerd'] }));
+    return kubeletTs(['--config', config, '--kubeconfig', kubeconfig, '--node-name', nodeName, '--root-dir', path.join(dir, 'root'), '--container-runtime-endpoint', 'unix:///nonexistent.sock']);
+  };
+
+  it('a missing kubeconfig exits 1 naming the file, before touching the runtime', async function () {
+    const r = await run(path.join(dir, 'nope.kubeconfig'), 'n1');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`^kubelet-ts: kubeconfig ${escape(path.join(dir, 'nope.kubeconfig'))}: `));
+    assert.ok(!/\n\s+at /.test(r.stderr), r.stderr);
+    assert.ok(!r.stderr.includes('container runtime endpoint'), 'the runtime was not reached first');
+  });
+
+  it('a node kubeconfig of another node exits 1 naming both names', async function () {
+    const { writeKubeconfig } = await import('../support/fake-apiserver.ts');
+    const kc = await writeKubeconfig('https://127.0.0.1:1', 'cert', { dir });
+    const r = await run(kc, 'n2');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /kubeconfig .*: it authenticates as system:node:n1, but this node's name is "n2" \(nodeName \/ --node-name\)/);
+  });
+});
+
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

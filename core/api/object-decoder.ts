@@ -1,7 +1,8 @@
 /**
  * Decoding of Kubernetes objects read from files (static pod manifests, local ConfigMaps and
- * Secrets): YAML or JSON text in, a plain object out with the fields the v1 API does not know
- * dropped, as upstream's non-strict decoder drops them.
+ * Secrets): YAML or JSON text in (./yaml-decoder.ts: YAML 1.1 scalars, the API server's size
+ * and nesting limits, errors without the file's content), a plain object out with the fields
+ * the v1 API does not know dropped, as upstream's non-strict decoder drops them.
  *
  * Which fields exist comes from @kubernetes/client-node's generated models (their
  * `attributeTypeMap`), not from a schema of our own. The models are loaded one file each, and
@@ -9,18 +10,22 @@
  * package's own `loadYaml` goes through its ObjectSerializer, whose import of every model costs
  * about 25 MiB of RSS for the life of the process. That loading is asynchronous, so
  * {@link loadObjectModels} runs once before the first decode; the decode itself is synchronous.
+ * Validation (./validation/) checks each field's type against the same models.
  *
  * Unlike `loadYaml`, values stay JSON values: timestamps remain RFC 3339 strings (what the API
  * server sends and what the kubelet serves back), and a value of the wrong shape (a string
  * where a list belongs) is kept as it is for validation to name, not coerced.
  */
-import yaml from 'js-yaml';
+export { DocumentError, parseYamlDocument, parseYamlDocuments } from './yaml-decoder.ts';
 
 /** One field of a generated model class. */
-interface ModelAttribute {
+export interface ModelAttribute {
   name: string;
   baseName: string;
+  /** 'string', 'number', 'boolean', 'Date', 'any', 'IntOrString', a model name, `Array<T>`, `{ [key: string]: T; }`. */
   type: string;
+  /** 'int32', 'int64', 'date-time', 'byte', 'int-or-string' or ''. */
+  format?: string;
 }
 
 /** The kinds decoded from files, by `kind`: the roots of the model closure. */
@@ -28,8 +33,9 @@ export const DECODED_KINDS = { Pod: 'V1Pod', ConfigMap: 'V1ConfigMap', Secret: '
 export type DecodedKind = keyof typeof DECODED_KINDS;
 
 const MODELS_DIR = '@kubernetes/client-node/dist/gen/models/';
-const ARRAY = /^Array<(.+)>$/;
-const MAP = /^\{ \[key: string\]: (.+); \}$/;
+/** `Array<T>` and `{ [key: string]: T; }` in a model's type names: the element type. */
+export const ARRAY_TYPE = /^Array<(.+)>$/;
+export const MAP_TYPE = /^\{ \[key: string\]: (.+); \}$/;
 
 /** Model name → its attributes; `null` for a type name with no model file (e.g. IntOrString). */
 const models = new Map<string, readonly ModelAttribute[] | null>();
@@ -37,7 +43,7 @@ let loading: Promise<void> | undefined;
 
 /** A model name, or undefined for a primitive / free-form type ('string', 'Date', 'any', ...). */
 function modelName(type: string): string | undefined {
-  const inner = ARRAY.exec(type)?.[1] ?? MAP.exec(type)?.[1] ?? type;
+  const inner = ARRAY_TYPE.exec(type)?.[1] ?? MAP_TYPE.exec(type)?.[1] ?? type;
   if (inner !== type) return modelName(inner);
   return /^[A-Z]/.test(type) && type !== 'Date' ? type : undefined;
 }
@@ -80,9 +86,9 @@ export function loadObjectModels(): Promise<void> {
 /** `data` with only the fields the model `type` knows, recursively. */
 function prune(data: unknown, type: string): unknown {
   if (data === null || data === undefined) return data;
-  const arrayOf = ARRAY.exec(type)?.[1];
+  const arrayOf = ARRAY_TYPE.exec(type)?.[1];
   if (arrayOf !== undefined) return Array.isArray(data) ? data.map((v) => prune(v, arrayOf)) : data;
-  const mapOf = MAP.exec(type)?.[1];
+  const mapOf = MAP_TYPE.exec(type)?.[1];
   if (mapOf !== undefined) {
     if (typeof data !== 'object' || Array.isArray(data)) return data;
     return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, prune(v, mapOf)]));
@@ -99,11 +105,11 @@ function prune(data: unknown, type: string): unknown {
 }
 
 /**
- * Parses one YAML (or JSON) document. Throws js-yaml's error (with line and column) for bad
- * syntax and for more than one document.
+ * The attributes of a loaded model, or undefined for a name that is not a model (IntOrString,
+ * a primitive) or a model outside the decoded kinds' closure.
  */
-export function parseYamlDocument(text: string): unknown {
-  return yaml.load(text);
+export function modelAttributes(type: string): readonly ModelAttribute[] | undefined {
+  return models.get(type) ?? undefined;
 }
 
 /**

@@ -1,21 +1,44 @@
 /**
  * Kubernetes resource quantities ("100m", "1.5", "128Mi", "1G", "1e3"). The kubelet
  * needs CPU in millicores and memory in bytes to build the runtime's resources.
+ *
+ * The grammar is upstream's (resource.ParseQuantity), with nothing around the number:
+ *   <quantity> ::= <signedNumber><suffix>
+ *   <number>   ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+ *   <suffix>   ::= Ki | Mi | Gi | Ti | Pi | Ei | n | u | m | "" | k | M | G | T | P | E | e<signed digits>
+ * A YAML number (`cpu: 1`) is a quantity too.
  */
 const SUFFIX: Record<string, number> = {
   n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
   Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
 };
-const QUANTITY = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$/;
+// No two quantifiers can match the same characters, so a long malformed string fails in
+// linear time (a pattern like `\d+\.?\d*` backtracks quadratically).
+const QUANTITY = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$/;
 
-/** Parses a quantity to a plain number of base units; throws on malformed input. */
-export function parseQuantity(q: string | number): number {
-  if (typeof q === 'number') return q;
-  const m = QUANTITY.exec(q.trim());
-  if (!m) throw new Error(`invalid quantity '${q}'`);
+/** The API server's message for a string that is not a quantity. */
+export const QUANTITY_SYNTAX_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+/**
+ * The value of a quantity in base units, or undefined when `q` is not one: a string outside
+ * the grammar, a number that is not finite, any other type. Never throws. A quantity whose
+ * value exceeds what a double holds is Infinity (the caller decides how large is too large).
+ */
+export function quantityValue(q: unknown): number | undefined {
+  if (typeof q === 'number') return Number.isFinite(q) ? q : undefined;
+  if (typeof q !== 'string') return undefined;
+  const m = QUANTITY.exec(q);
+  if (!m) return undefined;
   const base = Number(m[1]);
   if (m[2]) return base * 10 ** Number(m[2].slice(1));
   return base * SUFFIX[m[3] ?? '']!;
+}
+
+/** Parses a quantity to a plain number of base units; throws on malformed input. */
+export function parseQuantity(q: string | number): number {
+  const v = quantityValue(q);
+  if (v === undefined) throw new Error(`invalid quantity ${typeof q === 'string' ? `'${q.length > 64 ? `${q.slice(0, 64)}...` : q}'` : `of type ${q === null ? 'null' : typeof q}`}`);
+  return v;
 }
 
 /** CPU quantity → millicores, rounded up as upstream does. */

@@ -15,7 +15,6 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type {
   V1Container,
-  V1ContainerPort,
   V1HTTPGetAction,
   V1LifecycleHandler,
   V1Pod,
@@ -25,8 +24,14 @@ import type {
   V1Toleration,
   V1Volume,
 } from '@kubernetes/client-node';
-import { dropUnknownFields, parseYamlDocument } from '../api/object-decoder.ts';
-import { invalidInput, errorMessage } from '../errors.ts';
+import { dropUnknownFields } from '../api/object-decoder.ts';
+import { DocumentError, parseYamlDocuments } from '../api/yaml-decoder.ts';
+import { MAX_DOCUMENT_BYTES } from '../api/document-limits.ts';
+import { validatePod } from '../api/validation/pod-validation.ts';
+import { isDNS1123Subdomain } from '../api/validation/names.ts';
+import { showValue } from '../api/validation/field-errors.ts';
+import { VOLUME_SOURCES } from '../api/validation/volumes.ts';
+import { invalidInput } from '../errors.ts';
 
 /** Annotation keys used by the kubelet (upstream pkg/kubelet/types/pod_update.go). */
 export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
@@ -34,79 +39,49 @@ export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
 export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
 export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
-/** Upstream's 10 MiB cap on a config (manifest) file (common.go maxConfigLength). */
-export const MAX_MANIFEST_BYTES = 10 * 1024 * 1024;
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const IANA_SVC_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];
-const DNS_POLICIES = ['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None'];
-const PULL_POLICIES = ['Always', 'Never', 'IfNotPresent'];
-const PROTOCOLS = ['TCP', 'UDP', 'SCTP'];
-
-export function isDns1123Label(s: string): boolean {
-  return s.length <= 63 && DNS1123_LABEL.test(s);
-}
-
-export function isDns1123Subdomain(s: string): boolean {
-  return s.length <= 253 && DNS1123_SUBDOMAIN.test(s);
-}
+/**
+ * The largest manifest file read. Upstream's file source reads up to 10 MiB (common.go
+ * maxConfigLength), but the API server takes no request body over 3 MiB, so a larger pod could
+ * never have a mirror pod, and parsing 10 MiB of hostile YAML costs more than any pod is worth:
+ * the API server's limit, which the decoder also applies to the document once its aliases are
+ * expanded.
+ */
+export const MAX_MANIFEST_BYTES = MAX_DOCUMENT_BYTES;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**
- * Splits a YAML stream into documents on lines that are exactly `---` (as kubectl's
- * YAML reader does), dropping documents that hold only whitespace and comments.
- */
-function splitYamlDocuments(text: string): string[] {
-  const docs: string[] = [];
-  let current: string[] = [];
-  for (const line of text.split(/\r?\n/)) {
-    if (/^---\s*$/.test(line)) {
-      docs.push(current.join('\n'));
-      current = [];
-    } else {
-      current.push(line);
-    }
-  }
-  docs.push(current.join('\n'));
-  return docs.filter((d) => d.split('\n').some((l) => l.trim() !== '' && !l.trim().startsWith('#') && l.trim() !== '...'));
-}
-
-/**
  * Parses one static pod manifest (YAML or JSON; JSON is YAML) holding exactly one Pod and
  * validates it. Unknown fields are dropped, as upstream's decoder does. Throws an
  * `InvalidInput` KubeletError whose message starts with the file name and gives every
- * problem found. Needs the API models: await `loadObjectModels()` once before the first call.
+ * problem found (`field: reason`, separated by '; '), or for a file that is not YAML, the
+ * line, column and reason, never the file's content. Needs the API models: await
+ * `loadObjectModels()` once before the first call.
  */
 export function parseManifest(text: string, file: string): V1Pod {
-  const fail = (reason: string, cause?: unknown): never => {
-    throw invalidInput(`static pod manifest ${file}: ${reason}`, cause);
+  // No `cause`: a logged error shows its cause's message, and the parser's quotes the file.
+  const fail = (reason: string): never => {
+    throw invalidInput(`static pod manifest ${file}: ${reason}`);
   };
-  if (Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) fail(`file is larger than ${MAX_MANIFEST_BYTES} bytes`);
-  const docs = splitYamlDocuments(text);
+  if (text.length > MAX_MANIFEST_BYTES || Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) fail(`file is larger than ${MAX_MANIFEST_BYTES} bytes`);
+  let docs: unknown[] = [];
+  try {
+    docs = parseYamlDocuments(text);
+  } catch (err) {
+    if (err instanceof DocumentError) fail(`not valid YAML or JSON: ${err.message}`);
+    throw err;
+  }
   if (docs.length === 0) fail('file is empty (expected one Pod)');
   if (docs.length > 1) fail(`file holds ${docs.length} YAML documents; a manifest must hold exactly one Pod`);
-
-  let obj: unknown;
-  try {
-    obj = parseYamlDocument(docs[0]!);
-  } catch (err) {
-    const msg = errorMessage(err);
-    if (/single document/i.test(msg)) fail('file holds more than one YAML document; a manifest must hold exactly one Pod', err);
-    fail(`not valid YAML or JSON: ${msg.split('\n')[0]}`, err);
-  }
-  if (obj === undefined || obj === null) fail('document is empty (expected one Pod)');
+  const obj = docs[0];
   if (!isObject(obj)) fail(`expected a Pod object, got ${Array.isArray(obj) ? 'a list' : typeof obj}`);
   const raw = obj as Record<string, unknown>;
-  if (raw.kind === undefined || raw.kind === '') fail("Object 'Kind' is missing (expected kind: Pod)");
-  if (raw.kind !== 'Pod') fail(`kind is ${JSON.stringify(raw.kind)}, expected Pod`);
-  if (raw.apiVersion === undefined || raw.apiVersion === '') fail("Object 'apiVersion' is missing (expected apiVersion: v1)");
-  if (raw.apiVersion !== 'v1') fail(`apiVersion is ${JSON.stringify(raw.apiVersion)}, expected v1`);
+  if (raw.kind === undefined || raw.kind === null || raw.kind === '') fail("Object 'Kind' is missing (expected kind: Pod)");
+  if (raw.kind !== 'Pod') fail(`kind is ${showScalar(raw.kind)}, expected Pod`);
+  if (raw.apiVersion === undefined || raw.apiVersion === null || raw.apiVersion === '') fail("Object 'apiVersion' is missing (expected apiVersion: v1)");
+  if (raw.apiVersion !== 'v1') fail(`apiVersion is ${showScalar(raw.apiVersion)}, expected v1`);
 
   const pod = dropUnknownFields<V1Pod>(obj);
   const problems = validatePod(pod);
@@ -114,115 +89,11 @@ export function parseManifest(text: string, file: string): V1Pod {
   return pod;
 }
 
-/** A subset of upstream's ValidatePodCreate: what the kubelet itself relies on. */
-function validatePod(pod: V1Pod): string[] {
-  const errs: string[] = [];
-  const meta = pod.metadata;
-  if (!isObject(meta)) {
-    errs.push('metadata: Required value');
-    return errs;
-  }
-  if (typeof meta.name !== 'string' || meta.name === '') errs.push('metadata.name: Required value: name is needed for the pod');
-  else if (!isDns1123Subdomain(meta.name)) errs.push(`metadata.name: Invalid value ${JSON.stringify(meta.name)}: must be a lowercase RFC 1123 subdomain (at most 253 characters of [a-z0-9-.], starting and ending with an alphanumeric character)`);
-  if (meta.namespace !== undefined && meta.namespace !== '') {
-    if (typeof meta.namespace !== 'string' || !isDns1123Label(meta.namespace)) errs.push(`metadata.namespace: Invalid value ${JSON.stringify(meta.namespace)}: must be a lowercase RFC 1123 label`);
-  }
-  if (meta.uid !== undefined && typeof meta.uid !== 'string') errs.push('metadata.uid: must be a string');
-  for (const field of ['labels', 'annotations'] as const) {
-    const m = meta[field];
-    if (m === undefined || m === null) continue;
-    if (!isObject(m)) errs.push(`metadata.${field}: must be a map of strings`);
-    else for (const [k, v] of Object.entries(m)) if (typeof v !== 'string') errs.push(`metadata.${field}[${k}]: value must be a string`);
-  }
-
-  const spec = pod.spec;
-  if (!isObject(spec)) {
-    errs.push('spec: Required value');
-    return errs;
-  }
-  const volumeNames = new Set<string>();
-  if (spec.volumes !== undefined) {
-    if (!Array.isArray(spec.volumes)) errs.push('spec.volumes: must be a list');
-    else
-      spec.volumes.forEach((v, i) => {
-        const where = `spec.volumes[${i}]`;
-        if (!isObject(v) || typeof v.name !== 'string' || v.name === '') return void errs.push(`${where}.name: Required value`);
-        if (!isDns1123Label(v.name)) errs.push(`${where}.name: Invalid value ${JSON.stringify(v.name)}: must be a lowercase RFC 1123 label`);
-        if (volumeNames.has(v.name)) errs.push(`${where}.name: Duplicate value ${JSON.stringify(v.name)}`);
-        volumeNames.add(v.name);
-        for (const s of v.projected?.sources ?? []) {
-          if (isObject(s) && s.clusterTrustBundle) errs.push(`${where}: static pods may not use ClusterTrustBundle projected volume sources`);
-        }
-      });
-  }
-  if (Array.isArray(spec.resourceClaims) && spec.resourceClaims.length > 0) errs.push('spec.resourceClaims: static pods may not use ResourceClaims');
-
-  if (!Array.isArray(spec.containers) || spec.containers.length === 0) errs.push('spec.containers: Required value: a pod needs at least one container');
-  const containerNames = new Map<string, string>();
-  const checkContainers = (list: unknown, field: string): void => {
-    if (list === undefined || list === null) return;
-    if (!Array.isArray(list)) return void errs.push(`${field}: must be a list`);
-    list.forEach((c: unknown, i) => {
-      const where = `${field}[${i}]`;
-      if (!isObject(c)) return void errs.push(`${where}: must be an object`);
-      const ctr = c as unknown as V1Container;
-      if (typeof ctr.name !== 'string' || ctr.name === '') errs.push(`${where}.name: Required value`);
-      else {
-        if (!isDns1123Label(ctr.name)) errs.push(`${where}.name: Invalid value ${JSON.stringify(ctr.name)}: must be a lowercase RFC 1123 label`);
-        const prev = containerNames.get(ctr.name);
-        if (prev !== undefined) errs.push(`${where}.name: Duplicate value ${JSON.stringify(ctr.name)} (also ${prev})`);
-        else containerNames.set(ctr.name, where);
-      }
-      if (typeof ctr.image !== 'string' || ctr.image.trim() === '') errs.push(`${where}.image: Required value`);
-      else if (ctr.image !== ctr.image.trim()) errs.push(`${where}.image: must not have leading or trailing whitespace`);
-      if (ctr.imagePullPolicy !== undefined && ctr.imagePullPolicy !== '' && !PULL_POLICIES.includes(ctr.imagePullPolicy)) {
-        errs.push(`${where}.imagePullPolicy: Unsupported value ${JSON.stringify(ctr.imagePullPolicy)}: supported values: ${PULL_POLICIES.join(', ')}`);
-      }
-      if (ctr.ports !== undefined) {
-        if (!Array.isArray(ctr.ports)) errs.push(`${where}.ports: must be a list`);
-        else
-          ctr.ports.forEach((p: V1ContainerPort, j) => {
-            const pw = `${where}.ports[${j}]`;
-            if (!isObject(p)) return void errs.push(`${pw}: must be an object`);
-            if (!Number.isInteger(p.containerPort) || p.containerPort < 1 || p.containerPort > 65535) errs.push(`${pw}.containerPort: Invalid value ${JSON.stringify(p.containerPort)}: must be between 1 and 65535, inclusive`);
-            if (p.hostPort !== undefined && p.hostPort !== 0 && (!Number.isInteger(p.hostPort) || p.hostPort < 1 || p.hostPort > 65535)) errs.push(`${pw}.hostPort: Invalid value ${JSON.stringify(p.hostPort)}: must be between 1 and 65535, inclusive`);
-            if (p.protocol !== undefined && p.protocol !== '' && !PROTOCOLS.includes(p.protocol)) errs.push(`${pw}.protocol: Unsupported value ${JSON.stringify(p.protocol)}: supported values: ${PROTOCOLS.join(', ')}`);
-            if (p.name !== undefined && p.name !== '' && !(typeof p.name === 'string' && p.name.length <= 15 && IANA_SVC_NAME.test(p.name) && /[a-z]/.test(p.name) && !p.name.includes('--'))) {
-              errs.push(`${pw}.name: Invalid value ${JSON.stringify(p.name)}: must be an IANA_SVC_NAME (at most 15 lowercase alphanumerics or '-', with a letter)`);
-            }
-          });
-      }
-      if (ctr.volumeMounts !== undefined) {
-        if (!Array.isArray(ctr.volumeMounts)) errs.push(`${where}.volumeMounts: must be a list`);
-        else
-          ctr.volumeMounts.forEach((m, j) => {
-            const mw = `${where}.volumeMounts[${j}]`;
-            if (!isObject(m)) return void errs.push(`${mw}: must be an object`);
-            if (typeof m.name !== 'string' || m.name === '') errs.push(`${mw}.name: Required value`);
-            else if (!volumeNames.has(m.name)) errs.push(`${mw}.name: Not found: ${JSON.stringify(m.name)} (no such volume)`);
-            if (typeof m.mountPath !== 'string' || m.mountPath === '') errs.push(`${mw}.mountPath: Required value`);
-          });
-      }
-    });
-  };
-  checkContainers(spec.containers, 'spec.containers');
-  checkContainers(spec.initContainers, 'spec.initContainers');
-
-  if (spec.restartPolicy !== undefined && spec.restartPolicy !== '' && !RESTART_POLICIES.includes(spec.restartPolicy)) {
-    errs.push(`spec.restartPolicy: Unsupported value ${JSON.stringify(spec.restartPolicy)}: supported values: ${RESTART_POLICIES.join(', ')}`);
-  }
-  if (spec.dnsPolicy !== undefined && spec.dnsPolicy !== '' && !DNS_POLICIES.includes(spec.dnsPolicy)) {
-    errs.push(`spec.dnsPolicy: Unsupported value ${JSON.stringify(spec.dnsPolicy)}: supported values: ${DNS_POLICIES.join(', ')}`);
-  }
-  const tgps = spec.terminationGracePeriodSeconds;
-  if (tgps !== undefined && tgps !== null && (!Number.isInteger(tgps) || tgps < 0)) {
-    errs.push(`spec.terminationGracePeriodSeconds: Invalid value ${JSON.stringify(tgps)}: must be a non-negative integer`);
-  }
-  const ads = spec.activeDeadlineSeconds;
-  if (ads !== undefined && ads !== null && (!Number.isInteger(ads) || ads < 1)) {
-    errs.push(`spec.activeDeadlineSeconds: Invalid value ${JSON.stringify(ads)}: must be a positive integer`);
-  }
-  return errs;
+/** A kind or apiVersion as the message quotes it: short, and only what the field held. */
+function showScalar(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}...` : v);
+  if (typeof v === 'object') return Array.isArray(v) ? 'a list' : 'an object';
+  return String(v);
 }
 
 /**
@@ -300,16 +171,9 @@ function defaultContainer(c: V1Container, hostNetwork: boolean): void {
   }
 }
 
-const VOLUME_SOURCE_KEYS = [
-  'awsElasticBlockStore', 'azureDisk', 'azureFile', 'cephfs', 'cinder', 'configMap', 'csi', 'downwardAPI',
-  'emptyDir', 'ephemeral', 'fc', 'flexVolume', 'flocker', 'gcePersistentDisk', 'gitRepo', 'glusterfs',
-  'hostPath', 'image', 'iscsi', 'nfs', 'persistentVolumeClaim', 'photonPersistentDisk', 'portworxVolume',
-  'projected', 'quobyte', 'rbd', 'scaleIO', 'secret', 'storageos', 'vsphereVolume',
-] as const;
-
 function defaultVolume(v: V1Volume): void {
   const vr = v as unknown as Record<string, unknown>;
-  if (!VOLUME_SOURCE_KEYS.some((k) => vr[k] !== undefined && vr[k] !== null)) v.emptyDir = {};
+  if (!VOLUME_SOURCES.some((k) => vr[k] !== undefined && vr[k] !== null)) v.emptyDir = {};
   if (v.secret && v.secret.defaultMode === undefined) v.secret.defaultMode = 0o644;
   if (v.configMap && v.configMap.defaultMode === undefined) v.configMap.defaultMode = 0o644;
   if (v.downwardAPI) {
@@ -353,7 +217,8 @@ export function canonicalJson(value: unknown): string {
     if (v instanceof Date) return v.toISOString();
     if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : norm(x)));
     if (v !== null && typeof v === 'object') {
-      const out: Record<string, unknown> = {};
+      // Without a prototype, a key named `__proto__` is stored as a key, not as the prototype.
+      const out: Record<string, unknown> = Object.create(null);
       for (const k of Object.keys(v).sort()) {
         const x = (v as Record<string, unknown>)[k];
         if (x !== undefined && typeof x !== 'function') out[k] = norm(x);
@@ -414,8 +279,10 @@ export function applyStaticPodDefaults(pod: V1Pod, opts: StaticPodOptions): V1Po
   const uid = meta.uid ? meta.uid : staticPodUid(out, opts);
   meta.uid = uid;
   const name = `${meta.name}-${opts.nodeName.toLowerCase()}`;
-  if (!isDns1123Subdomain(name)) {
-    throw invalidInput(`static pod manifest ${where}: invalid pod: static pod name ${JSON.stringify(name)} (name + "-" + node name) is not a valid RFC 1123 subdomain of at most 253 characters`);
+  const nameErrors = isDNS1123Subdomain(name);
+  if (nameErrors.length > 0) {
+    const problems = nameErrors.map((m) => `metadata.name: Invalid value: ${showValue(name)}: as the static pod's name (with "-${opts.nodeName.toLowerCase()}" appended) ${m}`);
+    throw invalidInput(`static pod manifest ${where}: invalid pod: ${problems.join('; ')}`);
   }
   meta.name = name;
   if (!meta.namespace) meta.namespace = 'default';

@@ -146,13 +146,15 @@ describe('container lifecycle on containerd', function () {
     await removeAndTime('envs.json', 'envs');
   });
 
-  it('reports CreateContainerConfigError for an env that refers to an unknown field, and keeps going', async () => {
+  it('reports CreateContainerConfigError for an env that refers to an unknown container, and keeps going', async () => {
+    // Valid for the API (an unknown fieldPath is not: the manifest itself is refused), but
+    // only the kubelet can tell that the container is missing.
     await t.writeManifest('badenv.json', podManifest('badenv', [{
       name: 'main', image: env.images.busybox, command: ['sleep', '3600'],
-      env: [{ name: 'X', valueFrom: { fieldRef: { fieldPath: 'metadata.nosuchfield' } } }],
+      env: [{ name: 'X', valueFrom: { resourceFieldRef: { containerName: 'nosuchcontainer', resource: 'limits.cpu' } } }],
     }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
     const pod = await t.waitForPod('badenv', (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError', 20_000, 'CreateContainerConfigError');
-    assert.match(pod!.status!.containerStatuses![0]!.state!.waiting!.message!, /metadata\.nosuchfield/);
+    assert.match(pod!.status!.containerStatuses![0]!.state!.waiting!.message!, /nosuchcontainer/);
     assert.equal(t.kubelet.healthz(), 'ok');
     await removeAndTime('badenv.json', 'badenv');
   });

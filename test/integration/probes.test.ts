@@ -210,10 +210,11 @@ describe('probes plugin on containerd', function () {
     }
   });
 
-  it('bad input: an undeclared port, a negative period and a missing command give clear messages, no crash, no stuck worker', async () => {
+  it('bad input: an undeclared port and a missing command give clear messages, no crash, no stuck worker', async () => {
+    // A negative period is refused with the manifest (API validation, test/unit/pod-validation.test.ts):
+    // no pod reaches the plugin with one.
     await t.writeManifest('bad.json', pod('bad', [
       { name: 'badport', image: env.images.busybox, command: ['sleep', '600'], ports: [{ name: 'web', containerPort: 8080 }], readinessProbe: { httpGet: { port: 'metrics', path: '/' }, periodSeconds: 1 } },
-      { name: 'negperiod', image: env.images.busybox, command: ['sleep', '600'], livenessProbe: { exec: { command: ['true'] }, periodSeconds: -1 } },
       { name: 'nocmd', image: env.images.busybox, command: ['sleep', '600'], livenessProbe: { exec: { command: ['nosuchcmd'] }, periodSeconds: 1, failureThreshold: 1 } },
     ]));
     await t.waitForPod('bad', (p) => (cs(p, 'nocmd')?.restartCount ?? 0) >= 1, 30_000, 'nocmd restarted');
@@ -221,15 +222,11 @@ describe('probes plugin on containerd', function () {
     const of = (c: string) => evs.find((e) => e.containerName === c);
     assert.equal(of('badport')?.result, 'unknown');
     assert.equal(of('badport')?.output, 'couldn\'t find port: metrics in container badport');
-    assert.equal(of('negperiod')?.result, 'unknown');
-    assert.equal(of('negperiod')?.output, 'Liveness probe refused: spec.containers[1].livenessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0');
     assert.equal(of('nocmd')?.result, 'failure');
     assert.match(of('nocmd')!.output, /executable file not found in \$PATH/);
     const p = t.pod('bad');
     assert.equal(cs(p, 'badport')!.ready, false);
     assert.equal(cs(p, 'badport')!.restartCount, 0);
-    assert.equal(cs(p, 'negperiod')!.ready, true);
-    assert.equal(cs(p, 'negperiod')!.restartCount, 0);
     assert.equal(t.kubelet.healthz(), 'ok');
     await remove('bad.json', 'bad');
   });

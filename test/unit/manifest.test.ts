@@ -12,6 +12,7 @@ import {
   CONFIG_SEEN_ANNOTATION,
   CONFIG_SOURCE_ANNOTATION,
 } from '../../core/sources/manifest.ts';
+import { RICH_POD_YAML } from '../support/rich-pod-manifest.ts';
 
 const FILE = '/etc/kubernetes/manifests/web.yaml';
 
@@ -113,7 +114,7 @@ describe('manifest: parseManifest', () => {
   it('rejects a wrong apiVersion', () => expectInvalid(WEB_YAML.replace('apiVersion: v1', 'apiVersion: apps/v1'), /apiVersion is "apps\/v1"/));
   it('rejects more than one document', () => expectInvalid(`${WEB_YAML}---\n${WEB_YAML}`, /2 YAML documents/));
   it('rejects a missing metadata.name', () => expectInvalid(WEB_YAML.replace('  name: web\n', ''), /metadata\.name: Required/));
-  it('rejects an invalid name', () => expectInvalid(WEB_YAML.replace('name: web', 'name: Web_1'), /metadata\.name: Invalid value "Web_1"/));
+  it('rejects an invalid name', () => expectInvalid(WEB_YAML.replace('name: web', 'name: Web_1'), /metadata\.name: Invalid value: "Web_1": a lowercase RFC 1123 subdomain/));
   it('rejects an invalid namespace', () => expectInvalid(pod('  containers: [{name: a, image: x}]', 'namespace: Kube.System\n  name: p'), /metadata\.namespace/));
   it('rejects no containers', () => expectInvalid(pod('  containers: []'), /spec\.containers: Required value/));
   it('rejects a missing spec', () => expectInvalid('apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n', /spec: Required/));
@@ -121,8 +122,8 @@ describe('manifest: parseManifest', () => {
   it('rejects a container without name', () => expectInvalid(pod('  containers: [{image: busybox}]'), /spec\.containers\[0\]\.name: Required value/));
   it('rejects an invalid container name', () => expectInvalid(pod('  containers: [{name: My_Ctr, image: busybox}]'), /containers\[0\]\.name: Invalid value/));
   it('rejects duplicate container names, also across init containers', () => {
-    expectInvalid(pod('  containers: [{name: a, image: x}, {name: a, image: y}]'), /containers\[1\]\.name: Duplicate value "a"/);
-    expectInvalid(pod('  initContainers: [{name: a, image: x}]\n  containers: [{name: a, image: y}]'), /Duplicate value "a"/);
+    expectInvalid(pod('  containers: [{name: a, image: x}, {name: a, image: z}]'), /containers\[1\]\.name: Duplicate value: "a"/);
+    expectInvalid(pod('  initContainers: [{name: a, image: x}]\n  containers: [{name: a, image: z}]'), /containers\[0\]\.name: Duplicate value: "a"/);
   });
   it('rejects bad enum values and ports', () => {
     expectInvalid(pod('  restartPolicy: Sometimes\n  containers: [{name: a, image: x}]'), /restartPolicy: Unsupported value/);
@@ -131,11 +132,94 @@ describe('manifest: parseManifest', () => {
     expectInvalid(pod('  containers: [{name: a, image: x, ports: [{containerPort: 80, protocol: HTTP}]}]'), /protocol: Unsupported value/);
   });
   it('rejects mounts of undeclared volumes and duplicate volumes', () => {
-    expectInvalid(pod('  containers: [{name: a, image: x, volumeMounts: [{name: data, mountPath: /d}]}]'), /no such volume/);
+    expectInvalid(pod('  containers: [{name: a, image: x, volumeMounts: [{name: data, mountPath: /d}]}]'), /volumeMounts\[0\]\.name: Not found: "data"/);
     expectInvalid(pod('  volumes: [{name: v, emptyDir: {}}, {name: v, emptyDir: {}}]\n  containers: [{name: a, image: x}]'), /volumes\[1\]\.name: Duplicate/);
   });
   it('reports every problem at once', () => {
     expectInvalid(pod('  containers: [{name: a}, {image: x}]'), /containers\[0\]\.image.*containers\[1\]\.name/);
+  });
+});
+
+describe('manifest: YAML 1.1 and hostile input', () => {
+  it('reads YAML 1.1 octal modes and booleans as the API server does', () => {
+    const p = parseManifest(
+      pod(
+        '  hostNetwork: yes\n  volumes: [{name: s, secret: {secretName: x, defaultMode: 0400, items: [{key: k, path: k, mode: 0600}]}}, {name: c, configMap: {name: cm, defaultMode: 0o644}}]\n' +
+          '  containers: [{name: a, image: x, command: ["22:22"], ports: [{containerPort: 0x50}]}]',
+      ),
+      FILE,
+    );
+    assert.equal(p.spec?.hostNetwork, true);
+    assert.equal(p.spec?.volumes?.[0]?.secret?.defaultMode, 0o400);
+    assert.equal(p.spec?.volumes?.[0]?.secret?.items?.[0]?.mode, 0o600);
+    assert.equal(p.spec?.volumes?.[1]?.configMap?.defaultMode, 0o644);
+    assert.equal(p.spec?.containers[0]?.ports?.[0]?.containerPort, 80);
+    assert.deepEqual(p.spec?.containers[0]?.command, ['22:22']);
+  });
+
+  it('names a YAML 1.1 boolean where a string belongs instead of reading it as text', () => {
+    expectInvalid(pod('  containers: [{name: a, image: x, env: [{name: E, value: yes}]}]'), /spec\.containers\[0\]\.env\[0\]\.value: expected string, got boolean/);
+  });
+
+  it('refuses an alias bomb at once, naming the problem, not the content', () => {
+    const levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+    for (let i = 1; i < 9; i++) levels.push(`${'abcdefghi'[i]}: &${'abcdefghi'[i]} [${Array(9).fill(`*${'abcdefghi'[i - 1]}`).join(',')}]`);
+    const text = pod(`  containers: [{name: a, image: x, command: *i}]`).replace('kind: Pod', `kind: Pod\n${levels.join('\n')}`);
+    const t0 = performance.now();
+    expectInvalid(text, /not valid YAML or JSON: excessive aliasing: the document expands to more than 3145728 bytes/);
+    assert.ok(performance.now() - t0 < 1000, 'refused without expanding the aliases');
+  });
+
+  it('refuses deep nesting with a clear error, not a stack overflow', () => {
+    expectInvalid(pod(`  containers: [{name: a, image: x, command: ${'['.repeat(100_000)}]}]`), /not valid YAML or JSON: line \d+, column \d+: nesting exceeded maxDepth \(100\)/);
+  });
+
+  it('reports a syntax error by position without quoting the file', () => {
+    const secret = 'SECRET_TOKEN=abcdef0123456789';
+    assert.throws(
+      () => parseManifest(`apiVersion: v1\nkind: Pod\n# ${secret}\nmetadata: {name: [oops\n# ${secret}\n`, FILE),
+      (err: unknown) => {
+        assert.ok(err instanceof KubeletError);
+        assert.match(err.message, /^static pod manifest \/etc\/kubernetes\/manifests\/web\.yaml: not valid YAML or JSON: line 6, column 1: /);
+        assert.ok(!err.message.includes(secret) && !err.message.includes('oops'), err.message);
+        assert.equal(err.cause, undefined, 'no cause: a logger would print its message');
+        return true;
+      },
+    );
+  });
+
+  it('refuses a file larger than the API server takes', () => {
+    expectInvalid(`${WEB_YAML}# ${'x'.repeat(3 * 1024 * 1024)}\n`, /: file is larger than 3145728 bytes$/);
+  });
+
+  it('lists every problem, field first, separated by semicolons', () => {
+    assert.throws(
+      () => parseManifest(pod('  containers: [{name: a, image: x, command: 3, ports: [{containerPort: 80, protocol: HTTP}], resources: {limits: {cpu: lots}}}]'), FILE),
+      (err: unknown) => {
+        assert.ok(err instanceof KubeletError);
+        const [head, ...problems] = err.message.split(': invalid pod: ');
+        assert.equal(head, `static pod manifest ${FILE}`);
+        assert.deepEqual(problems.join('').split('; '), [
+          'spec.containers[0].command: expected list, got number',
+          'spec.containers[0].ports[0].protocol: Unsupported value: "HTTP": supported values: "TCP", "UDP", "SCTP"',
+          `spec.containers[0].resources.limits[cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+        ]);
+        return true;
+      },
+    );
+  });
+
+  it('refuses oversized label keys and annotations with upstream limits', () => {
+    expectInvalid(pod('  containers: [{name: a, image: x}]', `name: p\n  labels: {${'k'.repeat(10_000)}: v}`), /metadata\.labels: Invalid value: "k{64}\.\.\." \(10000 characters\): name part must be no more than 63 characters/);
+    expectInvalid(pod('  containers: [{name: a, image: x}]', `name: p\n  annotations: {big: "${'a'.repeat(300 * 1024)}"}`), /metadata\.annotations: Too long: may not be more than 262144 bytes/);
+  });
+
+  it('refuses a grace period JavaScript cannot represent exactly', () => {
+    expectInvalid(pod('  terminationGracePeriodSeconds: 9223372036854775807\n  containers: [{name: a, image: x}]'), /spec\.terminationGracePeriodSeconds: Invalid value: 9223372036854776000: must be between -9007199254740991 and 9007199254740991/);
+  });
+
+  it('refuses a UID that would name a directory outside the pod\'s', () => {
+    expectInvalid(pod('  containers: [{name: a, image: x}]', 'name: p\n  uid: ../../etc'), /metadata\.uid: Invalid value: "\.\.\/\.\.\/etc"/);
   });
 });
 
@@ -231,6 +315,14 @@ describe('manifest: applyStaticPodDefaults', () => {
     const explicitDefaults = WEB_YAML.replace('spec:\n', 'spec:\n  restartPolicy: Always\n');
     // Explicitly written defaults equal the defaulted form (upstream hashes the defaulted pod).
     assert.equal(applyStaticPodDefaults(parseManifest(explicitDefaults, FILE), opts).metadata?.uid, a.metadata?.uid);
+  });
+
+  it('keeps the UIDs of earlier releases (a restarted kubelet recognises its pods)', () => {
+    // Computed by the decoder and defaults before YAML 1.1 and the new validation: an upgrade
+    // must not turn every static pod into a new one.
+    assert.equal(applyStaticPodDefaults(parseManifest(WEB_YAML, FILE), opts).metadata?.uid, '7576bc50154eb29ee21a3c870379d6e5');
+    const rich = '/etc/kubernetes/manifests/rich.yaml';
+    assert.equal(applyStaticPodDefaults(parseManifest(RICH_POD_YAML, rich), { ...opts, file: rich }).metadata?.uid, '481ef3757a5eee9c28813296d3e7872b');
   });
 
   it('changes the UID with content, node and file', () => {

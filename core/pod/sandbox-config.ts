@@ -38,7 +38,8 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<Kub
   }
   const sc = spec.securityContext;
   const sysctls: Record<string, string> = {};
-  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value;
+  // An absent value is "" as upstream reads it (never undefined to the runtime).
+  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value ?? '';
   return {
     metadata: { name: m.name!, uid: m.uid!, namespace: m.namespace ?? 'default', attempt },
     hostname: isHostNetwork(pod) ? '' : (spec.hostname ?? m.name!).slice(0, 63),

@@ -517,7 +517,12 @@ async function readRegularFile(file: string, max: number): Promise<string> {
     if (!st.isFile()) throw new Error(`static pod manifest ${file}: not a regular file`);
     const buf = Buffer.alloc(Math.min(st.size, max));
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead).toString('utf8');
+    try {
+      // Kubernetes refuses a manifest that is not UTF-8 (replacement characters would be read as content).
+      return new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(0, bytesRead));
+    } catch {
+      throw new Error(`static pod manifest ${file}: not valid UTF-8`);
+    }
   } finally {
     await fh.close();
   }

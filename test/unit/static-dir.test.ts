@@ -295,6 +295,15 @@ describe('StaticPodDirSource', function () {
     assert.ok(lines.some((l) => l.file === path.join(dir, 'bad\\xff\\xfe.yaml') && l.reason === 'file name is not valid UTF-8'), JSON.stringify(lines));
   });
 
+  it('refuses a manifest whose content is not UTF-8, as Kubernetes does', async () => {
+    const file = path.join(dir, 'latin.yaml');
+    await fs.writeFile(file, Buffer.concat([Buffer.from(manifest('latin').replace('busybox:1.36', 'busybox:1.36 #')), Buffer.from([0xe9, 0x0a])]));
+    const s = newSource();
+    await s.start();
+    assert.deepEqual(s.last(), []);
+    assert.match(s.source.errors().get(file)!, /latin\.yaml: not valid UTF-8$/);
+  });
+
   it('treats a missing directory as empty and picks it up when it appears', async () => {
     const { logger, lines } = captureLogger();
     dir = path.join(tmp, 'later');

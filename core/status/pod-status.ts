@@ -66,7 +66,12 @@ function containerStatus(pod: V1Pod, spec: V1Container, instances: ContainerStat
   if (cur.state === 'CONTAINER_EXITED') {
     return { ...base, containerID, ready: false, started: false, state: terminatedState(cur, inputs.runtimeName), ...(prev ? { lastState: terminatedState(prev, inputs.runtimeName) } : {}) };
   }
-  return { ...base, containerID, ready: false, started: false, state: { waiting: { reason: waiting?.reason ?? defaultReason, ...(waiting?.message ? { message: waiting.message } : {}) } } };
+  // Created and not started yet (a restart in progress): waiting, with the previous instance's end as lastState, as upstream.
+  return {
+    ...base, containerID, ready: false, started: false,
+    state: { waiting: { reason: waiting?.reason ?? defaultReason, ...(waiting?.message ? { message: waiting.message } : {}) } },
+    ...(prev ? { lastState: terminatedState(prev, inputs.runtimeName) } : {}),
+  };
 }
 
 /** Upstream's getPhase, for app containers once init is done. */

@@ -102,6 +102,17 @@ describe('computePodStatus', () => {
       assert.equal(cond(s, 'ContainersReady')!.message, undefined, 'terminal phases carry no unready message');
     });
 
+    it('a restart created but not started yet: waiting, with the previous instance as lastState', () => {
+      const pod = makePod({ containers: [a] });
+      const dead = makeContainer(a, { state: 'CONTAINER_EXITED', exitCode: 2, restartCount: 0 });
+      const created = makeContainer(a, { state: 'CONTAINER_CREATED', restartCount: 1 });
+      const s = computePodStatus(pod, makeRuntimeStatus([makeSandbox()], [created, dead]), inputs({}));
+      const st = s.containerStatuses![0]!;
+      assert.equal(st.state!.waiting!.reason, 'ContainerCreating');
+      assert.equal(st.restartCount, 1);
+      assert.equal(st.lastState!.terminated!.exitCode, 2);
+    });
+
     it('Running while an Always container is in CrashLoopBackOff (waiting, lastState.terminated)', () => {
       const pod = makePod({ containers: [a] });
       const dead = makeContainer(a, { state: 'CONTAINER_EXITED', exitCode: 1, restartCount: 4 });

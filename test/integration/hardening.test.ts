@@ -186,6 +186,39 @@ describe('hardening: bad input and faults never stop the kubelet or strand a pod
     assert.ok(took < 30_000, `stopped after ${took} ms`);
   });
 
+  it('YAML octal modes are octal: defaultMode 0400 and mode 0600 are the files\' modes in the container', async function () {
+    const objects = path.join(dir, 'octal-objects');
+    await fs.mkdir(path.join(objects, 'secrets', 'default'), { recursive: true });
+    await fs.writeFile(path.join(objects, 'secrets', 'default', 'keys.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: {name: keys}\nstringData: {a: one, b: two}\n');
+    const t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]], config: { localObjectsDir: objects, nodeName: 'octal-node' }, dir: path.join(dir, 'octal') });
+    try {
+      await t.writeManifest('octal.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: octal}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: ${env.images.busybox}
+    command: [sleep, "3600"]
+    volumeMounts: [{name: keys, mountPath: /keys}]
+  volumes:
+  - name: keys
+    secret:
+      secretName: keys
+      defaultMode: 0400
+      items: [{key: a, path: a}, {key: b, path: b, mode: 0600}]
+`);
+      const p = await t.waitForPod('octal', isRunning, 60_000, 'Running');
+      const id = p!.status!.containerStatuses![0]!.containerID!.replace(/^.*:\/\//, '');
+      const r = await t.kubelet.runtime.execSync(id, ['sh', '-c', 'stat -L -c %a /keys/a /keys/b'], 10);
+      assert.deepEqual(r.stdout.toString().trim().split('\n'), ['400', '600']);
+    } finally {
+      await t.dispose();
+    }
+  });
+
   it('a taken read-only port gives one clear line naming the address and the field, not a stack trace', async function () {
     const port = await freePort();
     const blocker = net.createServer().listen(port, '127.0.0.1');

@@ -1,3 +1,5 @@
+import { clampTimerMs } from './util/timeouts.ts';
+
 /**
  * Pods to look at again later (a back-off expiring, a retry after an error), kept in one
  * map with a single timer set to the earliest due time: no timer per pod, so thousands of
@@ -35,7 +37,8 @@ export class WorkQueue {
   private arm(at: number): void {
     clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.fire(), Math.max(0, at - this.now()));
+    // Clamped: a delay past 2^31-1 ms would make setTimeout fire at once, again and again.
+    this.timer = setTimeout(() => this.fire(), clampTimerMs(at - this.now()));
     this.timer.unref();
   }
 

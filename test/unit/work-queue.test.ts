@@ -142,4 +142,13 @@ describe('WorkQueue (one timer for all pods)', () => {
     timers.advance(0);
     assert.deepEqual(fired.map((f) => f.uid), ['a']);
   });
+
+  it('a delay beyond what a timer can time waits (it does not fire at once)', async function () {
+    const fired: string[] = [];
+    const q = new WorkQueue((uid) => fired.push(uid));
+    q.enqueue('far', 40 * 24 * 3600_000);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(fired, []);
+    q.stop();
+  });
 });

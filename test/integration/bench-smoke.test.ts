@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
+import { controlPlaneOrSkip, type ControlPlane } from '../support/control-plane.ts';
 import { run as runPodStart } from '../../bench/pod-start.ts';
 import { run as runDensity } from '../../bench/density.ts';
 import { run as runSteady } from '../../bench/steady.ts';
+import { run as runPodStartApi } from '../../bench/pod-start-api.ts';
+import { run as runDensityApi } from '../../bench/density-api.ts';
+import { run as runApiLoad } from '../../bench/api-load.ts';
 
 /**
  * The benchmarks in smoke mode (3 pods, a 3 s window) on the shared node environment, so they
@@ -56,5 +60,54 @@ describe('benchmarks (smoke mode)', function () {
     positive(r.relistMs.p50, 'relist p50');
     positive(r.relistMs.p99, 'relist p99');
     positive(r.windowSeconds, 'window');
+  });
+});
+
+/**
+ * The API-server benchmarks in smoke mode against the suite's shared control plane, kubelet-ts
+ * only (the upstream kubelet is left out in smoke mode): each completes and produces numbers.
+ */
+describe('API benchmarks (smoke mode, kubelet-ts only)', function () {
+  this.timeout(120_000);
+  let env: NodeEnv;
+  let cp: ControlPlane;
+  const log = (line: string) => {
+    if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`[bench] ${line}\n`);
+  };
+  const print = (text: string) => process.stdout.write(`${text.replace(/^/gm, '      ')}\n`);
+  const positive = (x: number | undefined, what: string) => assert.ok(typeof x === 'number' && Number.isFinite(x) && x > 0, `${what} = ${x}`);
+  const common = () => ({ env, cluster: cp, smoke: true, upstream: false, resultsDir: false as const, log, print });
+
+  before(async function () {
+    this.timeout(300_000);
+    env = await nodeEnvOrSkip(this);
+    cp = await controlPlaneOrSkip(this);
+  });
+
+  it('pod-start-api reports raw + round trip and kubelet-ts percentiles through the API', async () => {
+    const r = await runPodStartApi(common());
+    assert.equal(r.kubeletMs.length, 3);
+    assert.equal(r.rawPlusRoundTripMs.length, 3);
+    positive(r.roundTripCreateToWatchMs.p50, 'round trip p50');
+    positive(r.kubelet.p50, 'kubelet p50');
+    positive(r.ratio.kubelet.p50, 'ratio p50');
+    assert.equal(r.upstream, undefined);
+  });
+
+  it('density-api reports all pods Running in the API against raw + round trip', async () => {
+    const r = await runDensityApi(common());
+    assert.equal(r.sizes.length, 1);
+    assert.equal(r.sizes[0]!.n, 3);
+    positive(r.sizes[0]!.kubelet.totalMs, 'kubelet total');
+    positive(r.sizes[0]!.ratio.kubelet, 'ratio');
+  });
+
+  it('api-load counts the kubelet\'s requests at its proxy', async () => {
+    const r = await runApiLoad({ ...common(), seconds: 3 });
+    assert.equal(r.sides.length, 1);
+    const side = r.sides[0]!;
+    const started = side.startPhase.rows.map((row) => row.key);
+    for (const key of ['create nodes', 'list pods', 'watch pods', 'patch pods/status']) assert.ok(started.includes(key), `${key} among ${started.join(', ')}`);
+    assert.ok(Number.isFinite(side.window.totalPerMinute), `window rate ${side.window.totalPerMinute}`);
   });
 });

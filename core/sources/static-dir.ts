@@ -518,8 +518,10 @@ async function readRegularFile(file: string, max: number): Promise<string> {
     const buf = Buffer.alloc(Math.min(st.size, max));
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     try {
-      // Kubernetes refuses a manifest that is not UTF-8 (replacement characters would be read as content).
-      return new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(0, bytesRead));
+      // Kubernetes refuses a manifest that is not UTF-8 (replacement characters would be read as
+      // content). A byte order mark is kept: the YAML decoder drops one at the start, as YAML
+      // allows, and must see the text as the file holds it (a second one is content).
+      return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(buf.subarray(0, bytesRead));
     } catch {
       throw new Error(`static pod manifest ${file}: not valid UTF-8`);
     }

@@ -6,30 +6,51 @@ import { Kubelet } from './kubelet.ts';
 import { logsCommand } from './commands/logs.ts';
 import { explainCommand } from './commands/explain.ts';
 import { eventsCommand } from './commands/events.ts';
+import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server.ts';
-import { KubeconfigError } from './api/kubeconfig.ts';
+import { KubeconfigError } from './api/kubeconfig-error.ts';
 
 const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
-       kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--previous] [--tail N] [--timestamps] [--port N]
-                                      a container's logs, from the local kubelet's read-only port
-       kubelet-ts explain POD [-n NAMESPACE] [--port N] [--json]
+       kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--previous] [--tail N] [--timestamps] [--root-dir DIR]
+                                      a container's logs, from the local kubelet (its socket <rootDir>/kubelet-ts.sock, as root)
+       kubelet-ts explain POD [-n NAMESPACE] [--root-dir DIR] [--json]
                                       where the pod's start spent its time, as a waterfall
-       kubelet-ts events [-n NAMESPACE] [-w] [--port N] [--json]
+       kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
                                       the local kubelet's events (pods and node), newest last
 
 Flags (they mirror the upstream kubelet's and override the config file):
   --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
   --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
+  --manifest-url URL                URL of static pods, a Pod or a PodList (staticPodURL)
+  --manifest-url-header 'a:x,b:y'   headers for --manifest-url, repeatable (staticPodURLHeader)
   --container-runtime-endpoint EP   CRI endpoint, unix:///path (containerRuntimeEndpoint)
   --root-dir DIR                    kubelet state directory (rootDir)
   --node-name NAME                  node name (nodeName)
   --node-ip IP                      node IP reported as hostIP (nodeIP)
+  --port N                          the main HTTPS port, authenticated (port, default 10250)
+  --tls-cert-file FILE              the main port's serving certificate (tlsCertFile)
+  --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
+  --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
   --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
   --log-level LEVEL                 trace|debug|info|warn|error
   -h, --help                        this help
 `;
+
+/** `--manifest-url-header 'a:hello,b:again,c:world'` (repeatable), as upstream's mapStringSlice flag. */
+function parseHeaderFlag(values: string[] | undefined): Record<string, string[]> | undefined {
+  if (!values) return undefined;
+  const out: Record<string, string[]> = {};
+  for (const value of values) {
+    for (const pair of value.split(',')) {
+      const colon = pair.indexOf(':');
+      if (colon <= 0) throw new ConfigError(`--manifest-url-header: '${pair}' is not name:value; allowed: 'name:value,name:value', repeatable`);
+      (out[pair.slice(0, colon).trim()] ??= []).push(pair.slice(colon + 1).trim());
+    }
+  }
+  return out;
+}
 
 function parse(argv: string[]) {
   const { values, positionals } = parseArgs({
@@ -39,11 +60,17 @@ function parse(argv: string[]) {
       config: { type: 'string' },
       kubeconfig: { type: 'string' },
       'pod-manifest-path': { type: 'string' },
+      'manifest-url': { type: 'string' },
+      'manifest-url-header': { type: 'string', multiple: true },
       'container-runtime-endpoint': { type: 'string' },
       'root-dir': { type: 'string' },
       'node-name': { type: 'string' },
       'node-ip': { type: 'string' },
       'read-only-port': { type: 'string' },
+      port: { type: 'string' },
+      'tls-cert-file': { type: 'string' },
+      'tls-private-key-file': { type: 'string' },
+      'cert-dir': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -53,8 +80,15 @@ function parse(argv: string[]) {
     readOnlyPort = Number(values['read-only-port']);
     if (!/^\d+$/.test(values['read-only-port'])) throw new ConfigError(`--read-only-port: '${values['read-only-port']}' is not a port number; allowed: an integer 0-65535 (0 disables)`);
   }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port)) throw new ConfigError(`--port: '${values.port}' is not a port number; allowed: an integer 1-65535`);
+  }
   const flags: ConfigFlags = {
     podManifestPath: values['pod-manifest-path'],
+    manifestUrl: values['manifest-url'],
+    manifestUrlHeader: parseHeaderFlag(values['manifest-url-header']),
     kubeconfig: values.kubeconfig,
     containerRuntimeEndpoint: values['container-runtime-endpoint'],
     rootDir: values['root-dir'],
@@ -62,16 +96,21 @@ function parse(argv: string[]) {
     nodeIP: values['node-ip'],
     readOnlyPort,
     logLevel: values['log-level'],
+    port,
+    tlsCertFile: values['tls-cert-file'],
+    tlsPrivateKeyFile: values['tls-private-key-file'],
+    certDirectory: values['cert-dir'],
   };
   return { command: positionals[0] ?? 'run', configFile: values.config, flags, help: values.help === true };
 }
 
 async function main(): Promise<number> {
-  // `logs` and `explain` talk to a running kubelet over its read-only port; they have flags of their own.
+  // `logs`, `explain` and `events` talk to a running kubelet over its local socket (under the
+  // configured rootDir, or --root-dir); they have flags of their own.
   const client = { logs: logsCommand, explain: explainCommand, events: eventsCommand }[process.argv[2] ?? ''];
   if (client) {
-    const port = await loadConfig().then((c) => c.readOnlyPort || 10255, () => 10255);
-    return client(process.argv.slice(3), { port, address: '127.0.0.1' });
+    const rootDir = await loadConfig().then((c) => c.rootDir, () => '/var/lib/kubelet');
+    return client(process.argv.slice(3), { socketPath: localSocketPath(rootDir) });
   }
   let args;
   try {

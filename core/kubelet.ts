@@ -2,9 +2,9 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
-import { errorMessage } from './errors.ts';
+import { ConfigError, errorMessage } from './errors.ts';
 import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
-import { KubeletMetrics, metricsRouteHandler } from './metrics/kubelet-metrics.ts';
+import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
 import { RUNS_COMPILED } from './config/load.ts';
 import { PluginHost } from './plugins/plugin-host.ts';
@@ -27,19 +27,34 @@ import { Pleg } from './pleg.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';
+import { StaticPodUrlSource } from './sources/static-url.ts';
 import { KubeletServer } from './server.ts';
-import { containerLogsHandler } from './logs/log-routes.ts';
 import { PodTimelines } from './timeline/pod-timeline.ts';
-import { timelineRouteHandler } from './timeline/timeline-route.ts';
-import { podLogDir } from './pod/sandbox-config.ts';
 import { VolumeManager } from './volumes/volume-manager.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
 import { EventRecorder, nodeRef, podRef } from './events/event-recorder.ts';
 import { ApiEventSink } from './events/api-event-sink.ts';
-import { checkKubeconfig, createApiNode, type ApiNode } from './node/api-node.ts';
-import { ApiPodReporter, isApiPod, isStaticPod } from './api/api-pod-reporter.ts';
+// The API node code is loaded only in API-server mode: @kubernetes/client-node's runtime (all
+// generated APIs and models) costs ~70 MiB of RSS a static-only node has no use for.
+import type { ApiNode } from './node/api-node.ts';
+import { ApiPodReporter } from './api/api-pod-reporter.ts';
+import { isApiPod, isStaticPod } from './sources/pod-origin.ts';
 import { isMirrorPod } from './api/mirror-pods.ts';
-import { eventsRouteHandler } from './events/events-route.ts';
+import { ApiObjectCache, objectRefsOf, type ObjectSource } from './api/object-cache.ts';
+import { TokenManager } from './api/token-manager.ts';
+import { LocalObjects } from './volumes/builtin/local-objects.ts';
+import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
+import type { DownwardInputs } from './pod/downward-api.ts';
+import { checkAdmission, type AdmissionNode } from './pod/admission.ts';
+import { defaultNodeLabels } from './node/node-object.ts';
+import { goArch, goOS } from './node/machine-info.ts';
+import { StatsProvider } from './stats/stats-provider.ts';
+import { readOnlyRoutes, type KubeletRouteDeps } from './server/kubelet-routes.ts';
+import { startMainServer } from './server/start-main-server.ts';
+import type { MainServer } from './server/main-server.ts';
+import { SecurityAdmission } from './pod/security-admission.ts';
+import { RuntimeClasses } from './api/runtime-classes.ts';
+import { withTerminationMessage } from './pod/termination-message.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
 function podUIDOf(args: readonly unknown[]): string | undefined {
@@ -88,6 +103,8 @@ export class Kubelet {
   private readonly sources: PodSource[] = [];
   private readonly podConfig: PodConfig;
   private readonly probes = new ProbeResults();
+  /** Sysctl and AppArmor admission (SysctlForbidden, AppArmor), built from the config at start. */
+  private securityAdmission!: SecurityAdmission;
   private runtimeImpl!: ContainerRuntime;
   private runtimeVersion!: RuntimeVersion;
   private cache!: RuntimeCache;
@@ -103,10 +120,24 @@ export class Kubelet {
   private started = false;
   /** The port the read-only server bound (0 when disabled). */
   readOnlyPort = 0;
+  /** Node and pod resource use (CRI stats, cgroups, filesystems): /stats/summary, /metrics/resource, and eviction decisions. */
+  stats!: StatsProvider;
+  /** The main port (HTTPS, authenticated and authorized) and the local socket of kubelet-ts commands. */
+  mainServer: MainServer | undefined;
+  /** The port the main server bound (reported as the Node's kubelet endpoint). */
+  port = 0;
   /** The API server side (clients, Node, Lease, pod source), when a kubeconfig is given. */
   api: ApiNode | undefined;
   /** Pod statuses, mirror pods and final deletes to the API server, when a kubeconfig is given. */
   reporter: ApiPodReporter | undefined;
+  /** ConfigMaps and Secrets of static pods: files under localObjectsDir. */
+  private readonly localObjects: LocalObjects;
+  /** ConfigMaps and Secrets of API pods, watched by name (API-server mode). */
+  private objectCache: ApiObjectCache | undefined;
+  /** Service account tokens of API pods (API-server mode). */
+  private tokens: TokenManager | undefined;
+  /** The node's capacity and allocatable, read at start. */
+  private nodeResources!: NodeResources;
   /**
    * Pods whose termination finished, by UID, with when: an API pod the kubelet deleted is then
    * still listed until the watch reports the delete, and its removal is not a new termination.
@@ -114,8 +145,15 @@ export class Kubelet {
    */
   private readonly finished = new Map<string, number>();
 
-  constructor(readonly config: KubeletConfig, readonly logger: Logger, private readonly extraSources: PodSource[] = []) {
+  constructor(
+    readonly config: KubeletConfig,
+    readonly logger: Logger,
+    private readonly extraSources: PodSource[] = [],
+    /** Knobs tests turn to make slow things fast (a token's refresh share); never set by the CLI. */
+    private readonly testHooks: { tokens?: { refreshFraction?: number } } = {},
+  ) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
+    this.localObjects = new LocalObjects(config.localObjectsDir);
     this.plugins = new PluginHost({
       hooks: this.hooks,
       config,
@@ -153,11 +191,24 @@ export class Kubelet {
   async start(): Promise<void> {
     const { config, logger } = this;
     // A kubeconfig that cannot work fails the start before anything touches the node.
-    if (config.kubeconfig) checkKubeconfig(config.kubeconfig, config.nodeName);
+    const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
+    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName);
+    // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
+    try {
+      this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
+    } catch (err) {
+      throw new ConfigError(`${config.configFile ?? 'config'}: ${errorMessage(err)}`);
+    }
     isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
-    tapBuiltinVolumes(this.hooks, { localObjectsDir: config.localObjectsDir, logger: logger.child({ component: 'volumes' }) });
+    this.nodeResources = await readNodeResources(config);
+    tapBuiltinVolumes(this.hooks, {
+      objects: (pod) => this.objectsFor(pod),
+      tokens: () => this.tokens,
+      inputs: (pod) => this.downwardInputs(pod),
+      logger: logger.child({ component: 'volumes' }),
+    });
     this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }) });
     await this.volumes.start();
     await this.plugins.loadAll(config.plugins);
@@ -167,7 +218,8 @@ export class Kubelet {
     this.runtimeVersion = await this.runtimeImpl.version();
     logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
 
-    this.cache = new RuntimeCache(this.runtimeImpl);
+    // An exited container's status carries its termination message (read once, safely, from the file the kubelet made).
+    this.cache = new RuntimeCache(this.runtimeImpl, { decorateExited: (s) => withTerminationMessage(config.rootDir, s) });
     let cgroups: PodCgroups | undefined;
     if (config.cgroupsPerQOS) {
       cgroups = new PodCgroups({ root: config.cgroupRoot, logger });
@@ -193,7 +245,9 @@ export class Kubelet {
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
     this.syncer = new PodSyncer({
       runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
-      probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, events: this.events, logger, ...(sandboxCreations ? { sandboxCreations } : {}),
+      probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, events: this.events, logger,
+      objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}),
+      runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),
     });
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
@@ -206,6 +260,8 @@ export class Kubelet {
           this.finished.set(pod.metadata!.uid!, Date.now());
           this.reporter?.terminated(pod);
           this.reporter?.forget(pod.metadata!.uid!);
+          this.objectCache?.forgetPod(pod.metadata!.uid!);
+          this.tokens?.forgetPod(pod.metadata!.uid!);
           this.startMeasured.delete(pod.metadata!.uid!);
           this.metrics.forgetPod(pod.metadata!.uid!);
           this.timelines.forget(pod.metadata!.uid!);
@@ -241,6 +297,18 @@ export class Kubelet {
     await this.pleg.start();
     logger.info({ pods: this.cache.uids().length }, 'found pods in the runtime');
 
+    // The main port before the API side: the Node reports the port it bound.
+    this.stats = new StatsProvider({
+      nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroupRoot: cgroups ? config.cgroupRoot : undefined,
+      runtime: () => this.runtimeImpl, pods: () => this.pods(), logger: logger.child({ component: 'stats' }),
+    });
+    const routeDeps: KubeletRouteDeps = {
+      config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
+      metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
+    };
+    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main });
+    this.port = this.mainServer.port;
+
     if (config.staticPodPath) {
       this.sources.push(
         new StaticPodDirSource({
@@ -253,7 +321,10 @@ export class Kubelet {
         }),
       );
     }
-    if (config.kubeconfig) this.startApi(config.kubeconfig);
+    if (config.staticPodURL) {
+      this.sources.push(new StaticPodUrlSource({ url: config.staticPodURL, headers: config.staticPodURLHeader, nodeName: config.nodeName, periodMs: config.httpCheckFrequencyMs, logger }));
+    }
+    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode);
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.onSourceSet(source.name, pods));
 
@@ -261,17 +332,13 @@ export class Kubelet {
     this.timers.push(setInterval(() => this.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
 
-    this.server.route('/healthz', () => this.healthz());
-    this.server.route('/pods', () => this.podList());
-    this.server.route('/metrics', metricsRouteHandler(this.metrics));
-    this.server.route('/debug/pods/', timelineRouteHandler(this.timelines));
-    this.server.route('/debug/events', eventsRouteHandler(this.events));
-    this.server.route('/containerLogs/', containerLogsHandler({ pods: () => this.pods(), runtime: () => this.runtimeImpl, logDir: (pod) => podLogDir(config, pod) }));
+    // Only what upstream's read-only port serves: no logs, no exec, no debugging views.
+    for (const [route, handler] of readOnlyRoutes(routeDeps)) this.server.route(route, handler);
     if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
     this.started = true;
     this.events.record(nodeRef(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
     await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
-    logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
+    logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, port: this.port, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
   }
 
   /**
@@ -282,11 +349,14 @@ export class Kubelet {
     for (const t of this.timers.splice(0)) clearInterval(t);
     await Promise.all(this.sources.map((s) => s.stop().catch(() => {})));
     this.reporter?.stop();
+    this.tokens?.stop();
+    await this.objectCache?.stop();
     this.events.setSink(undefined);
     await this.api?.stop();
     this.pleg?.stop();
     this.queue?.stop();
     await this.server.close();
+    await this.mainServer?.close();
     if (this.started) {
       const busy = await this.workers.drain(SHUTDOWN_STEP_MS);
       if (busy.length > 0) this.logger.warn({ pods: busy, waitedMs: SHUTDOWN_STEP_MS }, 'stopping while pod workers are still busy; a restarted kubelet takes their pods over');
@@ -304,10 +374,10 @@ export class Kubelet {
    * API-server mode: the API clients, Node registration and status, the Lease, the `api` pod
    * source, and what goes back to the server (pod statuses, mirror pods, final deletes, events).
    */
-  private startApi(kubeconfig: string): void {
+  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode): void {
     const { config, logger } = this;
     const api = createApiNode({
-      config: { ...config, kubeconfig },
+      config: { ...config, kubeconfig, port: this.port || config.port },
       hooks: this.hooks,
       logger,
       inputs: {
@@ -331,7 +401,12 @@ export class Kubelet {
         return pod && status ? { pod, status } : undefined;
       },
     });
-    this.events.setSink(new ApiEventSink({ client: api.main, logger: logger.child({ component: 'events' }) }));
+    this.events.setSink(new ApiEventSink({ client: api.events, logger: logger.child({ component: 'events' }) }));
+    const resync = (uids: Iterable<string>) => {
+      for (const uid of uids) this.resync(uid);
+    };
+    this.objectCache = new ApiObjectCache({ client: api.main, logger: logger.child({ component: 'api-objects' }), onChange: resync });
+    this.tokens = new TokenManager({ client: api.main, logger: logger.child({ component: 'tokens' }), onRefreshDue: (uid) => resync([uid]), ...this.testHooks.tokens });
     api.start();
     this.sources.push(api.podSource);
   }
@@ -347,6 +422,46 @@ export class Kubelet {
     }
     this.podConfig.set(source, pods);
     this.reporter?.mirrors.setStatic([...this.desired.values()].filter(isStaticPod));
+  }
+
+  /** The pods admitted besides `except`: wanted and not rejected or finished, and those still terminating. */
+  private admittedPods(except: string): V1Pod[] {
+    const out: V1Pod[] = [];
+    for (const [uid, p] of [...this.desired, ...this.terminating]) {
+      if (uid === except || this.status.rejection(uid)) continue;
+      const phase = this.status.get(uid)?.phase ?? p.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') continue;
+      out.push(p);
+    }
+    return out;
+  }
+
+  /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */
+  private admissionNode(): AdmissionNode {
+    const a = this.nodeResources.allocatable;
+    const node = this.api?.nodeStatus?.node;
+    return {
+      allocatable: { cpu: Math.round(resourceNumber(a, 'cpu') * 1000), memory: resourceNumber(a, 'memory'), 'ephemeral-storage': resourceNumber(a, 'ephemeral-storage'), pods: this.config.maxPods },
+      labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
+      taints: node?.spec?.taints ?? this.config.registerWithTaints,
+    };
+  }
+
+  /** Where a pod's ConfigMaps and Secrets come from: the API for API pods, localObjectsDir for static pods (upstream: static pods may not use API objects). */
+  private objectsFor(pod: V1Pod): ObjectSource {
+    return this.objectCache && isApiPod(pod) ? this.objectCache : this.localObjects;
+  }
+
+  /** The downward API's inputs for a pod: its IPs (once it has them), the node's, the node's allocatable. */
+  private downwardInputs(pod: V1Pod): DownwardInputs {
+    const status = this.status?.get(pod.metadata!.uid!);
+    const podIPs = pod.spec?.hostNetwork ? [this.config.nodeIP] : (status?.podIPs ?? []).map((p) => p.ip).filter((ip): ip is string => !!ip);
+    const allocatable = this.nodeResources.allocatable;
+    return {
+      podIPs,
+      hostIPs: [this.config.nodeIP],
+      allocatable: () => ({ cpu: resourceNumber(allocatable, 'cpu'), memory: resourceNumber(allocatable, 'memory'), 'ephemeral-storage': resourceNumber(allocatable, 'ephemeral-storage') }),
+    };
   }
 
   /** The pods this kubelet runs or is terminating, with their current status. */
@@ -418,6 +533,7 @@ export class Kubelet {
         continue;
       }
       this.desired.set(uid, pod);
+      this.objectCache?.setPodRefs(uid, isApiPod(pod) ? objectRefsOf(pod) : []);
       this.workers.update(pod);
     }
   }
@@ -426,9 +542,11 @@ export class Kubelet {
     const uid = pod.metadata!.uid!;
     const admitStart = Date.now();
     this.desired.set(uid, pod);
-    let rejection: { reason: string; message: string } | undefined;
-    const active = [...this.desired.keys()].filter((u) => u !== uid).length;
-    if (active >= this.config.maxPods) rejection = { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${active}, capacity: ${this.config.maxPods}` };
+    // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
+    if (isApiPod(pod)) this.objectCache?.setPodRefs(uid, objectRefsOf(pod));
+    // Upstream's general predicates against the pods admitted before it (terminating ones still hold their resources).
+    let rejection: { reason: string; message: string } | undefined = checkAdmission(pod, this.admittedPods(uid), this.admissionNode(), { nodeName: this.config.nodeName, isStatic: isStaticPod(pod) });
+    rejection ??= this.securityAdmission.admit(pod);
     if (!rejection) {
       try {
         const reason = await this.hooks.admitPod.promise(pod);
@@ -456,7 +574,9 @@ export class Kubelet {
       await this.status.update(pod, undefined);
       return { requeueAfterMs: REPLACEMENT_WAIT_MS };
     }
-    if (this.status.get(pod.metadata!.uid!)?.reason === 'OutOfpods') return {};
+    // Rejected at admission (or failed for good): it never gets a sandbox, across resyncs too.
+    // The syncer still stops what runs of it (a pod past its active deadline whose kill failed is retried).
+    if (this.status.rejection(pod.metadata!.uid!)) return this.syncer.sync(pod);
     // An API pod the server already has as Succeeded or Failed (it finished before a restart of
     // the kubelet) is never started again, whatever the runtime still holds of it.
     if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.status.get(pod.metadata!.uid!)) {
@@ -466,7 +586,6 @@ export class Kubelet {
     return this.syncer.sync(pod);
   }
 
-  /** Looks at a pod again: a wanted pod syncs; one whose termination failed tries it again. */
   /**
    * UIDs of pods in the runtime with this pod's namespace and name that no source wants (an
    * old version of an edited static pod, found running after a restart of the kubelet): their
@@ -485,6 +604,7 @@ export class Kubelet {
     return found;
   }
 
+  /** Looks at a pod again: a wanted pod syncs; one whose termination failed tries it again. */
   private resync(uid: string): void {
     const pod = this.desired.get(uid);
     if (pod) this.workers.update(pod);

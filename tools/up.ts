@@ -201,6 +201,7 @@ async function main(): Promise<void> {
   });
   say(`${clock()}  kubelet     pid ${kubelet.pid}, manifests ${MANIFESTS}/, logs ${relative(REPO, kubeletLog)}`);
   say(`${clock()}  watching http://127.0.0.1:${READ_ONLY_PORT}/pods  (Ctrl-C to stop)`);
+  say(`${clock()}  logs: bin/kubelet-ts.mjs logs --root-dir .node/kubelet POD  (the kubelet's local socket)`);
 
   const last = new Map<string, string>();
   let reachable: boolean | undefined;

@@ -71,12 +71,7 @@ export interface RawRequest {
   timeoutMs?: number;
 }
 
-/** Patch content types (upstream's PatchType). */
-export const PATCH = Object.freeze({
-  strategic: 'application/strategic-merge-patch+json',
-  merge: 'application/merge-patch+json',
-  json: 'application/json-patch+json',
-});
+export { PATCH } from './patch-types.ts';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 
@@ -110,7 +105,7 @@ export class ApiClient {
     this.core = new CoreV1Api(configuration);
     this.coordination = new CoordinationV1Api(configuration);
     this.authentication = new AuthenticationV1Api(configuration);
-    this.watcher = new Watch(loaded.kubeConfig);
+    this.watcher = new Watch(watchConfig(loaded.kubeConfig));
   }
 
   /** Who the server takes this client for, as far as known. */
@@ -247,15 +242,19 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
  * kubeAPIQPS / kubeAPIBurst, and the heartbeat one for node status and the Lease, not throttled
  * and with a timeout of min(nodeStatusUpdateFrequency, nodeLeaseDuration), so a busy main
  * client never delays a heartbeat and a hung request never outlives a heartbeat period.
- * They share the outage log.
+ * A third client posts events, throttled by eventRecordQPS / eventBurst (0 QPS: not at all), as
+ * upstream's event broadcaster has its own client: a burst of events (a crash loop on every
+ * pod) must not take the tokens pod status updates need. They share the outage log.
  */
 export function createKubeletApiClients(config: {
   kubeconfig: string;
   kubeAPIQPS: number;
   kubeAPIBurst: number;
+  eventRecordQPS: number;
+  eventBurst: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
-}, logger: Logger): { main: ApiClient; heartbeat: ApiClient } {
+}, logger: Logger): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
   const loaded = loadKubeconfig(config.kubeconfig);
   const connectivity = new ConnectivityTracker(loaded.server, logger.child({ component: 'api-client' }));
   const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity });
@@ -264,13 +263,32 @@ export function createKubeletApiClients(config: {
     requestTimeoutMs: Math.min(config.nodeStatusUpdateFrequencyMs, config.nodeLeaseDurationSeconds * 1000),
     connectivity,
   });
+  const events = new ApiClient(loaded, {
+    logger,
+    qps: config.eventRecordQPS > 0 ? config.eventRecordQPS : undefined,
+    burst: config.eventBurst,
+    connectivity,
+  });
   // While the server is away, /version (readable by any authenticated identity) tells when it is back.
   connectivity.setProbe(() => heartbeat.request('GET', '/version', { timeoutMs: 2000 }));
-  return { main, heartbeat };
+  return { main, heartbeat, events };
 }
 
 /** The User-Agent, as upstream's `kubelet/v1.28.7 (linux/amd64) kubernetes/<commit>`. */
 const USER_AGENT = `kubelet-ts/${KUBELET_TS_VERSION} (${os.platform()}/${process.arch})`;
+
+/**
+ * What client-node's Watch reads of a KubeConfig (the cluster and the fetch options), with the
+ * kubelet's User-Agent added: Watch sends its request itself through node-fetch, not through the
+ * client's http library, and would otherwise announce itself as `node-fetch/1.0`.
+ */
+function watchConfig(kubeConfig: KubeConfig): KubeConfig {
+  const view: Pick<KubeConfig, 'getCurrentCluster' | 'applyToFetchOptions'> = {
+    getCurrentCluster: () => kubeConfig.getCurrentCluster(),
+    applyToFetchOptions: (opts) => kubeConfig.applyToFetchOptions({ ...opts, headers: { ...opts.headers, 'User-Agent': USER_AGENT } }),
+  };
+  return view as KubeConfig;
+}
 
 /** The http library of one client: rate limit, timeout, keep-alive agent, error messages, outage log. */
 class KubeletHttpLibrary implements PromiseHttpLibrary {

@@ -8,17 +8,12 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { CONFIG_SOURCE_ANNOTATION } from '../sources/manifest.ts';
+import { isApiPod, isStaticPod } from '../sources/pod-origin.ts';
 import { ApiStatusSync, type PodTarget } from '../status/api-status-sync.ts';
 import type { ApiClient } from './api-client.ts';
 import { MirrorPods } from './mirror-pods.ts';
 import { PodApi, classifyPodWrite } from './pod-api.ts';
 
-/** Sources whose pods are static: they get mirror pods (upstream: every source but the API server). */
-const STATIC_SOURCES = new Set(['file', 'http']);
-
-export const isApiPod = (pod: V1Pod) => pod.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
-export const isStaticPod = (pod: V1Pod) => STATIC_SOURCES.has(pod.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] ?? '');
 
 const RETRY_MS = 2000;
 

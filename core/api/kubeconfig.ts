@@ -55,13 +55,9 @@ export interface LoadedKubeconfig {
   identity: ClientIdentity;
 }
 
-/** A kubeconfig that cannot be used; the message names the file and what is wrong. */
-export class KubeconfigError extends Error {
-  constructor(file: string, problem: string, options?: { cause?: unknown }) {
-    super(`kubeconfig ${file}: ${problem}`, options);
-    this.name = 'KubeconfigError';
-  }
-}
+import { KubeconfigError } from './kubeconfig-error.ts';
+
+export { KubeconfigError };
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

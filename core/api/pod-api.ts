@@ -4,7 +4,8 @@
  * never lands on another pod that has taken the name since.
  */
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { PATCH, type ApiClient } from './api-client.ts';
+import type { ApiClient } from './api-client.ts';
+import { PATCH } from './patch-types.ts';
 import { isConflictError, isNotFoundError } from './api-errors.ts';
 import type { PodStatusApi, PodTarget, WriteFailure } from '../status/api-status-sync.ts';
 

@@ -1,11 +1,12 @@
-import http from 'node:http';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { KubeletEvent } from '../events/event-recorder.ts';
+import { localGet, localSocketPath, unreachableMessage } from './local-kubelet.ts';
 
-export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [--port N] [--json]
+export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
 The events of the local kubelet (pods and the node), newest last, as \`kubectl get events\`
 shows them: pulls, starts, kills, back-offs, failed mounts and probes. -w keeps following.
+It asks the local kubelet on its socket (<rootDir>/kubelet-ts.sock, as root).
 `;
 
 /** `12s`, `5m3s`, `2h`: how long ago, as kubectl prints an age. */
@@ -36,13 +37,13 @@ export function formatEvents(events: KubeletEvent[], now = Date.now(), minWidths
   return [line(head), ...rows.map(line)].join('\n') + '\n';
 }
 
-/** `kubelet-ts events`: lists (or follows) the local kubelet's events over its read-only port. */
-export async function eventsCommand(argv: string[], opts: { port: number; address?: string; stdout?: Writable; stderr?: Writable }): Promise<number> {
+/** `kubelet-ts events`: lists (or follows) the local kubelet's events over its local socket. */
+export async function eventsCommand(argv: string[], opts: { socketPath: string; stdout?: Writable; stderr?: Writable; signal?: AbortSignal }): Promise<number> {
   const out = opts.stdout ?? process.stdout;
   const err = opts.stderr ?? process.stderr;
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: false, options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, port: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: false, options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
   } catch (e) {
     err.write(`kubelet-ts events: ${(e as Error).message}\n\n${EVENTS_USAGE}`);
     return 2;
@@ -53,10 +54,20 @@ export async function eventsCommand(argv: string[], opts: { port: number; addres
   }
   const ns = parsed.values.namespace;
   const keep = (e: KubeletEvent) => !ns || e.namespace === ns;
-  const base = `http://${opts.address ?? '127.0.0.1'}:${parsed.values.port ?? opts.port}`;
+  const socketPath = parsed.values['root-dir'] !== undefined ? localSocketPath(parsed.values['root-dir']) : opts.socketPath;
   const watch = parsed.values.watch === true;
+  let res;
+  try {
+    res = await localGet(socketPath, `/debug/events${watch ? '?watch=true' : ''}`, { timeoutMs: 5000, ...(opts.signal ? { signal: opts.signal } : {}) });
+  } catch (e) {
+    if ((e as Error).name === 'AbortError') return 0;
+    err.write(`${unreachableMessage('events', socketPath, e)}\n`);
+    return 1;
+  }
+  const response = res;
   return new Promise<number>((resolve) => {
-    const req = http.get(`${base}/debug/events${watch ? '?watch=true' : ''}`, (res) => {
+    const res = response;
+    {
       if (res.statusCode !== 200) {
         err.write(`kubelet-ts events: the kubelet answered HTTP ${res.statusCode}\n`);
         res.resume();
@@ -94,13 +105,9 @@ export async function eventsCommand(argv: string[], opts: { port: number; addres
         }
       });
       res.on('end', () => resolve(0));
-    });
-    req.setTimeout(5000, () => {
-      if (!watch) req.destroy(new Error('timed out'));
-    });
-    req.on('error', (e) => {
-      err.write(`kubelet-ts events: cannot reach the kubelet at ${base} (${e.message}); is it running with --read-only-port?\n`);
-      resolve(1);
-    });
+      // A follow ends when the caller aborts (Ctrl-C) or the kubelet goes away.
+      res.on('error', () => resolve(opts.signal?.aborted ? 0 : 1));
+      res.on('aborted', () => resolve(opts.signal?.aborted ? 0 : 1));
+    }
   });
 }

@@ -1,36 +1,29 @@
-import http from 'node:http';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { PodStartTimeline } from '../timeline/pod-timeline.ts';
 import { renderWaterfall } from '../timeline/waterfall.ts';
+import { localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
 
-export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--port N] [--json]
+export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--root-dir DIR] [--json]
 Shows where the pod's start spent its time: every step from the kubelet seeing the pod to
 its first Ready (admission, volumes, image, sandbox, network, each container, each plugin
 hook tap), as a waterfall. POD is the pod's name or, for a static pod, the name in its
-manifest (the node name suffix is found).
+manifest (the node name suffix is found). It asks the local kubelet on its socket
+(<rootDir>/kubelet-ts.sock, as root); --root-dir names the kubelet's root dir.
 `;
 
-function getJSON(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: 5000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-  });
+async function getJSON(socketPath: string, path: string): Promise<{ status: number; body: string }> {
+  const res = await localGet(socketPath, path, { timeoutMs: 5000 });
+  return { status: res.statusCode ?? 0, body: await readBody(res) };
 }
 
 /** `kubelet-ts explain POD`: fetches the start timeline from the local kubelet and prints a waterfall. */
-export async function explainCommand(argv: string[], opts: { port: number; address?: string; stdout?: Writable; stderr?: Writable }): Promise<number> {
+export async function explainCommand(argv: string[], opts: { socketPath: string; stdout?: Writable; stderr?: Writable }): Promise<number> {
   const out = opts.stdout ?? process.stdout;
   const err = opts.stderr ?? process.stderr;
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { namespace: { type: 'string', short: 'n' }, port: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { namespace: { type: 'string', short: 'n' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
   } catch (e) {
     err.write(`kubelet-ts explain: ${(e as Error).message}\n\n${EXPLAIN_USAGE}`);
     return 2;
@@ -44,12 +37,12 @@ export async function explainCommand(argv: string[], opts: { port: number; addre
     err.write(`kubelet-ts explain: a pod name is required\n\n${EXPLAIN_USAGE}`);
     return 2;
   }
-  const base = `http://${opts.address ?? '127.0.0.1'}:${parsed.values.port ?? opts.port}`;
+  const socketPath = parsed.values['root-dir'] !== undefined ? localSocketPath(parsed.values['root-dir']) : opts.socketPath;
   let pods: Array<{ metadata: { name: string; namespace: string } }>;
   try {
-    pods = JSON.parse((await getJSON(`${base}/pods`)).body).items ?? [];
+    pods = JSON.parse((await getJSON(socketPath, '/pods')).body).items ?? [];
   } catch (e) {
-    err.write(`kubelet-ts explain: cannot reach the kubelet at ${base} (${(e as Error).message}); is it running with --read-only-port?\n`);
+    err.write(`${unreachableMessage('explain', socketPath, e)}\n`);
     return 1;
   }
   const ns = parsed.values.namespace;
@@ -62,7 +55,7 @@ export async function explainCommand(argv: string[], opts: { port: number; addre
       : `kubelet-ts explain: no pod "${name}"${ns ? ` in namespace "${ns}"` : ''} on this kubelet\n`);
     return 1;
   }
-  const r = await getJSON(`${base}/debug/pods/${encodeURIComponent(pick.metadata.namespace)}/${encodeURIComponent(pick.metadata.name)}/timeline`);
+  const r = await getJSON(socketPath, `/debug/pods/${encodeURIComponent(pick.metadata.namespace)}/${encodeURIComponent(pick.metadata.name)}/timeline`);
   if (r.status !== 200) {
     err.write(`kubelet-ts explain: ${r.body.trim()}\n`);
     return 1;

@@ -1,12 +1,13 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import http from 'node:http';
+import type http from 'node:http';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../config/duration.ts';
+import { KubeletUnreachable, localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
 
 export const LOGS_USAGE = `Usage: kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [flags]
 
-Print a container's log from the local kubelet's read-only server (as kubectl logs does).
+Print a container's log from the local kubelet (its local socket, as root), as kubectl logs does.
 POD is the pod's name, or a static pod's manifest name (the kubelet names it <name>-<node>).
 
 Flags:
@@ -19,36 +20,11 @@ Flags:
       --limit-bytes N      stop after N bytes
       --since DURATION     only lines newer than this (5s, 2m, 3h)
       --since-time TIME    only lines at or after this RFC3339 time
-      --port N             the kubelet's read-only port (default: the configured readOnlyPort)
+      --root-dir DIR       the kubelet's root dir, where its socket is (default: the configured rootDir)
   -h, --help               this help
 `;
 
-/** What a failed request to the kubelet said. */
-class KubeletUnreachable extends Error {}
-
 const REASONS: Record<number, string> = { 400: 'BadRequest', 404: 'NotFound', 422: 'Invalid', 500: 'InternalError', 503: 'ServiceUnavailable' };
-
-function get(url: string, signal: AbortSignal | undefined, connectTimeoutMs: number): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { ...(signal ? { signal } : {}) }, (res) => {
-      clearTimeout(timer);
-      resolve(res);
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`no response within ${connectTimeoutMs} ms`)), connectTimeoutMs);
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      if ((err as Error).name === 'AbortError') reject(err);
-      else reject(new KubeletUnreachable(err.message || (err as NodeJS.ErrnoException).code || String(err)));
-    });
-  });
-}
-
-async function readBody(res: http.IncomingMessage): Promise<string> {
-  res.setEncoding('utf8');
-  let body = '';
-  for await (const d of res) body += d;
-  return body;
-}
 
 function allContainers(pod: V1Pod): Array<V1Container & { kind: 'init' | 'app' | 'ephemeral' }> {
   const s = pod.spec;
@@ -85,7 +61,7 @@ function findPod(pods: V1Pod[], name: string, namespace: string | undefined): V1
  */
 export async function logsCommand(
   argv: string[],
-  opts: { port: number; address?: string; stdout?: Writable; stderr?: Writable; signal?: AbortSignal },
+  opts: { socketPath: string; stdout?: Writable; stderr?: Writable; signal?: AbortSignal },
 ): Promise<number> {
   const stdout = opts.stdout ?? process.stdout;
   const stderr = opts.stderr ?? process.stderr;
@@ -109,7 +85,7 @@ export async function logsCommand(
         'limit-bytes': { type: 'string' },
         since: { type: 'string' },
         'since-time': { type: 'string' },
-        port: { type: 'string' },
+        'root-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -151,20 +127,13 @@ export async function logsCommand(
     query.set('sinceTime', values['since-time']);
   }
 
-  let port = opts.port;
-  if (values.port !== undefined) {
-    if (!/^\d+$/.test(values.port)) return fail(`kubelet-ts logs: --port: '${values.port}' is not a port number`, 2);
-    port = Number(values.port);
-  }
-  if (!port) return fail('kubelet-ts logs: the kubelet\'s read-only server is disabled (readOnlyPort 0); enable it with --read-only-port or pass --port', 1);
-  const host = !opts.address || opts.address === '0.0.0.0' ? '127.0.0.1' : opts.address === '::' ? '::1' : opts.address;
-  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const unreachable = (err: unknown) => fail(`kubelet-ts logs: cannot reach the kubelet at ${base} (${(err as Error).message}); is it running with --read-only-port ${port}?`);
+  const socketPath = values['root-dir'] !== undefined ? localSocketPath(values['root-dir']) : opts.socketPath;
+  const unreachable = (err: unknown) => fail(unreachableMessage('logs', socketPath, err));
 
   // Resolve the pod and the container from the kubelet's pod list.
   let pods: V1Pod[];
   try {
-    const res = await get(`${base}/pods`, opts.signal, 5000);
+    const res = await localGet(socketPath, '/pods', { ...(opts.signal ? { signal: opts.signal } : {}), timeoutMs: 5000 });
     const body = await readBody(res);
     if (res.statusCode !== 200) return fail(`kubelet-ts logs: GET /pods: ${res.statusCode} ${body.trim()}`);
     pods = (JSON.parse(body) as { items?: V1Pod[] }).items ?? [];
@@ -203,10 +172,10 @@ export async function logsCommand(
 
   // Stream the log.
   const qs = query.toString();
-  const url = `${base}/containerLogs/${encodeURIComponent(namespace)}/${encodeURIComponent(podName)}/${encodeURIComponent(container)}${qs ? `?${qs}` : ''}`;
+  const logPath = `/containerLogs/${encodeURIComponent(namespace)}/${encodeURIComponent(podName)}/${encodeURIComponent(container)}${qs ? `?${qs}` : ''}`;
   let res: http.IncomingMessage;
   try {
-    res = await get(url, opts.signal, 10_000);
+    res = await localGet(socketPath, logPath, { ...(opts.signal ? { signal: opts.signal } : {}), timeoutMs: 10_000 });
   } catch (err) {
     if (err instanceof KubeletUnreachable) return unreachable(err);
     if ((err as Error).name === 'AbortError') return 0;

@@ -23,6 +23,8 @@ export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, RUNS_COMPILED ? 'kube
 /** Command-line values that override the file, named after the upstream kubelet flags. */
 export interface ConfigFlags {
   podManifestPath?: string;
+  manifestUrl?: string;
+  manifestUrlHeader?: Record<string, string[]>;
   containerRuntimeEndpoint?: string;
   rootDir?: string;
   nodeName?: string;
@@ -30,11 +32,17 @@ export interface ConfigFlags {
   nodeIP?: string;
   logLevel?: string;
   kubeconfig?: string;
+  port?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  certDirectory?: string;
 }
 
 /** Flag → config field, and the flag's spelling for messages. */
 const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]> = {
   podManifestPath: ['staticPodPath', '--pod-manifest-path'],
+  manifestUrl: ['staticPodURL', '--manifest-url'],
+  manifestUrlHeader: ['staticPodURLHeader', '--manifest-url-header'],
   containerRuntimeEndpoint: ['containerRuntimeEndpoint', '--container-runtime-endpoint'],
   rootDir: ['rootDir', '--root-dir'],
   nodeName: ['nodeName', '--node-name'],
@@ -42,6 +50,10 @@ const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]>
   nodeIP: ['nodeIP', '--node-ip'],
   logLevel: ['logging', '--log-level'],
   kubeconfig: ['kubeconfig', '--kubeconfig'],
+  port: ['port', '--port'],
+  tlsCertFile: ['tlsCertFile', '--tls-cert-file'],
+  tlsPrivateKeyFile: ['tlsPrivateKeyFile', '--tls-private-key-file'],
+  certDirectory: ['certDirectory', '--cert-dir'],
 };
 
 // cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
@@ -99,6 +111,7 @@ export async function loadConfig(options: { configFile?: string; flags?: ConfigF
     flagged[field] = fieldValue;
   }
   checkNodeFields(flagged as KubeletConfigInput, file);
+  checkServingFields(flagged as KubeletConfigInput, file);
   return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
 }
 
@@ -131,6 +144,14 @@ function checkNodeFields(c: KubeletConfigInput, file: string): void {
   if (errors.length) throw new ConfigError(errors.join('\n'));
 }
 
+/** The serving certificate comes as a pair: one file without the other is a mistake, not a request for a self-signed one. */
+function checkServingFields(c: KubeletConfigInput, file: string): void {
+  if ((c.tlsCertFile === undefined) !== (c.tlsPrivateKeyFile === undefined)) {
+    const [given, missing] = c.tlsCertFile !== undefined ? ['tlsCertFile', 'tlsPrivateKeyFile'] : ['tlsPrivateKeyFile', 'tlsCertFile'];
+    throw new ConfigError(`${file}: ${given} is set but ${missing} is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`);
+  }
+}
+
 /** Copies the config without breaking plugin objects or functions inside `plugins`. */
 function structuredCloneConfig(config: KubeletConfigInput): KubeletConfigInput {
   const copy: Record<string, unknown> = {};
@@ -150,6 +171,9 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     rootDir: fromFile(c.rootDir, flags.rootDir)!,
     podLogsDir: fromFile(c.podLogsDir, undefined)!,
     staticPodPath: fromFile(c.staticPodPath, flags.podManifestPath),
+    staticPodURL: c.staticPodURL,
+    staticPodURLHeader: c.staticPodURLHeader,
+    httpCheckFrequencyMs: parseDuration(c.httpCheckFrequency),
     fileCheckFrequencyMs: parseDuration(c.fileCheckFrequency),
     syncFrequencyMs: parseDuration(c.syncFrequency),
     plegRelistPeriodMs: parseDuration(c.plegRelistPeriod),
@@ -185,13 +209,49 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     nodeLeaseDurationSeconds: c.nodeLeaseDurationSeconds,
     kubeAPIQPS: c.kubeAPIQPS,
     kubeAPIBurst: c.kubeAPIBurst,
+    eventRecordQPS: c.eventRecordQPS,
+    eventBurst: c.eventBurst,
     port: c.port,
+    ...resolveServing(c, fromFile, flags),
     systemReserved: c.systemReserved,
     kubeReserved: c.kubeReserved,
     evictionHard: c.evictionHard ?? { ...DEFAULT_EVICTION_HARD },
+    allowedUnsafeSysctls: c.allowedUnsafeSysctls,
+    seccompDefault: c.seccompDefault,
+    runtimeClassHandlers: c.runtimeClassHandlers,
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,
     configFile: file,
+  };
+}
+
+/** The main port's TLS, authentication and authorization settings, resolved (paths as other paths, durations in ms). */
+function resolveServing(
+  c: Required<KubeletConfigInput>,
+  fromFile: (p: string | undefined, flag: string | undefined) => string | undefined,
+  flags: ConfigFlags,
+): Pick<KubeletConfig, 'tlsCertFile' | 'tlsPrivateKeyFile' | 'certDirectory' | 'tlsMinVersion' | 'tlsCipherSuites' | 'authentication' | 'authorization' | 'streamingConnectionIdleTimeoutMs'> {
+  const rootDir = fromFile(c.rootDir, flags.rootDir)!;
+  const authn = c.authentication;
+  const authz = c.authorization;
+  return {
+    tlsCertFile: fromFile(c.tlsCertFile, flags.tlsCertFile),
+    tlsPrivateKeyFile: fromFile(c.tlsPrivateKeyFile, flags.tlsPrivateKeyFile),
+    certDirectory: fromFile(c.certDirectory, flags.certDirectory) ?? path.join(rootDir, 'pki'),
+    tlsMinVersion: c.tlsMinVersion,
+    tlsCipherSuites: c.tlsCipherSuites ?? [],
+    authentication: {
+      x509ClientCAFile: fromFile(authn.x509?.clientCAFile, undefined),
+      webhookEnabled: authn.webhook?.enabled ?? true,
+      webhookCacheTTLMs: parseDuration(authn.webhook?.cacheTTL ?? '2m'),
+      anonymousEnabled: authn.anonymous?.enabled ?? false,
+    },
+    authorization: {
+      mode: authz.mode ?? 'Webhook',
+      cacheAuthorizedTTLMs: parseDuration(authz.webhook?.cacheAuthorizedTTL ?? '5m'),
+      cacheUnauthorizedTTLMs: parseDuration(authz.webhook?.cacheUnauthorizedTTL ?? '30s'),
+    },
+    streamingConnectionIdleTimeoutMs: parseDuration(c.streamingConnectionIdleTimeout),
   };
 }
 

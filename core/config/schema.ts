@@ -1,4 +1,5 @@
 import { DURATION_PATTERN } from './duration.ts';
+import { TLS_CIPHER_SUITES, TLS_VERSIONS } from './tls-names.ts';
 
 const duration = (description: string) => ({
   type: ['string', 'number'],
@@ -44,12 +45,21 @@ export const configSchema = {
     rootDir: { type: 'string', minLength: 1, default: '/var/lib/kubelet' },
     podLogsDir: { type: 'string', minLength: 1, default: '/var/log/pods' },
     staticPodPath: { type: 'string', minLength: 1 },
+    staticPodURL: { type: 'string', pattern: '^https?://', 'x-allowed': 'an http:// or https:// URL' },
+    staticPodURLHeader: {
+      type: 'object',
+      default: {},
+      additionalProperties: { type: 'array', items: { type: 'string' } },
+      propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+      'x-allowed': "a map of HTTP header names to lists of values, e.g. { Authorization: ['Bearer x'] }",
+    },
+    httpCheckFrequency: { ...duration('fetch period of staticPodURL'), default: '20s' },
     fileCheckFrequency: { ...duration('rescan period of staticPodPath'), default: '1s' },
     syncFrequency: { ...duration('periodic resync of every pod'), default: '1m' },
     plegRelistPeriod: { ...duration('PLEG relist period'), default: '1s' },
     containerRuntimeEndpoint: { type: 'string', pattern: '^unix://', default: 'unix:///run/containerd/containerd.sock', 'x-allowed': 'a unix:///path/to/socket endpoint' },
     runtimeRequestTimeout: { ...duration('deadline of runtime calls'), default: '2m' },
-    address: { type: 'string', default: '127.0.0.1', 'x-allowed': 'an IP address to listen on' },
+    address: { type: 'string', default: '0.0.0.0', 'x-allowed': 'an IP address to listen on' },
     readOnlyPort: { ...port, default: 0 },
     maxPods: { type: 'integer', minimum: 1, default: 110, 'x-allowed': 'an integer >= 1' },
     cgroupsPerQOS: { type: 'boolean', default: true },
@@ -109,7 +119,47 @@ export const configSchema = {
     nodeLeaseDurationSeconds: { type: 'integer', minimum: 1, default: 40, 'x-allowed': 'an integer number of seconds >= 1' },
     kubeAPIQPS: { type: 'number', exclusiveMinimum: 0, default: 50, 'x-allowed': 'a number of requests per second > 0' },
     kubeAPIBurst: { type: 'integer', minimum: 1, default: 100, 'x-allowed': 'an integer >= 1' },
+    eventRecordQPS: { type: 'number', minimum: 0, default: 50, 'x-allowed': 'a number of events per second >= 0 (0: no limit)' },
+    eventBurst: { type: 'integer', minimum: 1, default: 100, 'x-allowed': 'an integer >= 1' },
     port: { type: 'integer', minimum: 1, maximum: 65535, default: 10250, 'x-allowed': 'an integer port 1-65535' },
+    tlsCertFile: { type: 'string', minLength: 1, 'x-allowed': 'the path of a PEM certificate file' },
+    tlsPrivateKeyFile: { type: 'string', minLength: 1, 'x-allowed': 'the path of a PEM private key file' },
+    certDirectory: { type: 'string', minLength: 1, 'x-allowed': 'a directory path' },
+    tlsMinVersion: { enum: Object.keys(TLS_VERSIONS) },
+    tlsCipherSuites: { type: 'array', items: { enum: Object.keys(TLS_CIPHER_SUITES) }, 'x-allowed': "a list of cipher suite names such as 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'" },
+    authentication: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        x509: { type: 'object', additionalProperties: false, default: {}, properties: { clientCAFile: { type: 'string', minLength: 1, 'x-allowed': 'the path of a PEM CA bundle' } } },
+        webhook: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: { enabled: { type: 'boolean', default: true }, cacheTTL: { ...duration('token review cache'), default: '2m' } },
+        },
+        anonymous: { type: 'object', additionalProperties: false, default: {}, properties: { enabled: { type: 'boolean', default: false } } },
+      },
+    },
+    authorization: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        mode: { enum: ['AlwaysAllow', 'Webhook'], default: 'Webhook' },
+        webhook: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            cacheAuthorizedTTL: { ...duration('allowed SubjectAccessReview cache'), default: '5m' },
+            cacheUnauthorizedTTL: { ...duration('denied SubjectAccessReview cache'), default: '30s' },
+          },
+        },
+      },
+    },
+    streamingConnectionIdleTimeout: { ...duration('idle exec/attach/port-forward stream timeout'), default: '4h' },
     systemReserved: reserved('resources reserved for the OS'),
     kubeReserved: reserved('resources reserved for Kubernetes daemons'),
     // No schema default: a map given in the file replaces upstream's defaults whole (resolve() fills them).
@@ -124,6 +174,19 @@ export const configSchema = {
         'imagefs.inodesFree': threshold,
         'pid.available': threshold,
       },
+    },
+    allowedUnsafeSysctls: {
+      type: 'array',
+      default: [],
+      items: { type: 'string', minLength: 1, maxLength: 253, pattern: '^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*([a-z0-9][-_a-z0-9]*)?\\*?$', 'x-allowed': "a sysctl name or a prefix ending in * such as 'kernel.msg*' or 'net.core.somaxconn'" },
+      'x-allowed': 'a list of sysctl names or prefixes ending in *',
+    },
+    seccompDefault: { type: 'boolean', default: false },
+    runtimeClassHandlers: {
+      type: 'object',
+      default: {},
+      additionalProperties: { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', 'x-allowed': "a runtime handler name (a DNS label such as 'runc')" },
+      'x-allowed': 'a map of runtimeClassName to runtime handler',
     },
     logging: {
       type: 'object',

@@ -33,6 +33,12 @@ export interface KubeletConfigInput {
   podLogsDir?: string;
   /** Directory of static pod manifests (upstream staticPodPath); unset disables the file source. */
   staticPodPath?: string;
+  /** URL of static pods (upstream staticPodURL, --manifest-url): one Pod or a PodList, fetched every httpCheckFrequency; unset disables the http source. */
+  staticPodURL?: string;
+  /** HTTP headers sent with the staticPodURL request (upstream staticPodURLHeader): name → values. */
+  staticPodURLHeader?: Record<string, string[]>;
+  /** How often staticPodURL is fetched (upstream httpCheckFrequency). Default '20s'. */
+  httpCheckFrequency?: Duration;
   /** How often the manifest directory is rescanned besides file watching. Default '20s' upstream; '1s' here. */
   fileCheckFrequency?: Duration;
   /** How often every pod is re-synced even without events. Default '1m'. */
@@ -43,9 +49,9 @@ export interface KubeletConfigInput {
   containerRuntimeEndpoint?: string;
   /** Deadline for each runtime call except image pulls. Default '2m'. */
   runtimeRequestTimeout?: Duration;
-  /** Address the read-only server listens on. Default 127.0.0.1 (upstream 0.0.0.0): it has no authentication and serves container logs. */
+  /** Address the main port and the read-only port listen on (upstream address). Default 0.0.0.0. */
   address?: string;
-  /** Port of the read-only HTTP server (/healthz, /pods); 0 disables. Default 0. */
+  /** Port of the unauthenticated read-only HTTP server (/healthz, /pods, /stats/summary, /metrics...); 0 disables. Default 0. */
   readOnlyPort?: number;
   /** Most pods this kubelet admits. Default 110. */
   maxPods?: number;
@@ -96,8 +102,42 @@ export interface KubeletConfigInput {
   kubeAPIQPS?: number;
   /** Burst of the API request token bucket (upstream kubeAPIBurst). Default 100. */
   kubeAPIBurst?: number;
-  /** The kubelet's main port, reported as status.daemonEndpoints.kubeletEndpoint.Port (upstream port). Default 10250. */
+  /**
+   * Events posted per second (upstream eventRecordQPS), on a client of their own so that a
+   * burst of events never delays pod status updates. 0: no limit. Default 50.
+   */
+  eventRecordQPS?: number;
+  /** Burst of the events token bucket (upstream eventBurst). Default 100. */
+  eventBurst?: number;
+  /** The kubelet's main port, reported as status.daemonEndpoints.kubeletEndpoint.Port (upstream port): HTTPS, every request authenticated and authorized. Default 10250. */
   port?: number;
+  /** The main port's serving certificate, PEM (upstream tlsCertFile); with tlsPrivateKeyFile. Unset: a self-signed pair made once in certDirectory. */
+  tlsCertFile?: string;
+  /** The serving certificate's private key, PEM (upstream tlsPrivateKeyFile). */
+  tlsPrivateKeyFile?: string;
+  /** Where the self-signed serving pair is kept (kubelet.crt, kubelet.key; upstream --cert-dir). Default `<rootDir>/pki`. */
+  certDirectory?: string;
+  /** The lowest TLS version the main port accepts (upstream tlsMinVersion: VersionTLS10..VersionTLS13). Default VersionTLS12. */
+  tlsMinVersion?: 'VersionTLS10' | 'VersionTLS11' | 'VersionTLS12' | 'VersionTLS13';
+  /** The TLS 1.2 cipher suites the main port allows, by their Go names (upstream tlsCipherSuites). Default: Node's. */
+  tlsCipherSuites?: string[];
+  /** How requests to the main port are authenticated (upstream authentication). */
+  authentication?: {
+    /** Client certificates signed by this CA authenticate as their CN, with their O as groups. Unset: the kubeconfig's CA in API-server mode (kubelet-ts; the cluster CA that signs the API server's kubelet client certificate), none standalone. */
+    x509?: { clientCAFile?: string };
+    /** Bearer tokens checked with the API server's TokenReview, results cached for cacheTTL. Default enabled, '2m'. */
+    webhook?: { enabled?: boolean; cacheTTL?: Duration };
+    /** Requests without credentials are system:anonymous (group system:unauthenticated) instead of 401. Default false. */
+    anonymous?: { enabled?: boolean };
+  };
+  /** How authenticated requests to the main port are authorized (upstream authorization). */
+  authorization?: {
+    /** Webhook: a SubjectAccessReview on nodes/<subresource> per request (cached); AlwaysAllow: none. Default Webhook. */
+    mode?: 'AlwaysAllow' | 'Webhook';
+    webhook?: { cacheAuthorizedTTL?: Duration; cacheUnauthorizedTTL?: Duration };
+  };
+  /** An exec, attach or port-forward stream with no traffic for this long is closed (upstream streamingConnectionIdleTimeout). Default '4h'. */
+  streamingConnectionIdleTimeout?: Duration;
   /** Resources reserved for the OS (upstream systemReserved): cpu, memory, ephemeral-storage, pid quantities. */
   systemReserved?: ReservedResources;
   /** Resources reserved for Kubernetes daemons (upstream kubeReserved): cpu, memory, ephemeral-storage, pid quantities. */
@@ -109,6 +149,21 @@ export interface KubeletConfigInput {
    * Only memory.available and nodefs.available are used yet (node allocatable).
    */
   evictionHard?: Partial<Record<EvictionSignal, string>>;
+  /**
+   * Sysctls pods may set besides the safe ones (upstream allowedUnsafeSysctls): names, or
+   * prefixes ending in `*` (`kernel.msg*`, `net.core.*`); only namespaced ones (kernel.shm*,
+   * kernel.msg*, kernel.sem, fs.mqueue.*, net.*). A pod with any other sysctl is rejected
+   * (SysctlForbidden). Default none.
+   */
+  allowedUnsafeSysctls?: string[];
+  /** Containers without a seccomp profile run with the runtime's default one instead of unconfined (upstream seccompDefault). Default false. */
+  seccompDefault?: boolean;
+  /**
+   * kubelet-ts: runtimeClassName → CRI runtime handler, for a kubelet without an API server
+   * (in API-server mode the RuntimeClass objects say it). A pod naming a class not listed waits
+   * with an error. Default none.
+   */
+  runtimeClassHandlers?: Record<string, string>;
   /** Log level: trace, debug, info, warn, error. Default info. */
   logging?: { level?: string };
   /** The plugins to load, in order. */
@@ -122,6 +177,9 @@ export interface KubeletConfig {
   rootDir: string;
   podLogsDir: string;
   staticPodPath: string | undefined;
+  staticPodURL: string | undefined;
+  staticPodURLHeader: Record<string, string[]>;
+  httpCheckFrequencyMs: number;
   fileCheckFrequencyMs: number;
   syncFrequencyMs: number;
   plegRelistPeriodMs: number;
@@ -152,11 +210,33 @@ export interface KubeletConfig {
   nodeLeaseDurationSeconds: number;
   kubeAPIQPS: number;
   kubeAPIBurst: number;
+  eventRecordQPS: number;
+  eventBurst: number;
+  /** The main port; 0 (tests only, not allowed in a config file) takes a free one, reported as the Node's kubelet port. */
   port: number;
+  tlsCertFile: string | undefined;
+  tlsPrivateKeyFile: string | undefined;
+  certDirectory: string;
+  tlsMinVersion: string | undefined;
+  tlsCipherSuites: string[];
+  authentication: {
+    /** The CA file for client certificates; undefined: the kubeconfig's CA in API-server mode, none standalone. */
+    x509ClientCAFile: string | undefined;
+    webhookEnabled: boolean;
+    webhookCacheTTLMs: number;
+    anonymousEnabled: boolean;
+  };
+  authorization: { mode: 'AlwaysAllow' | 'Webhook'; cacheAuthorizedTTLMs: number; cacheUnauthorizedTTLMs: number };
+  streamingConnectionIdleTimeoutMs: number;
   systemReserved: ReservedResources;
   kubeReserved: ReservedResources;
   /** The hard eviction thresholds in force (the defaults unless the file gave a map). */
   evictionHard: Partial<Record<EvictionSignal, string>>;
+  /** Sysctl names and `prefix*` patterns pods may set besides the safe ones. */
+  allowedUnsafeSysctls: string[];
+  seccompDefault: boolean;
+  /** runtimeClassName → runtime handler without an API server. */
+  runtimeClassHandlers: Record<string, string>;
   logLevel: string;
   plugins: PluginEntry[];
   /** The file the config came from (for messages and resolving plugin paths). */

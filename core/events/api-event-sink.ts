@@ -8,7 +8,8 @@
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { PATCH, type ApiClient } from '../api/api-client.ts';
+import type { ApiClient } from '../api/api-client.ts';
+import { PATCH } from '../api/patch-types.ts';
 import { isAlreadyExistsError, isNotFoundError, isUnavailableError } from '../api/api-errors.ts';
 import type { EventSink, KubeletEvent } from './event-recorder.ts';
 

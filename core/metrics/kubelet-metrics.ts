@@ -46,6 +46,12 @@ export const RUNTIME_OPERATION_TYPES: Readonly<Record<string, string>> = Object.
   pullImage: 'pull_image',
   listImages: 'list_images',
   status: 'status',
+  exec: 'exec',
+  attach: 'attach',
+  portForward: 'port_forward',
+  listContainerStats: 'list_container_stats',
+  listPodSandboxStats: 'list_podsandbox_stats',
+  imageFsInfo: 'image_fs_info',
 });
 
 /** Core operations that are not runtime operations upstream (not counted). */

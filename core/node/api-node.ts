@@ -1,6 +1,7 @@
 /**
  * What a kubelet with a kubeconfig runs against the API server, built from its config in one
- * place: the two API clients (main, throttled; heartbeat, with a timeout), the `api` pod source,
+ * place: the three API clients (main, throttled; heartbeat, with a timeout; events, throttled on
+ * its own), the `api` pod source,
  * and, with registerNode, the node status manager and the node Lease. The kubelet adds
  * `podSource` to its sources and calls start() / stop(); it passes its runtime and PLEG as
  * NodeStatusInputs and its hooks (for `nodeStatus`).
@@ -19,6 +20,8 @@ export interface ApiNode {
   main: ApiClient;
   /** The heartbeat client (node status, Lease). */
   heartbeat: ApiClient;
+  /** The events client (eventRecordQPS / eventBurst). */
+  events: ApiClient;
   /** The `api` pod source, for the kubelet's sources. */
   podSource: ApiPodSource;
   /** Node registration and status; undefined when registerNode is false. */
@@ -59,7 +62,7 @@ export function createApiNode(deps: {
 }): ApiNode {
   const { config, logger } = deps;
   checkKubeconfig(config.kubeconfig, config.nodeName);
-  const { main, heartbeat } = createKubeletApiClients(config, logger);
+  const { main, heartbeat, events } = createKubeletApiClients(config, logger);
   const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
   const nodeStatus = config.registerNode
     ? new NodeStatusManager({
@@ -88,6 +91,7 @@ export function createApiNode(deps: {
   return {
     main,
     heartbeat,
+    events,
     podSource,
     nodeStatus,
     lease,
@@ -100,6 +104,7 @@ export function createApiNode(deps: {
       await Promise.all([nodeStatus?.stop(), lease?.stop()]);
       main.close();
       heartbeat.close();
+      events.close();
     },
   };
 }

@@ -16,6 +16,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient } from '../api/api-client.ts';
 import { isConflictError, isNotFoundError, isUnavailableError } from '../api/api-errors.ts';
+import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 /** Upstream's nodeLeaseRenewIntervalFraction. */
@@ -61,7 +62,8 @@ export class NodeLease {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  /** Back-off sleeps, cut short on stop and when the server answers again. */
+  private readonly pause = new InterruptibleSleep();
   /** Ends a back-off sleep when the server answers again (see ConnectivityTracker). */
   private offRecovered: (() => void) | undefined;
   private lastError = '';
@@ -85,7 +87,7 @@ export class NodeLease {
 
   /** Renews now, then every renew interval (jittered), until stopped. */
   start(): void {
-    this.offRecovered = this.opts.client.connectivity.onRecovered(() => this.wake?.());
+    this.offRecovered = this.opts.client.connectivity.onRecovered(() => this.pause.wake());
     const loop = async () => {
       await this.renewNow();
       if (this.stopped) return;
@@ -100,7 +102,7 @@ export class NodeLease {
     this.stopped = true;
     this.offRecovered?.();
     if (this.timer) clearTimeout(this.timer);
-    this.wake?.();
+    this.pause.wake();
     await this.running?.catch(() => {});
   }
 
@@ -139,7 +141,7 @@ export class NodeLease {
       } catch (err) {
         this.logFailure('cannot read or create the node lease; retrying', err, sleep);
       }
-      await this.sleep(sleep);
+      await this.pause.sleep(sleep);
       sleep = Math.min(sleep * 2, BACKOFF_MAX_MS);
     }
     return undefined;
@@ -235,18 +237,4 @@ export class NodeLease {
     this.lastError = message;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      t.unref();
-      this.wake = () => {
-        clearTimeout(t);
-        this.wake = undefined;
-        resolve();
-      };
-    });
-  }
 }

@@ -25,7 +25,8 @@ import type { Logger } from '../logger.ts';
 import type { KubeletHooks, NodeConditionDraft, NodeStatusDraft } from '../hooks.ts';
 import type { EvictionSignal, NodeTaint, ReservedResources } from '../config/types.ts';
 import { errorMessage } from '../errors.ts';
-import { PATCH, type ApiClient } from '../api/api-client.ts';
+import type { ApiClient } from '../api/api-client.ts';
+import { PATCH } from '../api/patch-types.ts';
 import { isAlreadyExistsError, isConflictError, isNotFoundError, isUnavailableError } from '../api/api-errors.ts';
 import { allocatableReservation, formatResourceList, machineCapacity, nodeAllocatable } from './allocatable.ts';
 import { goArch, goOS, readMachineInfo, type MachineInfo } from './machine-info.ts';
@@ -44,6 +45,7 @@ import {
   type OwnedStatus,
   type RuntimeCondition,
 } from './node-object.ts';
+import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
 
 /**
  * What node status needs from the rest of the kubelet. The kubelet wires these to its runtime
@@ -123,7 +125,8 @@ export class NodeStatusManager {
   private lastError = '';
   /** Labels from taps that NodeRestriction would refuse, warned about once each. */
   private readonly refusedLabels = new Set<string>();
-  private wake: (() => void) | undefined;
+  /** Back-off sleeps, cut short on stop and when the server answers again. */
+  private readonly pause = new InterruptibleSleep();
 
   constructor(private readonly opts: NodeStatusOptions) {
     this.log = opts.logger.child({ component: 'node-status', node: opts.nodeName });
@@ -134,6 +137,11 @@ export class NodeStatusManager {
   /** The Node's UID once registered (the Lease's owner). */
   get nodeUID(): string | undefined {
     return this.registeredNode?.metadata?.uid;
+  }
+
+  /** The Node as the API server last returned it (labels, taints: what admission checks pods against). */
+  get node(): V1Node | undefined {
+    return this.registeredNode;
   }
 
   /** Starts registration (in the background) and the status loops. */
@@ -148,7 +156,7 @@ export class NodeStatusManager {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers.splice(0)) clearInterval(t);
-    this.wake?.();
+    this.pause.wake();
     await this.syncing?.catch(() => {});
   }
 
@@ -201,7 +209,7 @@ export class NodeStatusManager {
       } catch (err) {
         this.logFailure('node registration failed; retrying', err, backoff);
       }
-      await this.sleep(backoff);
+      await this.pause.sleep(backoff);
       backoff = Math.min(backoff * 2, REGISTER_BACKOFF_MAX_MS);
     }
     return undefined;
@@ -409,20 +417,6 @@ export class NodeStatusManager {
     this.lastError = message;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      t.unref();
-      this.wake = () => {
-        clearTimeout(t);
-        this.wake = undefined;
-        resolve();
-      };
-    });
-  }
 }
 
 function readyKey(owned: OwnedStatus): string | undefined {

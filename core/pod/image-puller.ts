@@ -5,6 +5,8 @@ import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { Limiter } from '../util/limiter.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
+import type { ObjectSource } from '../api/object-cache.ts';
+import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
 export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName'; message: string }
@@ -36,7 +38,11 @@ export class ImagePuller {
     this.limiter = deps.maxParallelPulls ? new Limiter(deps.maxParallelPulls) : undefined;
   }
 
-  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false): Promise<{ imageRef: string } | ImageWait> {
+  /**
+   * Makes sure the container's image is there. `objects` gives the pod's image pull secrets:
+   * each matching credential is tried in turn (upstream's keyring), then none.
+   */
+  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource): Promise<{ imageRef: string } | ImageWait> {
     const ref = podRef(pod, container.name, init);
     const event = (type: 'Normal' | 'Warning', reason: string, message: string) => this.deps.events?.record(ref, type, reason, message);
     const image = container.image ?? '';
@@ -62,9 +68,12 @@ export class ImagePuller {
       return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
     }
     const started = performance.now();
+    const { credentials, problems } = await pullCredentials(pod, image, objects);
+    // Upstream's wording; the pull goes on without them (the registry may not need them).
+    if (problems.length > 0) event('Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${problems.join('; ')}); attempting to pull the image may not succeed.`);
     event('Normal', 'Pulling', `Pulling image "${image}"`);
     try {
-      const { imageRef, pullMs } = await this.pull(image, sandboxConfig);
+      const { imageRef, pullMs } = await this.pullWith(image, credentials, sandboxConfig);
       const waited = (performance.now() - started) / 1000;
       event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatSeconds(pullMs / 1000)} (${formatSeconds(waited)} including waiting)`);
       return { imageRef };
@@ -81,19 +90,38 @@ export class ImagePuller {
     }
   }
 
-  /** Pulls once for all pods that need `image` now; `pullMs` is the pull's own time (without the wait for a slot). */
-  private pull(image: string, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string; pullMs: number }> {
-    let p = this.inflight.get(image);
+  /** Tries each credential in turn (most specific first), then none when there are none: the last failure is the pull's. */
+  private async pullWith(image: string, credentials: RegistryCredential[], sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string; pullMs: number }> {
+    if (credentials.length === 0) return this.pull(image, undefined, sandboxConfig);
+    let last: unknown;
+    for (const cred of credentials) {
+      try {
+        return await this.pull(image, cred, sandboxConfig);
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw last;
+  }
+
+  /**
+   * Pulls once for all pods that need `image` with the same credential now; `pullMs` is the
+   * pull's own time (without the wait for a slot).
+   */
+  private pull(image: string, cred: RegistryCredential | undefined, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string; pullMs: number }> {
+    const key = cred ? `${image}\0${cred.from}\0${cred.serverAddress}\0${cred.username ?? ''}` : image;
+    let p = this.inflight.get(key);
     if (!p) {
+      const { from: _from, ...auth } = cred ?? { from: '' };
       const pull = async () => {
         const started = performance.now();
-        const imageRef = await this.deps.runtime.pullImage(image, undefined, sandboxConfig);
+        const imageRef = await this.deps.runtime.pullImage(image, cred ? auth : undefined, sandboxConfig);
         const pullMs = performance.now() - started;
         this.deps.logger.info({ image, ms: Math.round(pullMs) }, 'pulled image');
         return { imageRef, pullMs };
       };
-      p = (this.limiter ? this.limiter.run(pull) : pull()).finally(() => this.inflight.delete(image));
-      this.inflight.set(image, p);
+      p = (this.limiter ? this.limiter.run(pull) : pull()).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
     }
     return p;
   }

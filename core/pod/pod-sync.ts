@@ -8,7 +8,7 @@ import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus, RuntimeCache } from '../runtime/runtime-cache.ts';
 import type { Limiter } from '../util/limiter.ts';
-import type { ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
+import type { ContainerConfig, ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
 import type { StatusManager } from '../status/status-manager.ts';
 import type { ProbeResults } from '../status/probe-results.ts';
 import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
@@ -20,8 +20,15 @@ import { gracePeriodSeconds, isHostNetwork, podDesc, podUID } from './pod-util.t
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from '../volumes/container-mounts.ts';
+import { SecurityContextError, needsImageUser, type ImageUser, type SecurityInputs } from './security-context.ts';
+import { checkSeccompProfile } from './seccomp-profiles.ts';
+import { TerminationMessagePathError, removeTerminationMessageFile, terminationMessageMount } from './termination-message.ts';
+import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
 import type { PodTimelines } from '../timeline/pod-timeline.ts';
 import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
+import type { ObjectSource } from '../api/object-cache.ts';
+import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
+import type { DownwardInputs } from './downward-api.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -34,6 +41,13 @@ const WAITING_RESYNC_MS = 1000;
 const VOLUME_RETRY_MS = 1000;
 
 type Waiting = Map<string, { reason: string; message: string }>;
+
+/**
+ * The longest wait for an active deadline: a far deadline (activeDeadlineSeconds may be 68
+ * years) is looked at again after this, well below what a Node timer can hold (2^31-1 ms;
+ * beyond, it fires at once, again and again).
+ */
+const MAX_DEADLINE_WAKE_MS = 3_600_000;
 
 /** How long one sandbox creation holds its slot of maxParallelSandboxCreations at most. */
 export const SANDBOX_SLOT_MS = 10_000;
@@ -70,6 +84,12 @@ export class PodSyncer {
       sandboxCreations?: Limiter;
       /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
       events?: EventRecorder;
+      /** Where a pod's ConfigMaps and Secrets come from (env, envFrom, image pull secrets). */
+      objects?: (pod: V1Pod) => ObjectSource;
+      /** The downward API's inputs for a pod (its IPs, the node's, the node's allocatable). */
+      downward?: (pod: V1Pod) => DownwardInputs;
+      /** Resolves a pod's runtimeClassName to the runtime handler its sandbox is created with. */
+      runtimeClasses?: { handler(pod: V1Pod): Promise<string> };
       logger: Logger;
     },
   ) {}
@@ -87,6 +107,10 @@ export class PodSyncer {
     // adopted pod must not look absent and get a second sandbox).
     const fresh = cache.lastRelistAt > 0 && (actedAt === undefined || (cached !== undefined && cached.observedAt >= actedAt));
     const rs = fresh ? cached : await cache.refreshPod(uid);
+    // Failed by the kubelet for good (rejected at admission, or past its active deadline):
+    // what still runs is stopped, and nothing starts again.
+    this.checkActiveDeadline(pod);
+    if (this.deps.status.rejection(uid)) return this.stopFailedPod(pod, rs);
     const running = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.id);
     const actions = computePodActions(pod, rs, this.deps.crashBackoff, Date.now(), this.deps.probes.unhealthy(running));
     const acts = actions.killPod || actions.createSandbox || !!actions.nextInit || actions.containersToStart.length > 0 || actions.containersToKill.length > 0;
@@ -129,7 +153,9 @@ export class PodSyncer {
           sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
           await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
           const cfg = sandboxConfig;
-          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg), 'with its network'));
+          // runtimeClassName → handler (an unknown RuntimeClass fails here, shown as FailedCreatePodSandBox).
+          const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
+          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => (handler ? runtime.runPodSandbox(cfg, handler) : runtime.runPodSandbox(cfg)), 'with its network'));
         } catch (err) {
           // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
@@ -193,7 +219,61 @@ export class PodSyncer {
       rs = await this.deps.cache.refreshPod(uid);
     }
     await this.deps.status.update(pod, rs);
+    // Wake the pod's worker at its active deadline, not only at the next resync.
+    const left = this.deps.status.rejection(uid) ? undefined : activeDeadlineLeftMs(pod, this.deps.status.startTime(uid) ?? pod.status?.startTime, Date.now());
+    if (left !== undefined) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(0, Math.min(left, MAX_DEADLINE_WAKE_MS)));
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  /** Fails the pod (DeadlineExceeded, with upstream's event) once it has been active longer than activeDeadlineSeconds. */
+  private checkActiveDeadline(pod: V1Pod): void {
+    const uid = podUID(pod);
+    if (this.deps.status.rejection(uid)) return;
+    const left = activeDeadlineLeftMs(pod, this.deps.status.startTime(uid) ?? pod.status?.startTime, Date.now());
+    if (left === undefined || left > 0) return;
+    this.deps.status.reject(uid, DEADLINE_EXCEEDED.reason, DEADLINE_EXCEEDED.message);
+    this.event(pod, undefined, 'Normal', DEADLINE_EXCEEDED.reason, DEADLINE_EXCEEDED.message);
+    this.podLogger(pod).info({ activeDeadlineSeconds: pod.spec?.activeDeadlineSeconds }, 'pod was active longer than its deadline: killing it');
+  }
+
+  /** A pod the kubelet failed: its containers and sandbox are stopped (with its grace period), its status published. */
+  private async stopFailedPod(pod: V1Pod, rs: PodRuntimeStatus | undefined): Promise<SyncOutcome> {
+    const live = (rs?.containers ?? []).some((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED') || (rs?.sandboxes ?? []).some((s) => s.state === 'SANDBOX_READY');
+    if (live) {
+      this.actedAt.set(podUID(pod), Date.now());
+      await this.killPod(pod, rs, gracePeriodSeconds(pod));
+    }
+    return this.finish(pod, new Map(), undefined, live);
+  }
+
+  /** The security inputs of a container's config: the image's user (asked of the runtime only when the spec names none) and the seccomp root. */
+  private async securityInputs(pod: V1Pod, c: V1Container): Promise<SecurityInputs> {
+    let image: ImageUser = {};
+    if (needsImageUser(pod, c)) {
+      const info = await this.deps.runtime.imageStatus(c.image!);
+      image = { ...(info?.uid !== undefined ? { uid: info.uid } : {}), ...(info?.username ? { username: info.username } : {}) };
+    }
+    return { image, seccompProfileRoot: path.join(this.deps.config.rootDir, 'seccomp'), seccompDefault: this.deps.config.seccompDefault };
+  }
+
+  /**
+   * What a container's config needs from the node besides its volumes: its Localhost seccomp
+   * profile must exist, and it gets a new termination message file. Throws ContainerConfigError.
+   */
+  private async prepareContainer(pod: V1Pod, c: V1Container, cfg: ContainerConfig): Promise<void> {
+    try {
+      await checkSeccompProfile(cfg.linux.securityContext, c.name, path.join(this.deps.config.rootDir, 'seccomp'));
+      const mount = await terminationMessageMount(this.deps.config.rootDir, podUID(pod), c).catch((err: unknown) => {
+        if (err instanceof TerminationMessagePathError) throw err;
+        // As upstream: the container runs without its termination message file.
+        this.podLogger(pod).warn({ container: c.name, err: errorMessage(err) }, 'could not create the termination message file');
+        return undefined;
+      });
+      if (mount) cfg.mounts.push(mount);
+    } catch (err) {
+      if (err instanceof SecurityContextError || err instanceof TerminationMessagePathError) throw new ContainerConfigError(err.message);
+      throw err;
+    }
   }
 
   /** Creates and starts one container; a failure is recorded as the container's waiting reason. */
@@ -205,7 +285,8 @@ export class PodSyncer {
     const init = (pod.spec?.initContainers ?? []).includes(c);
     const what = init ? `init ${c.name}` : c.name;
     const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message, init);
-    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init), `${what}: ${c.image}`);
+    const objects = this.deps.objects?.(pod);
+    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`);
     if ('reason' in image) {
       waiting.set(c.name, image);
       return;
@@ -213,8 +294,14 @@ export class PodSyncer {
     if (start.backoffKey) this.deps.crashBackoff.next(start.backoffKey, start.previousFinishedAt ?? Date.now());
     let containerConfig;
     try {
-      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP });
+      const inputs = this.deps.downward?.(pod) ?? { podIPs: podIP ? [podIP] : [], hostIPs: [config.nodeIP], allocatable: machineAllocatable };
+      if (podIP && inputs.podIPs.length === 0) inputs.podIPs = [podIP];
+      const env = containerEnv(pod, c, await fetchEnvObjects(pod, c, objects), inputs, (bad) =>
+        event('Warning', 'InvalidEnvironmentVariableNames', `Keys [${bad.keys.join(', ')}] from the EnvFrom ${bad.source} were skipped since they are considered invalid environment variable names.`),
+      );
+      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c));
       containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(uid), this.deps.volumes.subPathBinder(uid, c.name));
+      await this.prepareContainer(pod, c, containerConfig);
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       waiting.set(c.name, { reason: 'CreateContainerConfigError', message: err.message });
@@ -368,6 +455,7 @@ export class PodSyncer {
   /** Removes a dead container and its log file (the runtime leaves log files to the kubelet). */
   async removeContainerAndLog(c: ContainerStatus): Promise<void> {
     await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    await removeTerminationMessageFile(this.deps.config.rootDir, c);
     if (c.logPath) await fs.rm(c.logPath, { force: true }).catch(() => {});
   }
 

@@ -4,6 +4,8 @@ import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { NamespaceMode, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
 import { gracePeriodSeconds, isHostNetwork } from './pod-util.ts';
+import { sandboxSecurityContext } from './security-context.ts';
+import { podSysctls } from './sysctls.ts';
 
 /** `<podLogsDir>/<namespace>_<name>_<uid>`: the upstream per-pod log directory. */
 export function podLogDir(config: Pick<KubeletConfig, 'podLogsDir'>, pod: V1Pod): string {
@@ -36,10 +38,8 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<Kub
       portMappings.push({ protocol: (p.protocol ?? 'TCP') as PortMapping['protocol'], containerPort: p.containerPort, hostPort: p.hostPort, hostIp: p.hostIP ?? '' });
     }
   }
-  const sc = spec.securityContext;
-  const sysctls: Record<string, string> = {};
-  // An absent value is "" as upstream reads it (never undefined to the runtime).
-  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value ?? '';
+  // Names in the dotted form (upstream normalizes `net/ipv4/...`); admission already refused what this node does not allow.
+  const sysctls = podSysctls(pod);
   return {
     metadata: { name: m.name!, uid: m.uid!, namespace: m.namespace ?? 'default', attempt },
     hostname: isHostNetwork(pod) ? '' : (spec.hostname ?? m.name!).slice(0, 63),
@@ -54,13 +54,7 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<Kub
     },
     annotations: { ...(m.annotations ?? {}), [ANNOTATION.podTerminationGracePeriod]: String(gracePeriodSeconds(pod)) },
     linux: {
-      securityContext: {
-        namespaceOptions: namespaceModes(pod),
-        ...(sc?.runAsUser !== undefined ? { runAsUser: { value: sc.runAsUser } } : {}),
-        ...(sc?.runAsGroup !== undefined ? { runAsGroup: { value: sc.runAsGroup } } : {}),
-        ...(sc?.supplementalGroups ? { supplementalGroups: sc.supplementalGroups } : {}),
-        privileged: spec.containers.some((c) => c.securityContext?.privileged === true),
-      },
+      securityContext: { namespaceOptions: namespaceModes(pod), ...sandboxSecurityContext(pod) },
       sysctls,
     },
   };

@@ -13,7 +13,9 @@ export function instrumentRuntime(runtime: ContainerRuntime, logger: Logger, obs
   const log = logger.child({ component: 'runtime' });
   const wrapped: Record<string, unknown> = {};
   for (const key of Object.keys(runtimeMethods) as Array<keyof ContainerRuntime>) {
-    const fn = runtime[key] as (...a: unknown[]) => Promise<unknown>;
+    const fn = runtime[key] as ((...a: unknown[]) => Promise<unknown>) | undefined;
+    // An optional operation the runtime lacks stays absent, so callers can tell.
+    if (typeof fn !== 'function') continue;
     wrapped[key] = async (...args: unknown[]) => {
       const start = performance.now();
       try {
@@ -38,5 +40,6 @@ const runtimeMethods: Record<keyof ContainerRuntime, true> = {
   version: true, runPodSandbox: true, stopPodSandbox: true, removePodSandbox: true, podSandboxStatus: true,
   listPodSandboxes: true, createContainer: true, startContainer: true, stopContainer: true, removeContainer: true,
   listContainers: true, containerStatus: true, execSync: true, imageStatus: true, pullImage: true, listImages: true,
-  status: true, close: true,
+  status: true, close: true, exec: true, attach: true, portForward: true, listContainerStats: true, listPodSandboxStats: true,
+  imageFsInfo: true,
 };

@@ -26,7 +26,16 @@ export class RuntimeCache {
   /** When the last node-wide relist finished (0 before the first succeeded). */
   lastRelistAt = 0;
 
-  constructor(private readonly runtime: ContainerRuntime) {}
+  constructor(
+    private readonly runtime: ContainerRuntime,
+    private readonly opts: {
+      /**
+       * Completes the status of an exited container once (its status no longer changes): the
+       * kubelet adds the termination message the container left. Must not throw.
+       */
+      decorateExited?: (status: ContainerStatus) => Promise<ContainerStatus>;
+    } = {},
+  ) {}
 
   get(uid: string): PodRuntimeStatus | undefined {
     return this.pods.get(uid);
@@ -136,7 +145,8 @@ export class RuntimeCache {
     if (cached && cached.state === summary.state) return cached;
     try {
       // ContainerStatus does not carry the sandbox id; the listing does.
-      const status = { ...(await this.runtime.containerStatus(summary.id)), podSandboxId: summary.podSandboxId };
+      let status: ContainerStatus = { ...(await this.runtime.containerStatus(summary.id)), podSandboxId: summary.podSandboxId };
+      if (status.state === 'CONTAINER_EXITED' && this.opts.decorateExited) status = await this.opts.decorateExited(status);
       this.containerStatus.set(summary.id, status);
       return status;
     } catch (err) {

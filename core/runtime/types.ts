@@ -21,6 +21,12 @@ export interface PortMapping { protocol: 'TCP' | 'UDP' | 'SCTP'; containerPort: 
 
 export interface DnsConfig { servers: string[]; searches: string[]; options: string[] }
 
+/** CRI SecurityProfile: a seccomp or AppArmor profile; `localhostRef` only with Localhost. */
+export interface SecurityProfile { profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostRef?: string }
+
+/** CRI SELinuxOption (applied by runtimes only where SELinux is enabled). */
+export interface SELinuxOption { user: string; role: string; type: string; level: string }
+
 export interface LinuxSandboxSecurityContext {
   namespaceOptions: { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode };
   privileged?: boolean;
@@ -28,6 +34,10 @@ export interface LinuxSandboxSecurityContext {
   runAsGroup?: { value: number };
   supplementalGroups?: number[];
   readonlyRootfs?: boolean;
+  selinuxOptions?: SELinuxOption;
+  seccomp?: SecurityProfile;
+  /** The deprecated spelling of `seccomp` (`runtime/default`, `unconfined`, `localhost/<path>`), for runtimes that read only it. */
+  seccompProfilePath?: string;
 }
 
 export interface PodSandboxConfig {
@@ -71,6 +81,17 @@ export interface LinuxContainerSecurityContext {
   supplementalGroups?: number[];
   noNewPrivs?: boolean;
   capabilities?: { addCapabilities: string[]; dropCapabilities: string[] };
+  selinuxOptions?: SELinuxOption;
+  /** Paths the runtime masks in the container (procMount Default: upstream's list). */
+  maskedPaths?: string[];
+  /** Paths the runtime makes read-only in the container (procMount Default: upstream's list). */
+  readonlyPaths?: string[];
+  seccomp?: SecurityProfile;
+  /** The deprecated spelling of `seccomp`, for runtimes that read only it. */
+  seccompProfilePath?: string;
+  apparmor?: SecurityProfile;
+  /** The deprecated spelling of `apparmor` (`runtime/default`, `unconfined`, `localhost/<name>`). */
+  apparmorProfile?: string;
 }
 
 export interface ContainerConfig {
@@ -134,16 +155,76 @@ export interface ContainerStatus extends ContainerSummary {
   reason: string;
   message: string;
   logPath: string;
+  /** The container's mounts as the runtime holds them (the termination message file is found here). */
+  mounts?: Mount[];
 }
 
 export interface RuntimeVersion { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string }
 
-export interface ImageInfo { id: string; repoTags: string[]; repoDigests: string[]; size: number }
+export interface ImageInfo {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: number;
+  /** The image's user when it is numeric (CRI Image.uid); runAsNonRoot is checked against it. */
+  uid?: number;
+  /** The image's user when it is a name (CRI Image.username). */
+  username?: string;
+}
 
 export interface ExecResult { stdout: Buffer; stderr: Buffer; exitCode: number }
 
 /** One condition of the runtime (CRI RuntimeCondition): RuntimeReady and NetworkReady are the ones the kubelet requires. */
 export interface RuntimeCondition { type: string; status: boolean; reason: string; message: string }
+
+/** The streams of an exec or attach session (CRI ExecRequest / AttachRequest). */
+export interface StreamOptions { stdin: boolean; stdout: boolean; stderr: boolean; tty: boolean }
+
+/** CPU use (CRI CpuUsage); times are milliseconds since the epoch. */
+export interface CpuUsage { timestamp: number; usageCoreNanoSeconds?: number; usageNanoCores?: number }
+
+/** Memory use (CRI MemoryUsage), in bytes. */
+export interface MemoryUsage {
+  timestamp: number;
+  workingSetBytes?: number;
+  availableBytes?: number;
+  usageBytes?: number;
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+}
+
+/** A filesystem's use by the runtime (CRI FilesystemUsage): an image filesystem, or a container's writable layer. */
+export interface FilesystemUsage { timestamp: number; mountpoint: string; usedBytes?: number; inodesUsed?: number }
+
+export interface NetworkInterfaceUsage { name: string; rxBytes?: number; rxErrors?: number; txBytes?: number; txErrors?: number }
+
+/** A pod's network use (CRI NetworkUsage). */
+export interface NetworkUsage { timestamp: number; defaultInterface?: NetworkInterfaceUsage; interfaces: NetworkInterfaceUsage[] }
+
+/** One container's resource use (CRI ContainerStats). */
+export interface ContainerStats {
+  id: string;
+  metadata: { name: string; attempt: number };
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  writableLayer?: FilesystemUsage;
+}
+
+/** One pod sandbox's resource use (CRI PodSandboxStats, Linux), with its containers'. */
+export interface PodSandboxStats {
+  id: string;
+  metadata: PodSandboxMetadata;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  network?: NetworkUsage;
+  processCount?: number;
+  containers: ContainerStats[];
+}
 
 export interface PullAuth { username?: string; password?: string; auth?: string; serverAddress?: string; identityToken?: string; registryToken?: string }
 
@@ -186,6 +267,22 @@ export interface ContainerRuntime {
   listImages(): Promise<ImageInfo[]>;
   /** status returns the runtime's conditions (RuntimeReady, NetworkReady): the Node's Ready condition follows them. */
   status(): Promise<RuntimeCondition[]>;
+  /**
+   * exec prepares a streaming session of a command in a running container and returns the URL
+   * of the runtime's streaming server that serves it; the kubelet proxies the client's upgraded
+   * connection there. Optional: without it the kubelet answers 501 (so are attach and portForward).
+   */
+  exec?(req: { containerId: string; cmd: string[] } & StreamOptions): Promise<string>;
+  /** attach prepares a streaming session attached to a running container's own stdio; returns its URL. */
+  attach?(req: { containerId: string } & StreamOptions): Promise<string>;
+  /** portForward prepares a port-forward session into a sandbox's network namespace; returns its URL. */
+  portForward?(podSandboxId: string, ports: number[]): Promise<string>;
+  /** listContainerStats returns the resource use of containers (optional: the stats service then reads cgroups only). */
+  listContainerStats?(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerStats[]>;
+  /** listPodSandboxStats returns the resource use of ready pod sandboxes (optional: pod figures are then summed from containers and cgroups). */
+  listPodSandboxStats?(filter?: { labelSelector?: Record<string, string> }): Promise<PodSandboxStats[]>;
+  /** imageFsInfo returns the filesystems holding images (and container writable layers). */
+  imageFsInfo?(): Promise<FilesystemUsage[]>;
   /** close releases connections; called once at shutdown. */
   close(): Promise<void>;
 }

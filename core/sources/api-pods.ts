@@ -3,7 +3,7 @@
  * node, list-watched across all namespaces with `fieldSelector=spec.nodeName=<node>`, reported
  * to the kubelet as complete sets ("SET" semantics, like every PodSource).
  *
- * It is its own small reflector on client-node's Watch rather than client-node's
+ * It runs on the kubelet's own reflector (core/api/reflector.ts) rather than client-node's
  * ListWatch/informer, because the informer does not do what a kubelet needs: it stops for good
  * on the first list or watch error (a kubelet must keep retrying through an outage, holding the
  * pods it knows), its start() resolves even when the list failed, it keys objects by
@@ -38,12 +38,11 @@ import { createHash } from 'node:crypto';
 import { canonicalJSON } from '../pod/pod-util.ts';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { ApiClient, WatchEvent } from '../api/api-client.ts';
-import { isGoneError, isUnavailableError, type ApiError } from '../api/api-errors.ts';
+import type { ApiClient } from '../api/api-client.ts';
+import { isUnavailableError } from '../api/api-errors.ts';
+import { Reflector } from '../api/reflector.ts';
+import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from './manifest.ts';
 import type { PodSource } from './pod-source.ts';
-
-export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
 
 export interface ApiPodSourceOptions {
   /** The kubelet's main (throttled) client. */
@@ -66,8 +65,6 @@ interface StoredPod {
   key: string;
 }
 
-type WatchEnd = { kind: 'closed'; quick: boolean } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
-
 export class ApiPodSource implements PodSource {
   readonly name = 'api';
   private readonly log: Logger;
@@ -77,15 +74,10 @@ export class ApiPodSource implements PodSource {
   private readonly seen = new Map<string, string>();
   private readonly skipped = new Set<string>();
   private onSet: ((pods: V1Pod[]) => void) | undefined;
-  private resourceVersion = '';
-  private listedOnce = false;
+  private readonly reflector: Reflector;
   private lastEmitted: string | undefined;
   private emitScheduled = false;
   private stopped = false;
-  private stopWatch: (() => void) | undefined;
-  private wake: (() => void) | undefined;
-  private offRecovered: (() => void) | undefined;
-  private running: Promise<void> | undefined;
   private firstList: (() => void) | undefined;
   private lastError = '';
   /** A failure was logged at warn (an outage is the connectivity tracker's line, not this source's). */
@@ -93,15 +85,26 @@ export class ApiPodSource implements PodSource {
 
   constructor(private readonly opts: ApiPodSourceOptions) {
     this.log = opts.logger.child({ component: 'api-pod-source', source: 'api', node: opts.nodeName });
+    this.reflector = new Reflector({
+      client: opts.client,
+      path: '/api/v1/pods',
+      query: { fieldSelector: `spec.nodeName=${opts.nodeName}` },
+      logger: this.log,
+      ...(opts.watchTimeoutSeconds ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
+      ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      handler: {
+        replace: (items) => this.replace(items),
+        event: (type, object) => this.onEvent(type, object),
+        failed: (what, err, retryInMs) => this.logFailure(what === 'list' ? 'listing the pods bound to this node failed; retrying' : 'watching the pods bound to this node failed; retrying', err, retryInMs),
+      },
+    });
   }
 
   async start(onSet: (pods: V1Pod[]) => void): Promise<void> {
     if (this.onSet) throw new Error('ApiPodSource already started');
     this.onSet = onSet;
-    // The server is back: list or watch again now, not at the end of the back-off.
-    this.offRecovered = this.opts.client.connectivity.onRecovered(() => this.wake?.());
     const listed = new Promise<void>((resolve) => (this.firstList = resolve));
-    this.running = this.run();
+    this.reflector.start();
     const waitMs = this.opts.initialListTimeoutMs ?? 5000;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
@@ -116,74 +119,13 @@ export class ApiPodSource implements PodSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.offRecovered?.();
-    this.stopWatch?.();
-    this.wake?.();
-    await this.running?.catch(() => {});
+    await this.reflector.stop();
     this.onSet = undefined;
   }
 
-  private get fieldSelector(): string {
-    return `spec.nodeName=${this.opts.nodeName}`;
-  }
-
-  private async run(): Promise<void> {
-    const initial = this.opts.backoff?.initialMs ?? 800;
-    const max = this.opts.backoff?.maxMs ?? 30_000;
-    let backoff = initial;
-    let relist = true;
-    while (!this.stopped) {
-      if (relist) {
-        try {
-          await this.list();
-          relist = false;
-          backoff = initial;
-        } catch (err) {
-          this.logFailure('listing the pods bound to this node failed; retrying', err, backoff);
-          await this.sleep(backoff * (1 + Math.random()));
-          backoff = Math.min(backoff * 2, max);
-          continue;
-        }
-      }
-      const end = await this.watchOnce();
-      if (end.kind === 'stopped') return;
-      if (end.kind === 'closed') {
-        // The server ended the watch (its timeout): watch again from the last resourceVersion.
-        // A watch closed at once without an event backs off, so a server (or a proxy) that keeps
-        // closing watches is not asked again in a tight loop.
-        if (end.quick) {
-          await this.sleep(backoff * (1 + Math.random()));
-          backoff = Math.min(backoff * 2, max);
-        } else backoff = initial;
-        continue;
-      }
-      if (end.kind === 'relist') {
-        this.log.debug({ reason: end.reason }, 're-listing pods');
-        relist = true;
-        continue;
-      }
-      if (isGoneError(end.err)) {
-        this.log.debug({ err: end.err.message }, 'the watch resourceVersion expired; re-listing');
-        this.resourceVersion = '';
-        relist = true;
-        continue;
-      }
-      this.logFailure('watching the pods bound to this node failed; retrying', end.err, backoff);
-      // An unreachable server keeps the resourceVersion (the watch resumes where it was); any other error re-lists.
-      if (!isUnavailableError(end.err)) relist = true;
-      await this.sleep(backoff * (1 + Math.random()));
-      backoff = Math.min(backoff * 2, max);
-    }
-  }
-
-  /** Lists the node's pods and replaces the store with them. */
-  private async list(): Promise<void> {
-    const rv = this.listedOnce ? '' : '0';
-    const list = await this.opts.client.request<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>('GET', '/api/v1/pods', {
-      query: { fieldSelector: this.fieldSelector, resourceVersion: rv },
-    });
+  /** A complete list from the server: the store becomes it. */
+  private replace(items: unknown[]): void {
     if (this.stopped) return;
-    const items = Array.isArray(list?.items) ? list.items : [];
     const next = new Map<string, StoredPod>();
     for (const item of items) {
       const stored = this.accept(item);
@@ -195,107 +137,31 @@ export class ApiPodSource implements PodSource {
       this.store.set(uid, entry);
       this.byKey.set(entry.key, uid);
     }
-    this.resourceVersion = list?.metadata?.resourceVersion ?? '';
     if (this.warned) this.log.info({ pods: this.store.size }, 'listed the pods bound to this node again');
     this.lastError = '';
     this.warned = false;
-    this.listedOnce = true;
     this.emitNow();
     this.firstList?.();
     this.firstList = undefined;
   }
 
-  /** One watch from the current resourceVersion until it ends. */
-  private watchOnce(): Promise<WatchEnd> {
-    return new Promise<WatchEnd>((resolve) => {
-      if (this.stopped) return resolve({ kind: 'stopped' });
-      let settled = false;
-      let events = 0;
-      const startedAt = Date.now();
-      const finish = (end: WatchEnd) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(watchdog);
-        this.stopWatch = undefined;
-        resolve(this.stopped ? { kind: 'stopped' } : end);
-      };
-      const timeoutSeconds = this.opts.watchTimeoutSeconds?.() ?? Math.floor(300 + Math.random() * 300);
-      // The server ends the watch after timeoutSeconds; a connection that died without a word is
-      // given up a minute later.
-      const watchdog = setTimeout(() => {
-        handle?.stop();
-        finish({ kind: 'relist', reason: 'the watch outlived its timeout without ending' });
-      }, (timeoutSeconds + 60) * 1000);
-      watchdog.unref();
-      let handle: { stop(): void } | undefined;
-      this.stopWatch = () => {
-        handle?.stop();
-        finish({ kind: 'stopped' });
-      };
-      this.opts.client
-        .watch(
-          '/api/v1/pods',
-          { fieldSelector: this.fieldSelector, resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
-          (event) => {
-            if (settled) return;
-            events++;
-            const relist = this.onEvent(event);
-            if (relist) {
-              handle?.stop();
-              finish({ kind: 'relist', reason: relist });
-            }
-          },
-          (err) => finish(err ? { kind: 'error', err } : { kind: 'closed', quick: events === 0 && Date.now() - startedAt < 1000 }),
-        )
-        .then(
-          (h) => {
-            handle = h;
-            if (settled) h.stop();
-          },
-          (err: unknown) => finish({ kind: 'relist', reason: errorMessage(err) }),
-        );
-    });
-  }
-
-  /** Applies one watch event; returns a reason to re-list, or undefined. */
-  private onEvent(event: WatchEvent): string | undefined {
-    const obj = event.object as { metadata?: { resourceVersion?: unknown }; code?: unknown; message?: unknown; reason?: unknown } | undefined;
-    switch (event.type) {
-      case 'ADDED':
-      case 'MODIFIED': {
-        const accepted = this.accept(obj);
-        if (accepted) {
-          this.store.set(accepted.uid, accepted.entry);
-          this.byKey.set(accepted.entry.key, accepted.uid);
-        } else {
-          // A pod that no longer passes (another node, a broken object) is not this node's to run.
-          const uid = podUID(obj);
-          if (uid && this.store.has(uid)) this.forget(uid);
-        }
-        break;
+  /** Applies one watch event. */
+  private onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: unknown): void {
+    if (type === 'DELETED') {
+      const uid = podUID(obj) ?? this.byKey.get(podKey(obj) ?? '');
+      if (uid) this.forget(uid);
+    } else {
+      const accepted = this.accept(obj);
+      if (accepted) {
+        this.store.set(accepted.uid, accepted.entry);
+        this.byKey.set(accepted.entry.key, accepted.uid);
+      } else {
+        // A pod that no longer passes (another node, a broken object) is not this node's to run.
+        const uid = podUID(obj);
+        if (uid && this.store.has(uid)) this.forget(uid);
       }
-      case 'DELETED': {
-        const uid = podUID(obj) ?? this.byKey.get(podKey(obj) ?? '');
-        if (uid) this.forget(uid);
-        break;
-      }
-      case 'BOOKMARK':
-        break;
-      case 'ERROR': {
-        const code = Number(obj?.code);
-        if (code === 410 || obj?.reason === 'Expired' || obj?.reason === 'Gone') {
-          this.resourceVersion = '';
-          return 'the watch resourceVersion expired (410)';
-        }
-        return `the watch reported an error: ${String(obj?.message ?? obj?.reason ?? code)}`;
-      }
-      default:
-        return undefined;
     }
-    const rv = obj?.metadata?.resourceVersion;
-    if (typeof rv === 'string' && rv) this.resourceVersion = rv;
     this.scheduleEmit();
-    return undefined;
   }
 
   private forget(uid: string): void {
@@ -351,7 +217,7 @@ export class ApiPodSource implements PodSource {
 
   /** Emits after the current batch of events (one network chunk may carry many). */
   private scheduleEmit(): void {
-    if (this.emitScheduled || !this.listedOnce) return;
+    if (this.emitScheduled || !this.reflector.synced) return;
     this.emitScheduled = true;
     setImmediate(() => {
       this.emitScheduled = false;
@@ -389,22 +255,6 @@ export class ApiPodSource implements PodSource {
       this.warned = true;
     }
     this.lastError = message;
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.stopped) return resolve();
-      const t = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      t.unref();
-      this.wake = () => {
-        clearTimeout(t);
-        this.wake = undefined;
-        resolve();
-      };
-    });
   }
 }
 

@@ -75,18 +75,53 @@ export function parseManifest(text: string, file: string): V1Pod {
   }
   if (docs.length === 0) fail('file is empty (expected one Pod)');
   if (docs.length > 1) fail(`file holds ${docs.length} YAML documents; a manifest must hold exactly one Pod`);
-  const obj = docs[0];
+  return podFromObject(docs[0], fail, true);
+}
+
+/** A decoded object as a validated Pod (unknown fields dropped); `fail` throws with the reason. `needKind`: items of a PodList may omit kind and apiVersion. */
+function podFromObject(obj: unknown, fail: (reason: string) => never, needKind: boolean): V1Pod {
   if (!isObject(obj)) fail(`expected a Pod object, got ${Array.isArray(obj) ? 'a list' : typeof obj}`);
   const raw = obj as Record<string, unknown>;
-  if (raw.kind === undefined || raw.kind === null || raw.kind === '') fail("Object 'Kind' is missing (expected kind: Pod)");
-  if (raw.kind !== 'Pod') fail(`kind is ${showScalar(raw.kind)}, expected Pod`);
-  if (raw.apiVersion === undefined || raw.apiVersion === null || raw.apiVersion === '') fail("Object 'apiVersion' is missing (expected apiVersion: v1)");
-  if (raw.apiVersion !== 'v1') fail(`apiVersion is ${showScalar(raw.apiVersion)}, expected v1`);
-
-  const pod = dropUnknownFields<V1Pod>(obj);
+  const missing = (v: unknown) => v === undefined || v === null || v === '';
+  if (needKind || !missing(raw.kind)) {
+    if (missing(raw.kind)) fail("Object 'Kind' is missing (expected kind: Pod)");
+    if (raw.kind !== 'Pod') fail(`kind is ${showScalar(raw.kind)}, expected Pod`);
+  }
+  if (needKind || !missing(raw.apiVersion)) {
+    if (missing(raw.apiVersion)) fail("Object 'apiVersion' is missing (expected apiVersion: v1)");
+    if (raw.apiVersion !== 'v1') fail(`apiVersion is ${showScalar(raw.apiVersion)}, expected v1`);
+  }
+  const pod = dropUnknownFields<V1Pod>({ ...raw, kind: 'Pod', apiVersion: 'v1' });
   const problems = validatePod(pod);
   if (problems.length > 0) fail(`invalid pod: ${problems.join('; ')}`);
   return pod;
+}
+
+/**
+ * What a static pod URL serves (upstream's http source): one Pod, or a PodList (`kind: PodList`
+ * or `List`) whose items are Pods. Any invalid item refuses the whole answer, as upstream
+ * does (the source then keeps its last good set). Throws InvalidInput naming `url`.
+ */
+export function parsePodsDocument(text: string, url: string): V1Pod[] {
+  const fail = (reason: string): never => {
+    throw invalidInput(`static pod manifest URL ${url}: ${reason}`);
+  };
+  if (text.length > MAX_MANIFEST_BYTES || Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) fail(`the answer is larger than ${MAX_MANIFEST_BYTES} bytes`);
+  let docs: unknown[] = [];
+  try {
+    docs = parseYamlDocuments(text);
+  } catch (err) {
+    if (err instanceof DocumentError) fail(`not valid YAML or JSON: ${err.message}`);
+    throw err;
+  }
+  if (docs.length !== 1) fail(`the answer holds ${docs.length} YAML documents; expected one Pod or one PodList`);
+  const obj = docs[0];
+  if (!isObject(obj)) fail(`expected a Pod or a PodList, got ${Array.isArray(obj) ? 'a list' : typeof obj}`);
+  const kind = (obj as Record<string, unknown>).kind;
+  if (kind !== 'PodList' && kind !== 'List') return [podFromObject(obj, fail, true)];
+  const items = (obj as Record<string, unknown>).items;
+  if (items !== undefined && items !== null && !Array.isArray(items)) fail('items: must be a list');
+  return ((items as unknown[] | undefined) ?? []).map((item, i) => podFromObject(item, (reason) => fail(`items[${i}]: ${reason}`), false));
 }
 
 /** A kind or apiVersion as the message quotes it: short, and only what the field held. */
@@ -250,7 +285,8 @@ export function staticPodUid(defaultedPod: V1Pod, opts: Pick<StaticPodOptions, '
   const h = createHash('md5');
   h.update(canonicalJson(defaultedPod));
   h.update(`host:${opts.nodeName}`);
-  h.update(`${opts.source}:${opts.file ?? ''}`);
+  // Upstream hashes a manifest file as `file:<path>` and a URL's pods as `url:<url>`.
+  h.update(`${opts.source === 'http' ? 'url' : opts.source}:${opts.file ?? ''}`);
   return h.digest('hex');
 }
 

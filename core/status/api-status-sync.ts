@@ -70,6 +70,8 @@ export class ApiStatusSync {
       return;
     }
     const prev = this.pending.get(key);
+    // The same status already waiting or being written: nothing new to send.
+    if (prev && prev.fingerprint === fingerprint && prev.target.uid === target.uid) return;
     this.pending.set(key, { target, status, fingerprint, attempts: prev?.attempts ?? 0, notBefore: prev?.notBefore ?? 0 });
     this.pump();
   }
@@ -125,8 +127,9 @@ export class ApiStatusSync {
       await this.deps.api.patchStatus(p.target, p.status);
       this.writes++;
       this.sent.set(key, { fingerprint: p.fingerprint, phase: p.status.phase, uid: p.target.uid });
-      // A newer status may have arrived meanwhile: only the one just sent is done.
-      if (this.pending.get(key) === p) this.pending.delete(key);
+      // A newer status may have arrived meanwhile: only the one just sent (or an equal one) is done.
+      const now = this.pending.get(key);
+      if (now === p || (now && now.fingerprint === p.fingerprint && now.target.uid === p.target.uid)) this.pending.delete(key);
     } catch (err) {
       if (this.deps.classify(err) === 'drop') {
         this.deps.logger.debug({ pod: `${p.target.namespace}/${p.target.name}`, uid: p.target.uid, err: errorMessage(err) }, 'pod status not sent: the object is gone or was replaced');

@@ -48,6 +48,20 @@ export class StatusManager {
     this.entry(uid).rejected = { reason, message };
   }
 
+  /**
+   * Why the kubelet failed the pod for good (rejected at admission, or past its active
+   * deadline), if it did: such a pod never runs a container again.
+   */
+  rejection(uid: string): { reason: string; message: string } | undefined {
+    return this.pods.get(uid)?.rejected;
+  }
+
+  /** When the pod became active on the node (its status.startTime), once its status was computed. */
+  startTime(uid: string): Date | undefined {
+    const e = this.pods.get(uid);
+    return e?.status ? e.startTime : undefined;
+  }
+
   /** Recomputes a pod's status from the runtime's view; runs the podStatus hook. */
   async update(pod: V1Pod, rs: PodRuntimeStatus | undefined, terminating = false): Promise<V1PodStatus> {
     const uid = pod.metadata!.uid!;

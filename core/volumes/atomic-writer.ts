@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fsGroupMode } from './volume-ownership.ts';
 
 /** One file of a projected volume: its bytes and its mode. */
 export interface PayloadFile { data: Buffer; mode: number }
@@ -31,6 +32,13 @@ function tsPrefix(now = new Date()): string {
 
 /** A version dir name as this writer makes them: `..<timestamp>.<random>`, one path element. */
 const VERSION_NAME = /^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.[A-Za-z0-9]+$/;
+/**
+ * Group ownership of what the writer makes (the pod's fsGroup): files, version dirs and links
+ * get the group, and read-only group bits (these volumes are read-only in containers), as
+ * upstream's SetVolumeOwnership leaves them after each write.
+ */
+export interface WriteOptions { fsGroup?: number }
+
 /** Creating a payload file: a new file only (never an existing one, never through a symlink). */
 const CREATE_NEW = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
 
@@ -79,21 +87,27 @@ async function removeEntry(dir: string, name: string): Promise<void> {
  * unlinked, never followed (CVE-2017-1002102: a `..data` symlink out of the volume made an
  * earlier writer delete a host directory).
  */
-export async function writeAtomic(dir: string, payload: Payload): Promise<boolean> {
+export async function writeAtomic(dir: string, payload: Payload, opts: WriteOptions = {}): Promise<boolean> {
   for (const p of payload.keys()) validatePayloadPath(p);
+  const gid = opts.fsGroup;
+  if (gid !== undefined) payload = new Map([...payload].map(([p, f]) => [p, { data: f.data, mode: fsGroupMode(f.mode, false, true) }]));
   await fs.mkdir(dir, { recursive: true });
+  // The volume's own dir is the kubelet's; a directory-ness check keeps a chmod from following anything.
+  if (gid !== undefined && (await fs.lstat(dir)).isDirectory()) await ownDir(dir, gid);
   const dataLink = path.join(dir, DATA_DIR);
   const oldVersion = await currentVersion(dir);
   let changed = false;
-  if (!oldVersion || !(await sameContent(path.join(dir, oldVersion), payload))) {
+  if (!oldVersion || !(await sameContent(path.join(dir, oldVersion), payload, gid))) {
     const version = await fs.mkdtemp(path.join(dir, tsPrefix()));
     await fs.chmod(version, 0o755);
+    if (gid !== undefined) await ownDir(version, gid);
     for (const [rel, file] of [...payload].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      await writeNewFile(version, rel, file);
+      await writeNewFile(version, rel, file, gid);
     }
     const tmp = path.join(dir, DATA_TMP);
     await removeEntry(dir, DATA_TMP);
     await fs.symlink(path.basename(version), tmp);
+    if (gid !== undefined) await fs.lchown(tmp, -1, gid);
     // rename(2) replaces a symlink or file at `..data` but not a directory: clear one first.
     if ((await fs.lstat(dataLink).catch(() => undefined))?.isDirectory()) await removeEntry(dir, DATA_DIR);
     await fs.rename(tmp, dataLink);
@@ -110,6 +124,7 @@ export async function writeAtomic(dir: string, payload: Payload): Promise<boolea
     const tmp = `${link}..tmp`;
     await removeEntry(dir, path.basename(tmp));
     await fs.symlink(want, tmp);
+    if (gid !== undefined) await fs.lchown(tmp, -1, gid);
     await fs.rename(tmp, link);
   }
   for (const name of await fs.readdir(dir)) {
@@ -127,7 +142,7 @@ export async function writeAtomic(dir: string, payload: Payload): Promise<boolea
 }
 
 /** Writes one payload file into a fresh version dir, creating its parent dirs, never through a link. */
-async function writeNewFile(version: string, rel: string, file: PayloadFile): Promise<void> {
+async function writeNewFile(version: string, rel: string, file: PayloadFile, gid: number | undefined): Promise<void> {
   let parent = version;
   for (const part of rel.split('/').slice(0, -1)) {
     parent = path.join(parent, part);
@@ -135,18 +150,27 @@ async function writeNewFile(version: string, rel: string, file: PayloadFile): Pr
       if (err.code !== 'EEXIST') throw err;
     });
     if (!(await fs.lstat(parent)).isDirectory()) throw new Error(`cannot write ${rel}: ${path.relative(version, parent)} is not a directory`);
+    if (gid !== undefined) await ownDir(parent, gid);
   }
   const fh = await fs.open(path.join(version, rel), CREATE_NEW, file.mode);
   try {
     await fh.writeFile(file.data);
+    if (gid !== undefined) await fh.chown(-1, gid);
     await fh.chmod(file.mode);
   } finally {
     await fh.close();
   }
 }
 
-/** True if `versionDir` holds exactly the payload's files, bytes and modes (regular files only). */
-async function sameContent(versionDir: string, payload: Payload): Promise<boolean> {
+/** Gives a directory the writer made (or the volume's own dir) to the fsGroup: group, group r-x and setgid. */
+async function ownDir(dir: string, gid: number): Promise<void> {
+  await fs.lchown(dir, -1, gid);
+  const st = await fs.lstat(dir);
+  if (st.isDirectory()) await fs.chmod(dir, fsGroupMode(st.mode, true, true));
+}
+
+/** True if `versionDir` holds exactly the payload's files, bytes and modes (regular files only), and the fsGroup when there is one. */
+async function sameContent(versionDir: string, payload: Payload, gid?: number): Promise<boolean> {
   const found = await listFiles(versionDir).catch(() => undefined);
   if (!found || found.length !== payload.size) return false;
   for (const rel of found) {
@@ -156,6 +180,7 @@ async function sameContent(versionDir: string, payload: Payload): Promise<boolea
     const st = await fs.lstat(file);
     // Only a regular file of the expected size is read (a FIFO or device planted here is never opened).
     if (!st.isFile() || st.size !== want.data.length || (st.mode & 0o7777) !== want.mode) return false;
+    if (gid !== undefined && st.gid !== gid) return false;
     const fh = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     let data: Buffer;
     try {

@@ -1,6 +1,7 @@
 import type {
   ContainerConfig, ContainerRuntime, ContainerStatus, ContainerSummary, ExecResult, ImageInfo,
   PodSandboxConfig, PullAuth, RuntimeCondition, RuntimeVersion, SandboxStatus, SandboxSummary,
+  ContainerStats, CpuUsage, FilesystemUsage, MemoryUsage, NetworkInterfaceUsage, PodSandboxStats, StreamOptions,
 } from '../../core/runtime/types.ts';
 import type { CriClient } from './cri-client.ts';
 import { clampSeconds } from '../../core/util/timeouts.ts';
@@ -121,6 +122,7 @@ export class CriRuntime implements ContainerRuntime {
       labels,
       annotations: labelsOf(s.annotations),
       logPath: s.logPath,
+      mounts: (s.mounts ?? []).map((m: any) => ({ containerPath: m.containerPath ?? '', hostPath: m.hostPath ?? '', readonly: m.readonly === true })),
     };
   }
 
@@ -134,7 +136,13 @@ export class CriRuntime implements ContainerRuntime {
     const r = await this.client.callImage('ImageStatus', { image: { image } }, this.timeouts.requestTimeoutMs);
     const i = r.image;
     if (!i || !i.id) return null;
-    return { id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0) };
+    // The image's user (containerd: the config's User before any ':group', numeric as uid, else as username).
+    const uid = i.uid?.value !== undefined && i.uid?.value !== null ? Number(i.uid.value) : undefined;
+    return {
+      id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0),
+      ...(uid !== undefined && Number.isFinite(uid) ? { uid } : {}),
+      ...(i.username ? { username: String(i.username) } : {}),
+    };
   }
 
   async pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string> {
@@ -152,7 +160,80 @@ export class CriRuntime implements ContainerRuntime {
     return (r.status?.conditions ?? []).map((c: any) => ({ type: c.type, status: c.status === true, reason: c.reason ?? '', message: c.message ?? '' }));
   }
 
+  async exec(req: { containerId: string; cmd: string[] } & StreamOptions): Promise<string> {
+    const r = await this.rt('Exec', { containerId: req.containerId, cmd: req.cmd, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+    return r.url;
+  }
+
+  async attach(req: { containerId: string } & StreamOptions): Promise<string> {
+    const r = await this.rt('Attach', { containerId: req.containerId, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+    return r.url;
+  }
+
+  async portForward(podSandboxId: string, ports: number[]): Promise<string> {
+    const r = await this.rt('PortForward', { podSandboxId, port: ports });
+    return r.url;
+  }
+
+  async listContainerStats(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerStats[]> {
+    const f = filter ? { id: '', podSandboxId: filter.podSandboxId ?? '', labelSelector: filter.labelSelector ?? {} } : null;
+    const r = await this.rt('ListContainerStats', { filter: f });
+    return (r.stats ?? []).map(containerStatsOf);
+  }
+
+  async listPodSandboxStats(filter?: { labelSelector?: Record<string, string> }): Promise<PodSandboxStats[]> {
+    const r = await this.rt('ListPodSandboxStats', { filter: filter ? { id: '', labelSelector: filter.labelSelector ?? {} } : null });
+    return (r.stats ?? []).map((s: any): PodSandboxStats => {
+      const l = s.linux ?? {};
+      const net = l.network;
+      return {
+        id: s.attributes?.id ?? '',
+        metadata: s.attributes?.metadata,
+        labels: labelsOf(s.attributes?.labels),
+        annotations: labelsOf(s.attributes?.annotations),
+        ...(l.cpu ? { cpu: cpuOf(l.cpu) } : {}),
+        ...(l.memory ? { memory: memoryOf(l.memory) } : {}),
+        ...(net ? { network: { timestamp: nsToMs(net.timestamp), ...(net.defaultInterface ? { defaultInterface: ifaceOf(net.defaultInterface) } : {}), interfaces: (net.interfaces ?? []).map(ifaceOf) } } : {}),
+        ...(l.process?.processCount ? { processCount: u64(l.process.processCount) } : {}),
+        containers: (l.containers ?? []).map(containerStatsOf),
+      };
+    });
+  }
+
+  async imageFsInfo(): Promise<FilesystemUsage[]> {
+    const r = await this.client.callImage('ImageFsInfo', {}, this.timeouts.requestTimeoutMs);
+    return (r.imageFilesystems ?? []).map(fsUsageOf);
+  }
+
   async close(): Promise<void> {
     this.client.close();
   }
+}
+
+// CRI stats: UInt64Value wrappers ({value: '123'} with our loader options) → numbers; unset → undefined.
+const u64 = (v: { value?: string | number } | null | undefined): number | undefined => (v && v.value !== undefined && v.value !== null ? Number(v.value) : undefined);
+
+function defined<T extends object>(o: T): T {
+  for (const k of Object.keys(o) as Array<keyof T>) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+const cpuOf = (c: any): CpuUsage => defined({ timestamp: nsToMs(c.timestamp), usageCoreNanoSeconds: u64(c.usageCoreNanoSeconds), usageNanoCores: u64(c.usageNanoCores) });
+const memoryOf = (m: any): MemoryUsage => defined({
+  timestamp: nsToMs(m.timestamp), workingSetBytes: u64(m.workingSetBytes), availableBytes: u64(m.availableBytes), usageBytes: u64(m.usageBytes),
+  rssBytes: u64(m.rssBytes), pageFaults: u64(m.pageFaults), majorPageFaults: u64(m.majorPageFaults),
+});
+const ifaceOf = (i: any): NetworkInterfaceUsage => defined({ name: i.name ?? '', rxBytes: u64(i.rxBytes), rxErrors: u64(i.rxErrors), txBytes: u64(i.txBytes), txErrors: u64(i.txErrors) });
+const fsUsageOf = (f: any): FilesystemUsage => defined({ timestamp: nsToMs(f.timestamp), mountpoint: f.fsId?.mountpoint ?? '', usedBytes: u64(f.usedBytes), inodesUsed: u64(f.inodesUsed) });
+
+function containerStatsOf(c: any): ContainerStats {
+  return {
+    id: c.attributes?.id ?? '',
+    metadata: c.attributes?.metadata ?? { name: '', attempt: 0 },
+    labels: labelsOf(c.attributes?.labels),
+    annotations: labelsOf(c.attributes?.annotations),
+    ...(c.cpu ? { cpu: cpuOf(c.cpu) } : {}),
+    ...(c.memory ? { memory: memoryOf(c.memory) } : {}),
+    ...(c.writableLayer ? { writableLayer: fsUsageOf(c.writableLayer) } : {}),
+  };
 }

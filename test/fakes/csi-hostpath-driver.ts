@@ -40,6 +40,8 @@ export class FakeCsiDriver {
   readonly registrationStatuses: Array<{ pluginRegistered: boolean; error: string }> = [];
   /** Fail the next `times` calls of a method with this gRPC code and message. */
   readonly failures = new Map<string, { code: grpc.status; message: string; times: number }>();
+  /** Volumes created by an ephemeral publish (deleted by their unpublish). */
+  private readonly ephemeral = new Set<string>();
   private csiServer: grpc.Server | undefined;
   private regServer: grpc.Server | undefined;
 
@@ -146,7 +148,10 @@ export class FakeCsiDriver {
   private async publish(r: any): Promise<object> {
     if (!r.targetPath) throw Object.assign(new Error('target_path missing'), { code: grpc.status.INVALID_ARGUMENT });
     let src = this.volumeDir(r.volumeId);
-    if (this.options.stage) {
+    // As the upstream hostpath driver: an inline ephemeral volume is created here, never staged.
+    const ephemeral = r.volumeContext?.['csi.storage.k8s.io/ephemeral'] === 'true';
+    if (ephemeral) this.ephemeral.add(r.volumeId);
+    if (this.options.stage && !ephemeral) {
       if (!r.stagingTargetPath || !(await isMountPoint(r.stagingTargetPath))) throw Object.assign(new Error('volume is not staged'), { code: grpc.status.FAILED_PRECONDITION });
       src = r.stagingTargetPath;
     } else {
@@ -163,7 +168,7 @@ export class FakeCsiDriver {
     await unmount(r.targetPath);
     await fs.rmdir(r.targetPath).catch(() => {});
     // An ephemeral volume lives as long as its publication: its data goes too.
-    if (!this.options.stage) await fs.rm(this.volumeDir(r.volumeId), { recursive: true, force: true });
+    if (!this.options.stage || this.ephemeral.delete(r.volumeId)) await fs.rm(this.volumeDir(r.volumeId), { recursive: true, force: true });
     return {};
   }
 }

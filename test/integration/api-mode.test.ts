@@ -1,18 +1,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { LABEL } from '../../core/runtime/labels.ts';
-import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
-import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
-import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { controlPlaneOrSkip, type ControlPlane } from '../support/control-plane.ts';
-import { nodeEnvOrSkip } from '../support/node-env.ts';
+import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
 import { startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
-import { startTestKubelet, podManifest, type TestKubelet } from '../support/test-kubelet.ts';
+import { podManifest } from '../support/test-kubelet.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * kubelet-ts as a node of a real cluster: the control plane from ../shared/k8s (Node
@@ -22,114 +18,48 @@ import { startTcpProxy } from '../support/tcp-proxy.ts';
  */
 describe('API-server mode: a node of a real cluster', function () {
   this.timeout(240_000);
-  let env: NodeEnv;
-  let cp: ControlPlane;
-  let core: CoreV1Api;
-  let coordination: CoordinationV1Api;
-  let runtime: CriRuntime;
-  let dir: string;
-  let counter = 0;
-  const cleanups: Array<() => Promise<unknown>> = [];
-
-  before(async function () {
-    this.timeout(300_000);
-    env = await nodeEnvOrSkip(this);
-    cp = await controlPlaneOrSkip(this);
-    core = cp.admin.makeApiClient(CoreV1Api);
-    coordination = cp.admin.makeApiClient(CoordinationV1Api);
-    runtime = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-apimode-'));
-  });
-
-  afterEach(async function () {
-    for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-  });
-
-  after(async function () {
-    await runtime?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
-
-  async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown;
-    for (;;) {
-      try {
-        const v = await check();
-        if (v) return v;
-      } catch (err) {
-        last = err;
-      }
-      if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
-      await sleep(250);
-    }
-  }
-
-  /** A node of this test: its name, its kubelet's dir, and cleanup of the Node, its Lease and what runs. */
-  function newNode(what: string): { name: string; dir: string } {
-    const name = `kts-${what}-${process.pid}-${++counter}`;
-    cleanups.push(async () => {
-      await core.deleteNode({ name }).catch(() => {});
-      await coordination.deleteNamespacedLease({ name, namespace: 'kube-node-lease' }).catch(() => {});
-    });
-    return { name, dir: path.join(dir, name) };
-  }
-
-  async function namespace(what: string): Promise<string> {
-    const ns = `kts-${what}-${process.pid}-${++counter}`;
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-    cleanups.push(() => core.deleteNamespace({ name: ns }));
-    await waitFor(`ServiceAccount ${ns}/default`, async () => (await core.readNamespacedServiceAccount({ name: 'default', namespace: ns }).catch(() => undefined)) !== undefined, 20_000);
-    return ns;
-  }
-
-  async function kubelet(node: { name: string; dir: string }, kubeconfig?: string): Promise<TestKubelet> {
-    const t = await startTestKubelet({
-      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
-      config: { kubeconfig: kubeconfig ?? (await cp.nodeKubeconfig(node.name)), nodeName: node.name, nodeIP: '127.0.0.1', syncFrequencyMs: 10_000, nodeStatusUpdateFrequencyMs: 2000 },
-      dir: node.dir,
-    });
-    cleanups.push(() => t.dispose());
-    return t;
-  }
+  const suite = clusterSuite('kts-apimode-');
+  const newNode = (what: string) => suite.node(what);
+  const namespace = (what: string) => suite.namespace(what);
+  const kubelet = (node: SuiteNode, kubeconfig?: string) => suite.kubelet(node, kubeconfig ? { kubeconfig } : {});
 
   /** A container that leaves at once on SIGTERM. */
-  const polite = () => ({ name: 'main', image: env.images.busybox, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"] });
+  const polite = () => ({ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"] });
   const apiPod = (name: string, nodeName: string, spec: object = {}): V1Pod => ({
     metadata: { name },
     spec: { nodeName, automountServiceAccountToken: false, terminationGracePeriodSeconds: 5, containers: [polite()], ...spec },
   });
-  const readPod = (name: string, ns: string) => core.readNamespacedPod({ name, namespace: ns });
+  const readPod = (name: string, ns: string) => suite.core.readNamespacedPod({ name, namespace: ns });
   const ready = (p: V1Pod | undefined) => p?.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
   it('registers its Node Ready, with capacity and its Lease, and runs a bound pod: Running with its IP, its story in events', async function () {
     const node = newNode('run');
     await kubelet(node);
     const n = await waitFor('Node Ready', async () => {
-      const got = await core.readNode({ name: node.name });
+      const got = await suite.core.readNode({ name: node.name });
       return got.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && got;
     });
     assert.equal(n.metadata?.labels?.['kubernetes.io/hostname'], node.name);
     assert.equal(n.status?.allocatable?.pods, '110');
     assert.equal(n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address, '127.0.0.1');
     assert.match(n.status?.nodeInfo?.containerRuntimeVersion ?? '', /^containerd:\/\//);
-    const lease = await coordination.readNamespacedLease({ name: node.name, namespace: 'kube-node-lease' });
+    const lease = await suite.coordination.readNamespacedLease({ name: node.name, namespace: 'kube-node-lease' });
     assert.equal(lease.spec?.holderIdentity, node.name);
 
     const ns = await namespace('run');
-    await core.createNamespacedPod({ namespace: ns, body: apiPod('web', node.name) });
+    await suite.core.createNamespacedPod({ namespace: ns, body: apiPod('web', node.name) });
     const running = await waitFor('pod Running and Ready in the API', async () => { const p = await readPod('web', ns); return ready(p) && p; });
     assert.match(running.status?.podIP ?? '', /^10\./, 'a pod IP from the node network');
     assert.equal(running.status?.hostIP, '127.0.0.1');
     assert.equal(running.status?.containerStatuses?.[0]?.ready, true);
     assert.match(running.status?.containerStatuses?.[0]?.containerID ?? '', /^containerd:\/\//);
     const events = await waitFor('events in the API', async () => {
-      const list = (await core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.involvedObject?.name === 'web');
+      const list = (await suite.core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.involvedObject?.name === 'web');
       const reasons = list.map((e) => e.reason);
       return ['Pulled', 'Created', 'Started'].every((r) => reasons.includes(r)) && list;
     }, 30_000);
     assert.ok(events.every((e) => e.source?.component === 'kubelet' && e.source?.host === node.name));
-    const nodeEvents = (await core.listNamespacedEvent({ namespace: 'default' })).items.filter((e) => e.involvedObject?.name === node.name).map((e) => e.reason);
+    const nodeEvents = (await suite.core.listNamespacedEvent({ namespace: 'default' })).items.filter((e) => e.involvedObject?.name === node.name).map((e) => e.reason);
     assert.ok(nodeEvents.includes('Starting') && nodeEvents.includes('NodeReady'), `node events: ${nodeEvents.join(', ')}`);
   });
 
@@ -137,15 +67,15 @@ describe('API-server mode: a node of a real cluster', function () {
     const node = newNode('del');
     await kubelet(node);
     const ns = await namespace('del');
-    await core.createNamespacedPod({ namespace: ns, body: apiPod('doomed', node.name, { terminationGracePeriodSeconds: 20 }) });
+    await suite.core.createNamespacedPod({ namespace: ns, body: apiPod('doomed', node.name, { terminationGracePeriodSeconds: 20 }) });
     const p = await waitFor('Running', async () => { const x = await readPod('doomed', ns); return ready(x) && x; });
     const t0 = Date.now();
-    await core.deleteNamespacedPod({ name: 'doomed', namespace: ns });
+    await suite.core.deleteNamespacedPod({ name: 'doomed', namespace: ns });
     await waitFor('pod object deleted', async () => (await readPod('doomed', ns).then(() => false, (err) => (err as { code?: number }).code === 404)), 30_000);
     const took = Date.now() - t0;
     assert.ok(took < 20_000, `deleted after ${took} ms: the container leaves on SIGTERM, well within its 20 s grace`);
-    assert.deepEqual(await runtime.listPodSandboxes({ labelSelector: { [LABEL.podUID]: p.metadata!.uid! } }), [], 'no sandbox left');
-    const killing = (await core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.reason === 'Killing');
+    assert.deepEqual(await suite.runtime.listPodSandboxes({ labelSelector: { [LABEL.podUID]: p.metadata!.uid! } }), [], 'no sandbox left');
+    const killing = (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.reason === 'Killing');
     assert.equal(killing?.message, 'Stopping container main');
   });
 
@@ -153,7 +83,7 @@ describe('API-server mode: a node of a real cluster', function () {
     const node = newNode('done');
     await kubelet(node);
     const ns = await namespace('done');
-    await core.createNamespacedPod({ namespace: ns, body: apiPod('job', node.name, { restartPolicy: 'Never', containers: [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'echo done'] }] }) });
+    await suite.core.createNamespacedPod({ namespace: ns, body: apiPod('job', node.name, { restartPolicy: 'Never', containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'echo done'] }] }) });
     const done = await waitFor('Succeeded', async () => { const x = await readPod('job', ns); return x.status?.phase === 'Succeeded' && x; });
     assert.equal(done.status?.containerStatuses?.[0]?.state?.terminated?.reason, 'Completed');
     await sleep(3000);
@@ -174,7 +104,7 @@ describe('API-server mode: a node of a real cluster', function () {
     assert.equal(mirror.metadata?.ownerReferences?.[0]?.name, node.name);
     assert.notEqual(mirror.metadata?.uid, staticUid, 'the mirror is its own object');
     // Deleted by someone: made again, and the static pod never stopped.
-    await core.deleteNamespacedPod({ name, namespace: 'default', gracePeriodSeconds: 0 });
+    await suite.core.deleteNamespacedPod({ name, namespace: 'default', gracePeriodSeconds: 0 });
     const again = await waitFor('mirror made again', async () => { const x = await readPod(name, 'default'); return x.metadata?.uid !== mirror.metadata?.uid && ready(x) && x; });
     assert.equal(again.status?.containerStatuses?.[0]?.restartCount, 0);
     await t.removeManifest('static.json');
@@ -183,37 +113,37 @@ describe('API-server mode: a node of a real cluster', function () {
 
   it('kill -9 and restart: no container restarts, the Node stays Ready, the pod stays Running', async function () {
     const node = newNode('restart');
-    const kubeconfig = await cp.nodeKubeconfig(node.name);
-    let k: KubeletProcess | undefined = await startKubeletProcess(env, { config: { kubeconfig, nodeName: node.name, nodeIP: '127.0.0.1' } });
-    cleanups.push(() => k!.stop());
+    const kubeconfig = await suite.cp.nodeKubeconfig(node.name);
+    let k: KubeletProcess | undefined = await startKubeletProcess(suite.env, { config: { kubeconfig, nodeName: node.name, nodeIP: '127.0.0.1' } });
+    suite.onCleanup(() => k!.stop());
     const ns = await namespace('restart');
-    await core.createNamespacedPod({ namespace: ns, body: apiPod('survivor', node.name) });
+    await suite.core.createNamespacedPod({ namespace: ns, body: apiPod('survivor', node.name) });
     const before = await waitFor('Running', async () => { const x = await readPod('survivor', ns); return ready(x) && x; });
     await k.stop({ signal: 'SIGKILL', keepDir: true });
-    k = await startKubeletProcess(env, { dir: k.dir, config: { kubeconfig, nodeName: node.name, nodeIP: '127.0.0.1' } });
+    k = await startKubeletProcess(suite.env, { dir: k.dir, config: { kubeconfig, nodeName: node.name, nodeIP: '127.0.0.1' } });
     await waitFor('the restarted kubelet runs the pod', async () => ((await k!.pods()) ?? []).some((p) => p.metadata?.name === 'survivor' && p.status?.phase === 'Running'), 30_000);
     await sleep(3000);
     const after = await readPod('survivor', ns);
     assert.equal(after.status?.containerStatuses?.[0]?.restartCount, 0);
     assert.equal(after.status?.containerStatuses?.[0]?.containerID, before.status?.containerStatuses?.[0]?.containerID, 'the same container');
     assert.equal(after.status?.startTime?.toString(), before.status?.startTime?.toString(), 'the start time is kept');
-    const n = await core.readNode({ name: node.name });
+    const n = await suite.core.readNode({ name: node.name });
     assert.equal(n.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
-    await core.deleteNamespacedPod({ name: 'survivor', namespace: ns });
+    await suite.core.deleteNamespacedPod({ name: 'survivor', namespace: ns });
     await waitFor('pod deleted', async () => readPod('survivor', ns).then(() => false, () => true), 30_000);
   });
 
   it('the API server away for 30 s: pods run untouched, one line per outage, status caught up when it is back', async function () {
     const node = newNode('outage');
-    const server = new URL(cp.server);
+    const server = new URL(suite.cp.server);
     const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port) });
-    cleanups.push(() => proxy.close());
-    const kubeconfig = path.join(dir, `${node.name}.kubeconfig`);
-    await fs.writeFile(kubeconfig, (await fs.readFile(await cp.nodeKubeconfig(node.name), 'utf8')).replace(cp.server, `https://127.0.0.1:${proxy.port}`));
-    const k = await startKubeletProcess(env, { config: { kubeconfig, nodeName: node.name, nodeIP: '127.0.0.1' } });
-    cleanups.push(() => k.stop());
+    suite.onCleanup(() => proxy.close());
+    const kubeconfig = path.join(suite.dir, `${node.name}.kubeconfig`);
+    await fs.writeFile(kubeconfig, (await fs.readFile(await suite.cp.nodeKubeconfig(node.name), 'utf8')).replace(suite.cp.server, `https://127.0.0.1:${proxy.port}`));
+    const k = await startKubeletProcess(suite.env, { config: { kubeconfig, nodeName: node.name, nodeIP: '127.0.0.1' } });
+    suite.onCleanup(() => k.stop());
     const ns = await namespace('outage');
-    await core.createNamespacedPod({ namespace: ns, body: apiPod('steady', node.name, { restartPolicy: 'Never', containers: [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'sleep 12'] }] }) });
+    await suite.core.createNamespacedPod({ namespace: ns, body: apiPod('steady', node.name, { restartPolicy: 'Never', containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'sleep 12'] }] }) });
     const running = await waitFor('Running', async () => { const x = await readPod('steady', ns); return ready(x) && x; });
     await proxy.cut();
     // While the server is away the container finishes (status the server has not seen yet).

@@ -10,7 +10,7 @@ import { podLogDir } from '../../core/pod/sandbox-config.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
-import { httpGet } from '../support/http.ts';
+import { httpGet, socketGet } from '../support/http.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 class Collect extends Writable {
@@ -21,17 +21,15 @@ class Collect extends Writable {
   }
 }
 
-const get = (url: string, timeoutMs = 10000) => httpGet(url, timeoutMs);
-
-/** GET a streaming response until `enough(body)` holds, then disconnect; bounded by a timeout. */
-function getUntil(url: string, enough: (body: string) => boolean, timeoutMs = 15_000): Promise<string> {
+/** GET a streaming response on the kubelet's local socket until `enough(body)` holds, then disconnect; bounded by a timeout. */
+function getUntil(socketPath: string, url: string, enough: (body: string) => boolean, timeoutMs = 15_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let body = '';
     const timer = setTimeout(() => {
       req.destroy();
       reject(new Error(`GET ${url}: condition not reached within ${timeoutMs} ms; got ${JSON.stringify(body)}`));
     }, timeoutMs);
-    const req = http.get(url, (res) => {
+    const req = http.get({ socketPath, path: url }, (res) => {
       if (res.statusCode !== 200) {
         clearTimeout(timer);
         reject(new Error(`GET ${url}: ${res.statusCode}`));
@@ -60,13 +58,17 @@ function getUntil(url: string, enough: (body: string) => boolean, timeoutMs = 15
 
 /**
  * Container logs on real containerd: a crashing container's current and previous instance,
- * tailLines, timestamps, follow on a ticking container, errors, and `kubelet-ts logs`.
+ * tailLines, timestamps, follow on a ticking container, errors, and `kubelet-ts logs`, through
+ * the kubelet's local socket (the main port serves the same routes, authenticated; the
+ * read-only port does not serve logs, as upstream's).
  */
 describe('container logs on containerd', function () {
   this.timeout(120_000);
   let env: NodeEnv;
   let t: TestKubelet;
   let base: string;
+  let socketPath: string;
+  const get = (p: string, timeoutMs = 10000) => socketGet(socketPath, p, timeoutMs);
   const ns = 'container-logs-test';
 
   before(async function () {
@@ -75,7 +77,8 @@ describe('container logs on containerd', function () {
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
       config: { readOnlyPort: await freePort(), crashLoopBackOff: { initialMs: 300, maxMs: 1000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 } },
     });
-    base = `http://127.0.0.1:${t.kubelet.readOnlyPort}/containerLogs/${ns}`;
+    socketPath = t.kubelet.mainServer!.socketPath!;
+    base = `/containerLogs/${ns}`;
     // Each instance prints a line on stderr, then a unique marker and three lines on stdout,
     // lives 3 s and fails. (The runtime copies stdout and stderr separately: their relative
     // order in the file is only certain with a pause between them.)
@@ -149,18 +152,18 @@ describe('container logs on containerd', function () {
 
   it('follows a ticking container until the client disconnects', async () => {
     await t.waitForPod('ticker', (p) => running(p), 30_000, 'Running');
-    const body = await getUntil(`${base}/ticker-test-node/tick?follow=true&tailLines=1`, (b) => b.split('\n').length > 6);
+    const body = await getUntil(socketPath, `${base}/ticker-test-node/tick?follow=true&tailLines=1`, (b) => b.split('\n').length > 6);
     const ticks = body.split('\n').slice(0, 6).map((l) => Number(/^tick (\d+)$/.exec(l)?.[1]));
     assert.ok(ticks.every((n) => Number.isInteger(n)), body);
     assert.deepEqual(ticks, ticks.map((_, i) => ticks[0]! + i), 'consecutive lines, new ones as they are written');
     // The kubelet still serves after the disconnect.
-    assert.equal((await get(`http://127.0.0.1:${t.kubelet.readOnlyPort}/healthz`)).body, 'ok');
+    assert.equal((await get('/healthz')).body, 'ok');
   });
 
   it('ends a follow when the container stops', async () => {
     await t.waitForPod('crasher', (p) => running(p), 30_000, 'Running');
     const started = Date.now();
-    const body = await getUntil(`${base}/crasher-test-node/main?follow=true`, () => false, 15_000);
+    const body = await getUntil(socketPath, `${base}/crasher-test-node/main?follow=true`, () => false, 15_000);
     assert.match(body, /line-3\n$/);
     assert.ok(Date.now() - started < 10_000);
   });
@@ -176,14 +179,20 @@ describe('container logs on containerd', function () {
     assert.equal((await get(`${base}/crasher-test-node/main?tailLines=-2`)).status, 422);
   });
 
-  it('kubelet-ts logs prints the log through the read-only port', async () => {
+  it('the read-only port does not serve logs (upstream\'s does not either)', async () => {
+    const r = await httpGet(`http://127.0.0.1:${t.kubelet.readOnlyPort}/containerLogs/${ns}/crasher-test-node/main`);
+    assert.equal(r.status, 404);
+    assert.equal((await httpGet(`http://127.0.0.1:${t.kubelet.readOnlyPort}/healthz`)).body, 'ok');
+  });
+
+  it('kubelet-ts logs prints the log through the local socket', async () => {
     const err = new Collect();
     // (Retried if the crasher restarted between the check and the command.)
     for (let attempt = 0; ; attempt++) {
       await t.waitForPod('crasher', (p) => running(p), 30_000, 'Running');
       await crasherPrinted();
       const out = new Collect();
-      const code = await logsCommand(['crasher', '--tail', '2'], { port: t.kubelet.readOnlyPort, stdout: out, stderr: err });
+      const code = await logsCommand(['crasher', '--tail', '2'], { socketPath, stdout: out, stderr: err });
       assert.equal(code, 0, err.text);
       if (out.text !== 'line-2\nline-3\n' && attempt < 2) continue;
       assert.equal(out.text, 'line-2\nline-3\n');
@@ -191,22 +200,22 @@ describe('container logs on containerd', function () {
     }
 
     const prev = new Collect();
-    assert.equal(await logsCommand(['crasher', '-n', ns, '-c', 'main', '--previous', '--timestamps'], { port: t.kubelet.readOnlyPort, stdout: prev, stderr: err }), 0, err.text);
+    assert.equal(await logsCommand(['crasher', '-n', ns, '-c', 'main', '--previous', '--timestamps'], { socketPath, stdout: prev, stderr: err }), 0, err.text);
     assert.match(prev.text, /^\S+ err-line\n\S+ instance [0-9a-f-]{36}\n\S+ line-1\n/);
 
     const ticks = new Collect();
     const ac = new AbortController();
-    const following = logsCommand(['ticker', '-f', '--tail', '1'], { port: t.kubelet.readOnlyPort, stdout: ticks, stderr: err, signal: ac.signal });
+    const following = logsCommand(['ticker', '-f', '--tail', '1'], { socketPath, stdout: ticks, stderr: err, signal: ac.signal });
     for (let i = 0; i < 100 && ticks.text.split('\n').length < 4; i++) await new Promise((res) => setTimeout(res, 50));
     ac.abort();
     assert.equal(await following, 0);
     assert.ok(ticks.text.split('\n').length >= 4, ticks.text);
 
     const bad = new Collect();
-    assert.equal(await logsCommand(['crasher', '-c', 'nope'], { port: t.kubelet.readOnlyPort, stdout: new Collect(), stderr: bad }), 1);
+    assert.equal(await logsCommand(['crasher', '-c', 'nope'], { socketPath, stdout: new Collect(), stderr: bad }), 1);
     assert.match(bad.text, /container "nope" is not valid for pod "crasher-test-node"/);
     const missing = new Collect();
-    assert.equal(await logsCommand(['ghost'], { port: t.kubelet.readOnlyPort, stdout: new Collect(), stderr: missing }), 1);
+    assert.equal(await logsCommand(['ghost'], { socketPath, stdout: new Collect(), stderr: missing }), 1);
     assert.match(missing.text, /pods "ghost" not found/);
   });
 });

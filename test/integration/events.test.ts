@@ -43,7 +43,7 @@ describe('events: a pod tells its story (standalone)', function () {
     const out = new PassThrough();
     let text = '';
     out.on('data', (d) => (text += d));
-    const code = await eventsCommand(args, { port: t.kubelet.readOnlyPort, stdout: out, stderr: out });
+    const code = await eventsCommand(args, { socketPath: t.kubelet.mainServer!.socketPath!, stdout: out, stderr: out });
     assert.equal(code, 0, text);
     return text;
   }
@@ -77,7 +77,7 @@ describe('events: a pod tells its story (standalone)', function () {
     const out = new PassThrough();
     let followed = '';
     out.on('data', (d) => (followed += d));
-    const req = eventsCommand(['-w', '-n', 'ev2'], { port: t.kubelet.readOnlyPort, stdout: out, stderr: out });
+    const req = eventsCommand(['-w', '-n', 'ev2'], { socketPath: t.kubelet.mainServer!.socketPath!, stdout: out, stderr: out });
     await t.writeManifest('bad.json', podManifest('bad', [
       { name: 'crash', image: env.images.busybox, command: ['sh', '-c', 'exit 3'] },
       { name: 'sick', image: env.images.busybox, command: ['sleep', '3600'], livenessProbe: { exec: { command: ['false'] }, periodSeconds: 1, failureThreshold: 100 } },

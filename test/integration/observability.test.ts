@@ -5,7 +5,7 @@ import type { PodStartTimeline } from '../../core/timeline/pod-timeline.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
-import { httpGet } from '../support/http.ts';
+import { httpGet, socketGet } from '../support/http.ts';
 import { podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
@@ -75,7 +75,10 @@ describe('metrics and pod start timeline on containerd', function () {
   });
 
   it('serves the start timeline with every step in order and renders it with explain', async () => {
-    const r = await get(`${base}/debug/pods/${ns}/m-test-node/timeline`);
+    // kubelet-ts's debugging views are on the local socket (and the main port), not on the read-only port.
+    assert.equal((await get(`${base}/debug/pods/${ns}/m-test-node/timeline`)).status, 404);
+    const socketPath = t.kubelet.mainServer!.socketPath!;
+    const r = await socketGet(socketPath, `/debug/pods/${ns}/m-test-node/timeline`);
     assert.equal(r.status, 200, r.body);
     const tl = JSON.parse(r.body) as PodStartTimeline;
     const steps = tl.steps.map((s) => s.step);
@@ -89,10 +92,10 @@ describe('metrics and pod start timeline on containerd', function () {
 
     let out = '';
     const sink = new Writable({ write(chunk, _enc, cb) { out += chunk; cb(); } });
-    const code = await explainCommand(['m', '-n', ns], { port: t.kubelet.readOnlyPort, stdout: sink, stderr: sink });
+    const code = await explainCommand(['m', '-n', ns], { socketPath, stdout: sink, stderr: sink });
     assert.equal(code, 0, out);
     assert.match(out, new RegExp(`${ns}/m-test-node .* Ready after \\d+ ms`));
     assert.match(out, /sandbox \(with its network\)\s+\d+ ms\s+\d+ ms\s+\|/);
-    assert.equal((await get(`${base}/debug/pods/${ns}/nope/timeline`)).status, 404);
+    assert.equal((await socketGet(socketPath, `/debug/pods/${ns}/nope/timeline`)).status, 404);
   });
 });

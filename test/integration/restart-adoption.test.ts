@@ -28,6 +28,7 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
   let env: NodeEnv;
   let dir: string;
   let port: number;
+  let mainPort: number;
   let cri: CriRuntime;
   let proc: ChildProcess | undefined;
   let logFile: string;
@@ -42,6 +43,8 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
       '--container-runtime-endpoint', env.containerdEndpoint,
       '--root-dir', path.join(dir, 'root'),
       '--read-only-port', String(port),
+      // The main port: a free one (the default 10250 may be taken, by another test run too).
+      '--port', String(mainPort),
       '--node-ip', '127.0.0.1',
       '--node-name', 'adopt-node',
     ], { stdio: ['ignore', log.fd, log.fd] });
@@ -71,6 +74,7 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-adopt-'));
     logFile = path.join(dir, 'kubelet.log');
     port = await freePort();
+    mainPort = await freePort();
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
     await fs.mkdir(path.join(dir, 'manifests'));
     // The file sets what has no flag; the flags above override the rest, as upstream's do.

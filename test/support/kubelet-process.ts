@@ -21,6 +21,10 @@ export interface KubeletProcess {
   pid: number;
   /** The read-only port: /pods, /metrics. */
   port: number;
+  /** The main port (HTTPS, authenticated). */
+  mainPort: number;
+  /** The local socket of kubelet-ts commands (`<rootDir>/kubelet-ts.sock`). */
+  socketPath: string;
   /** 'compiled' or 'sources', from the kubelet's own start log line. */
   code: string;
   /** The kubelet's log (pino JSON lines). */
@@ -69,6 +73,8 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
   const manifests = path.join(dir, 'manifests');
   await mkdir(manifests, { recursive: true });
   const port = await freePort();
+  // The main port: a free one of its own (tests and benchmarks run side by side), on loopback.
+  const mainPort = await freePort();
   // A restart on the same state keeps the cgroup root its pods run in.
   const cgroupRoot = opts.dir ? (await readFile(path.join(dir, 'cgroup-root'), 'utf8').catch(() => '')) || `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}` : `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}`;
   await writeFile(path.join(dir, 'cgroup-root'), cgroupRoot);
@@ -83,6 +89,8 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
       staticPodPath: manifests,
       containerRuntimeEndpoint: env.containerdEndpoint,
       readOnlyPort: port,
+      port: mainPort,
+      address: '127.0.0.1',
       maxPods: opts.maxPods ?? 110,
       cgroupRoot,
       logging: { level: 'info' },
@@ -138,6 +146,8 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
   return {
     pid: child.pid!,
     port,
+    mainPort,
+    socketPath: path.join(dir, 'root', 'kubelet-ts.sock'),
     code,
     logFile,
     dir,

@@ -3,10 +3,14 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
 import { defaultMaxParallelSandboxCreations } from '../../core/config/load.ts';
 import { Kubelet } from '../../core/kubelet.ts';
 import { createLogger, silentLogger } from '../../core/logger.ts';
+
+/** The main port's serving certificate and key of test kubelets (test/cases/kubelet-serving). */
+export const SERVING_PAIR_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases', 'kubelet-serving');
 
 /** A full resolved config for tests: fast periods, dirs under `dir`, overridable. */
 export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}): KubeletConfig {
@@ -16,6 +20,9 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     rootDir: path.join(dir, 'root'),
     podLogsDir: path.join(dir, 'logs'),
     staticPodPath: path.join(dir, 'manifests'),
+    staticPodURL: undefined,
+    staticPodURLHeader: {},
+    httpCheckFrequencyMs: 20_000,
     fileCheckFrequencyMs: 1000,
     syncFrequencyMs: 60_000,
     plegRelistPeriodMs: 300,
@@ -44,10 +51,26 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     nodeLeaseDurationSeconds: 40,
     kubeAPIQPS: 50,
     kubeAPIBurst: 100,
-    port: 10250,
+    eventRecordQPS: 50,
+    eventBurst: 100,
+    // A free port for the main server (tests run side by side), and a fixed serving pair:
+    // no RSA key generation per test kubelet.
+    port: 0,
+    tlsCertFile: path.join(SERVING_PAIR_DIR, 'tls.crt'),
+    tlsPrivateKeyFile: path.join(SERVING_PAIR_DIR, 'tls.key'),
+    certDirectory: path.join(dir, 'root', 'pki'),
+    tlsMinVersion: undefined,
+    tlsCipherSuites: [],
+    // The defaults of a config file (tests reach the kubelet through its local socket).
+    authentication: { x509ClientCAFile: undefined, webhookEnabled: true, webhookCacheTTLMs: 120_000, anonymousEnabled: false },
+    authorization: { mode: 'Webhook', cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+    streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     systemReserved: {},
     kubeReserved: {},
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
+    allowedUnsafeSysctls: [],
+    seccompDefault: false,
+    runtimeClassHandlers: {},
     logLevel: 'info',
     plugins: [],
     configFile: undefined,
@@ -76,12 +99,12 @@ export interface TestKubelet {
  * Starts an in-process kubelet with its own directories (one per test) and the given
  * plugins. Logs are silent unless KUBELET_TS_TEST_LOG=1.
  */
-export async function startTestKubelet(options: { plugins: PluginEntry[]; config?: Partial<KubeletConfig>; dir?: string }): Promise<TestKubelet> {
+export async function startTestKubelet(options: { plugins: PluginEntry[]; config?: Partial<KubeletConfig>; dir?: string; testHooks?: ConstructorParameters<typeof Kubelet>[3] }): Promise<TestKubelet> {
   const dir = options.dir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'kts-kubelet-')));
   const config = testConfig(dir, { plugins: options.plugins, ...options.config });
   await fs.mkdir(config.staticPodPath!, { recursive: true });
   const logger = process.env.KUBELET_TS_TEST_LOG ? createLogger({ level: 'debug' }) : silentLogger();
-  const kubelet = new Kubelet(config, logger);
+  const kubelet = new Kubelet(config, logger, [], options.testHooks);
   await kubelet.start();
   const fullName = (name: string) => `${name}-${config.nodeName}`;
   const t: TestKubelet = {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, createApiClient } from '../../core/api/api-client.ts';
+import { ApiClient, createApiClient, createKubeletApiClients } from '../../core/api/api-client.ts';
 import { ApiError, isAlreadyExistsError, isConflictError, isGoneError, isNotFoundError, isUnavailableError } from '../../core/api/api-errors.ts';
 import { KubeconfigError, loadKubeconfig } from '../../core/api/kubeconfig.ts';
 import { requestInfo, describeTarget } from '../../core/api/request-info.ts';
@@ -199,6 +199,22 @@ describe('API client', function () {
       assert.match(String(srv.requests[0]!.headers['user-agent']), /^kubelet-ts\/\d+\.\d+\.\d+ \(linux\/\w+\)$/);
     });
 
+    it('a watch sends the kubelet\'s User-Agent too', async function () {
+      const srv = await startFakeApiServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ type: 'ADDED', object: { kind: 'Pod', metadata: { name: 'p' } } }) + '\n');
+      });
+      servers.push(srv);
+      const c = client(await kubeconfig(srv.url));
+      const events: string[] = [];
+      const done = new Promise<void>((resolve) => {
+        void c.watch('/api/v1/pods', {}, (e) => events.push(e.type), () => resolve());
+      });
+      await done;
+      assert.deepEqual(events, ['ADDED']);
+      assert.match(String(srv.requests[0]!.headers['user-agent']), /^kubelet-ts\//);
+    });
+
     it('retries once, on a new connection, a request whose kept-alive connection was reset (not a POST)', async function () {
       let resets = 0;
       const srv = await startFakeApiServer((req, res) => {
@@ -228,6 +244,25 @@ describe('API client', function () {
       const totalMs = performance.now() - t0;
       assert.ok(burstMs < 150, `the burst went at once (${burstMs.toFixed(0)} ms)`);
       assert.ok(totalMs >= 380 && totalMs < 1500, `4 more requests at 10 qps take ~400 ms (${totalMs.toFixed(0)} ms)`);
+    });
+
+    it('events have their own token bucket: a burst of events does not delay the main client', async function () {
+      const srv = await startFakeApiServer((_req, res) => sendJSON(res, 201, {}));
+      servers.push(srv);
+      const file = await kubeconfig(srv.url);
+      const { main, heartbeat, events } = createKubeletApiClients({
+        kubeconfig: file, kubeAPIQPS: 5, kubeAPIBurst: 2, eventRecordQPS: 5, eventBurst: 2, nodeStatusUpdateFrequencyMs: 10_000, nodeLeaseDurationSeconds: 40,
+      }, silentLogger());
+      clients.push(main, heartbeat, events);
+      // Six events: two at once, four more at 5/s; meanwhile the main client's burst is untouched.
+      const t0 = performance.now();
+      const posting = Promise.all(Array.from({ length: 6 }, () => events.request('POST', '/api/v1/namespaces/default/events', { body: {} })));
+      await Promise.all(Array.from({ length: 2 }, () => main.request('GET', '/api/v1/nodes')));
+      const mainMs = performance.now() - t0;
+      await posting;
+      const eventsMs = performance.now() - t0;
+      assert.ok(mainMs < 150, `the main client's requests went at once (${mainMs.toFixed(0)} ms)`);
+      assert.ok(eventsMs >= 700, `events wait on their own bucket (${eventsMs.toFixed(0)} ms)`);
     });
 
     it('resolveIdentity asks SelfSubjectReview when the kubeconfig holds a token', async function () {

@@ -112,6 +112,14 @@ describe('kubelet-ts CLI', function () {
     assert.equal(r.stdout, '');
   });
 
+  it('`logs`, `explain` and `events` reach the kubelet on its local socket under --root-dir, and say so when nothing is there', async function () {
+    for (const [command, args] of [['logs', ['web']], ['explain', ['web']], ['events', []]] as const) {
+      const r = await kubeletTs([command, ...args, '--root-dir', dir]);
+      assert.equal(r.code, 1, `${command}: ${r.stderr}`);
+      assert.equal(r.stderr, `kubelet-ts ${command}: cannot reach the kubelet at ${path.join(dir, 'kubelet-ts.sock')} (no socket there); is it running with this root dir? (--root-dir DIR)\n`);
+    }
+  });
+
   it('run with --container-runtime-endpoint to an absent socket exits 1 naming the endpoint', async function () {
     // podLogsDir has no flag: a config in the temp dir keeps the run from writing under /var/log.
     const config = path.join(dir, 'kubelet.config.json');

@@ -11,7 +11,7 @@ const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '
 const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'index.ts')).href;
 
 const ALLOWED_FIELDS =
-  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, kubeconfig, registerNode, nodeLabels, registerWithTaints, nodeStatusUpdateFrequency, nodeStatusReportFrequency, nodeLeaseDurationSeconds, kubeAPIQPS, kubeAPIBurst, port, systemReserved, kubeReserved, evictionHard, logging, plugins';
+  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, staticPodURL, staticPodURLHeader, httpCheckFrequency, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, kubeconfig, registerNode, nodeLabels, registerWithTaints, nodeStatusUpdateFrequency, nodeStatusReportFrequency, nodeLeaseDurationSeconds, kubeAPIQPS, kubeAPIBurst, eventRecordQPS, eventBurst, port, tlsCertFile, tlsPrivateKeyFile, certDirectory, tlsMinVersion, tlsCipherSuites, authentication, authorization, streamingConnectionIdleTimeout, systemReserved, kubeReserved, evictionHard, allowedUnsafeSysctls, seccompDefault, runtimeClassHandlers, logging, plugins';
 const DURATION_ALLOWED = "allowed: a Go duration such as '10s', '1m30s', '500ms' (or a number of seconds)";
 
 describe('loadConfig', function () {
@@ -94,13 +94,45 @@ describe('loadConfig', function () {
         {
           rootDir: '/var/lib/kubelet', podLogsDir: '/var/log/pods', staticPodPath: undefined, fileCheckFrequencyMs: 1000,
           syncFrequencyMs: 60_000, plegRelistPeriodMs: 1000, containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
-          runtimeRequestTimeoutMs: 120_000, address: '127.0.0.1', readOnlyPort: 0, maxPods: 110,
+          runtimeRequestTimeoutMs: 120_000, address: '0.0.0.0', readOnlyPort: 0, maxPods: 110,
           crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 }, imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 }, hookTimeoutMs: 120_000, logLevel: 'info', plugins: [],
         },
       );
       assert.equal(c.nodeName, os.hostname().toLowerCase());
       assert.match(c.nodeIP, /^[0-9a-f.:]+$/);
       assert.equal(c.maxParallelSandboxCreations, 2 * os.availableParallelism());
+      // The main port, as upstream's defaults: 10250, a self-signed pair under the root dir, no anonymous requests, Webhook authorization.
+      assert.deepEqual(
+        { port: c.port, tlsCertFile: c.tlsCertFile, certDirectory: c.certDirectory, authentication: c.authentication, authorization: c.authorization, idle: c.streamingConnectionIdleTimeoutMs },
+        {
+          port: 10250, tlsCertFile: undefined, certDirectory: '/var/lib/kubelet/pki',
+          authentication: { x509ClientCAFile: undefined, webhookEnabled: true, webhookCacheTTLMs: 120_000, anonymousEnabled: false },
+          authorization: { mode: 'Webhook', cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+          idle: 4 * 3600_000,
+        },
+      );
+    });
+
+    it('main port settings: upstream names, paths relative to the file, a certificate only with its key', async function () {
+      const c = await loadConfig({
+        configFile: await write('serving.json', {
+          tlsCertFile: 'pki/tls.crt', tlsPrivateKeyFile: 'pki/tls.key', tlsMinVersion: 'VersionTLS13',
+          tlsCipherSuites: ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_AES_128_GCM_SHA256'],
+          authentication: { x509: { clientCAFile: 'ca.crt' }, webhook: { cacheTTL: '30s' }, anonymous: { enabled: true } },
+          authorization: { mode: 'AlwaysAllow' }, streamingConnectionIdleTimeout: '5m',
+        }),
+      });
+      assert.equal(c.tlsCertFile, path.join(dir, 'pki', 'tls.crt'));
+      assert.equal(c.authentication.x509ClientCAFile, path.join(dir, 'ca.crt'));
+      assert.deepEqual([c.tlsMinVersion, c.tlsCipherSuites.length, c.authentication.webhookCacheTTLMs, c.authentication.anonymousEnabled, c.authorization.mode, c.streamingConnectionIdleTimeoutMs], ['VersionTLS13', 2, 30_000, true, 'AlwaysAllow', 300_000]);
+      const half = await write('half.json', { tlsCertFile: 'a.crt' });
+      assert.equal(await failure(half), `${half}: tlsCertFile is set but tlsPrivateKeyFile is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`);
+      const suite = await write('suite.json', { tlsCipherSuites: ['TLS_RSA_WITH_RC4_128_SHA'] });
+      assert.match(await failure(suite), /tlsCipherSuites\.0 is "TLS_RSA_WITH_RC4_128_SHA"; allowed: "TLS_RSA_WITH_3DES_EDE_CBC_SHA", /);
+      const mode = await write('mode.json', { authorization: { mode: 'RBAC' } });
+      assert.equal(await failure(mode), `${mode}: authorization.mode is "RBAC"; allowed: "AlwaysAllow", "Webhook"`);
+      const flagged = await loadConfig({ configFile: await write('f.json', {}), flags: { port: 10260, certDirectory: 'certs' } });
+      assert.deepEqual([flagged.port, flagged.certDirectory], [10260, path.resolve('certs')]);
     });
 
     it('maxParallelSandboxCreations: a number bounds, 0 means no bound, a negative is refused', async function () {

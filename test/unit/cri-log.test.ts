@@ -9,7 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { CriLogParser, findTailStart, fixedTimestamp, parseCriLog, parseCriRecord, readContainerLog, type ReadLogOptions } from '../../core/logs/cri-log.ts';
 import { containerLogsHandler, parsePodLogQuery } from '../../core/logs/log-routes.ts';
 import { logsCommand } from '../../core/commands/logs.ts';
-import { KubeletServer } from '../../core/server.ts';
+import { RouteTable, serveRoute } from '../../core/server/routes.ts';
 import { silentLogger } from '../../core/logger.ts';
 import type { ContainerRuntime, ContainerStatus } from '../../core/runtime/types.ts';
 
@@ -209,8 +209,11 @@ describe('readContainerLog', () => {
 });
 
 describe('containerLogs route and logs command (fake runtime)', () => {
-  let server: KubeletServer;
+  // The routes as the kubelet's main port and local socket serve them: TCP for the requests
+  // here, the socket for `kubelet-ts logs`.
+  let servers: http.Server[];
   let port: number;
+  let socketPath: string;
   let logDir: string;
   const uid = 'uid-1';
   const pod: V1Pod = {
@@ -240,13 +243,28 @@ describe('containerLogs route and logs command (fake runtime)', () => {
         return [];
       },
     } as unknown as ContainerRuntime;
-    server = new KubeletServer(silentLogger());
-    server.route('/pods', () => ({ kind: 'PodList', apiVersion: 'v1', items: [pod] }));
-    server.route('/containerLogs/', containerLogsHandler({ pods: () => [pod], runtime: () => runtime, logDir: () => logDir }));
-    port = await server.listen('127.0.0.1', 0);
+    const table = new RouteTable()
+      .add('/pods', () => ({ kind: 'PodList', apiVersion: 'v1', items: [pod] }))
+      .add('/containerLogs/', containerLogsHandler({ pods: () => [pod], runtime: () => runtime, logDir: () => logDir }));
+    const handle = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const url = new URL(req.url ?? '/', 'http://kubelet');
+      const route = table.find(url.pathname);
+      if (route) void serveRoute(route, req, res, url, silentLogger());
+      else res.writeHead(404).end();
+    };
+    socketPath = path.join(dir, 'kubelet-ts.sock');
+    const tcp = http.createServer(handle);
+    const local = http.createServer(handle);
+    await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => local.listen(socketPath, resolve));
+    servers = [tcp, local];
+    port = (tcp.address() as { port: number }).port;
   });
   after(async () => {
-    await server.close();
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    }
   });
 
   const get = (p: string) =>
@@ -293,27 +311,31 @@ describe('containerLogs route and logs command (fake runtime)', () => {
   it('logsCommand resolves a static pod by manifest name and prints the log', async () => {
     const out = new Collect();
     const err = new Collect();
-    assert.equal(await logsCommand(['web', '-c', 'main', '--tail', '2'], { port, stdout: out, stderr: err }), 0, err.text);
+    assert.equal(await logsCommand(['web', '-c', 'main', '--tail', '2'], { socketPath, stdout: out, stderr: err }), 0, err.text);
     assert.equal(out.text, 'new-2\nnew-3\n');
     const out2 = new Collect();
-    assert.equal(await logsCommand(['web-node1', '-n', 'ns1', '--previous', '--timestamps'], { port, stdout: out2, stderr: err }), 0, err.text);
+    assert.equal(await logsCommand(['web-node1', '-n', 'ns1', '--previous', '--timestamps'], { socketPath, stdout: out2, stderr: err }), 0, err.text);
     assert.equal(out2.text, '2024-01-01T00:00:01.000000000Z old-1\n2024-01-01T00:00:02.000000000Z old-2\n');
     assert.match(err.text, /Defaulted container "main" out of: main, side/);
   });
 
   it('logsCommand fails clearly for an unknown pod or container, or an unreachable kubelet', async () => {
     const err = new Collect();
-    assert.equal(await logsCommand(['nope'], { port, stdout: new Collect(), stderr: err }), 1);
+    assert.equal(await logsCommand(['nope'], { socketPath, stdout: new Collect(), stderr: err }), 1);
     assert.match(err.text, /pods "nope" not found/);
     const err2 = new Collect();
-    assert.equal(await logsCommand(['web', '-c', 'other'], { port, stdout: new Collect(), stderr: err2 }), 1);
+    assert.equal(await logsCommand(['web', '-c', 'other'], { socketPath, stdout: new Collect(), stderr: err2 }), 1);
     assert.match(err2.text, /container "other" is not valid for pod "web-node1"/);
     const err3 = new Collect();
-    assert.equal(await logsCommand(['web', '-c', 'side'], { port, stdout: new Collect(), stderr: err3 }), 1);
+    assert.equal(await logsCommand(['web', '-c', 'side'], { socketPath, stdout: new Collect(), stderr: err3 }), 1);
     assert.match(err3.text, /Error from server \(BadRequest\): container "side" in pod "web-node1" is waiting to start/);
     const err4 = new Collect();
-    assert.equal(await logsCommand(['web'], { port: 1, stdout: new Collect(), stderr: err4 }), 1);
-    assert.match(err4.text, /cannot reach the kubelet at http:\/\/127\.0\.0\.1:1/);
-    assert.equal(await logsCommand([], { port, stdout: new Collect(), stderr: new Collect() }), 2);
+    const absent = path.join(dir, 'absent.sock');
+    assert.equal(await logsCommand(['web'], { socketPath: absent, stdout: new Collect(), stderr: err4 }), 1);
+    assert.equal(err4.text, `kubelet-ts logs: cannot reach the kubelet at ${absent} (no socket there); is it running with this root dir? (--root-dir DIR)\n`);
+    const err5 = new Collect();
+    assert.equal(await logsCommand(['web', '--root-dir', path.join(dir, 'elsewhere')], { socketPath, stdout: new Collect(), stderr: err5 }), 1);
+    assert.match(err5.text, /cannot reach the kubelet at .*elsewhere\/kubelet-ts\.sock/, '--root-dir names the kubelet');
+    assert.equal(await logsCommand([], { socketPath, stdout: new Collect(), stderr: new Collect() }), 2);
   });
 });

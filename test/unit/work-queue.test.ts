@@ -147,9 +147,9 @@ describe('WorkQueue (one timer for all pods)', () => {
     const days40 = 40 * 24 * 3600_000;
     q.enqueue('far', days40);
     timers.advance(1000);
-    assert.deepEqual(fired, []);
+    assert.equal(fired.length, 0);
     timers.advance(2 ** 31);
-    assert.deepEqual(fired, [], 'the clamped timer woke early and re-armed');
+    assert.equal(fired.length, 0, 'the clamped timer woke early and re-armed');
     timers.advance(days40);
     assert.deepEqual(fired.map((f) => f.uid), ['far']);
   });

@@ -20,6 +20,8 @@ export interface ImageSpec {
   entrypoint?: string[];
   env?: string[];
   workingDir?: string;
+  /** The image config's `User` (`uid`, `uid:gid` or a name); unset: root, as the busybox image. */
+  user?: string;
 }
 
 /** A tarball on disk and what it contains. */
@@ -199,6 +201,7 @@ export async function buildImage(spec: ImageSpec, opts: BuildOptions): Promise<B
         ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
         ...(spec.cmd ? { Cmd: spec.cmd } : {}),
         WorkingDir: spec.workingDir ?? '/',
+        ...(spec.user !== undefined ? { User: spec.user } : {}),
       },
       rootfs: { type: 'layers', diff_ids: [`sha256:${layerHex}`] },
       history: [{ created, created_by: 'kubelet-ts tools/node-env/images.ts (static busybox)' }],

@@ -7,9 +7,11 @@ import { STAGE } from '../../hooks.ts';
 import { bytes } from '../../pod/quantity.ts';
 import { writeAtomic, type Payload } from '../atomic-writer.ts';
 import { isMountPoint, isWithin, mountTmpfs, mountsUnder, removeUnmounted, unmount } from '../mount-utils.ts';
-import { LocalObjects } from './local-objects.ts';
-import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload } from './projection.ts';
+import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
+import type { ObjectSource } from '../../api/object-cache.ts';
+import type { TokenSource } from '../../api/token-manager.ts';
 import { checkHostPath } from './host-path.ts';
+import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
 
 /** The core's tap name on the volume hooks. */
 const CORE = { name: 'kubelet', stage: STAGE.DEFAULT };
@@ -23,8 +25,18 @@ const CORE = { name: 'kubelet', stage: STAGE.DEFAULT };
  *    again on every sync so edits reach running pods; secret and projected live on tmpfs;
  *    always read-only in containers.
  */
-export function tapBuiltinVolumes(hooks: KubeletHooks, deps: { localObjectsDir: string | undefined; logger: Logger }): void {
-  const objects = new LocalObjects(deps.localObjectsDir);
+export function tapBuiltinVolumes(
+  hooks: KubeletHooks,
+  deps: {
+    /** Where a pod's configMap and secret volumes find their objects: the API cache for API pods, local files otherwise. */
+    objects: (pod: V1Pod) => ObjectSource;
+    /** Service account tokens (API-server mode only). */
+    tokens: () => TokenSource | undefined;
+    /** The pod's and node's IPs and the node's allocatable, for downward API files. */
+    inputs: (pod: V1Pod) => ProjectionInputs;
+    logger: Logger;
+  },
+): void {
   const mount = (type: string, fn: (r: VolumeMountRequest) => Promise<VolumeMountResult>) => hooks.mountVolume.for(type).tapPromise(CORE, fn);
   const unmountWith = (type: string, fn: (r: VolumeUnmountRequest) => Promise<true>) => hooks.unmountVolume.for(type).tapPromise(CORE, fn);
 
@@ -38,6 +50,15 @@ export function tapBuiltinVolumes(hooks: KubeletHooks, deps: { localObjectsDir: 
     }
     // Upstream's emptyDir is world-writable so that any user of the pod can write.
     await fs.chmod(r.dir, 0o777);
+    // fsGroup: the volume's group, group rw and setgid (what a container wrote before, on a
+    // set-up after a restart, is walked without following anything it planted).
+    const own = podFsGroup(r.pod);
+    if (own) {
+      await setVolumeOwnership(r.dir, {
+        fsGroup: own.fsGroup, readOnly: false, changePolicy: own.changePolicy,
+        onSkip: (why) => deps.logger.warn({ pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name, why }, 'fsGroup: part of the volume left unchanged'),
+      });
+    }
     return { path: r.dir, mountPoint: medium === 'Memory' };
   });
   unmountWith('emptyDir', tearDownDir);
@@ -56,7 +77,9 @@ export function tapBuiltinVolumes(hooks: KubeletHooks, deps: { localObjectsDir: 
       await fs.mkdir(r.dir, { recursive: true, mode: 0o755 });
       // Secrets never touch the node's disk: the volume is a tmpfs before anything is written.
       if (tmpfs && !(await isMountPoint(r.dir))) await mountTmpfs(r.dir, { mode: 0o755 });
-      const changed = await writeAtomic(r.dir, files);
+      // fsGroup: what the writer makes gets the group and group-read bits as it is written.
+      const own = podFsGroup(r.pod);
+      const changed = await writeAtomic(r.dir, files, own ? { fsGroup: own.fsGroup } : {});
       if (changed && r.previous) deps.logger.info({ pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name, type }, 'volume content updated');
       // Read-only in every container whatever its volumeMounts say (upstream, CVE-2017-1002102):
       // the kubelet rewrites this dir on every sync, so a container must not be able to plant
@@ -65,10 +88,10 @@ export function tapBuiltinVolumes(hooks: KubeletHooks, deps: { localObjectsDir: 
     });
     unmountWith(type, tearDownDir);
   };
-  projection('configMap', false, (pod, v) => configMapPayload(objects, pod, v.configMap!, v.configMap!.defaultMode ?? DEFAULT_MODE));
-  projection('secret', true, (pod, v) => secretPayload(objects, pod, v.secret!, v.secret!.defaultMode ?? DEFAULT_MODE));
-  projection('downwardAPI', false, async (pod, v) => downwardAPIPayload(pod, v.downwardAPI!.items, v.downwardAPI!.defaultMode ?? DEFAULT_MODE));
-  projection('projected', true, (pod, v) => projectedPayload(objects, pod, v.projected!.sources, v.projected!.defaultMode ?? DEFAULT_MODE));
+  projection('configMap', false, (pod, v) => configMapPayload(deps.objects(pod), pod, v.configMap!, v.configMap!.defaultMode ?? DEFAULT_MODE));
+  projection('secret', true, (pod, v) => secretPayload(deps.objects(pod), pod, v.secret!, v.secret!.defaultMode ?? DEFAULT_MODE));
+  projection('downwardAPI', false, async (pod, v) => downwardAPIPayload(pod, v.downwardAPI!.items, v.downwardAPI!.defaultMode ?? DEFAULT_MODE, deps.inputs(pod)));
+  projection('projected', true, (pod, v) => projectedPayload({ objects: deps.objects(pod), tokens: deps.tokens(), inputs: deps.inputs(pod) }, pod, v.projected!.sources, v.projected!.defaultMode ?? DEFAULT_MODE));
 }
 
 /** Unmounts the volume dir if it is a mount point, then removes it (never across a remaining mount). */

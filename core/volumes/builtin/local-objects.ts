@@ -1,6 +1,8 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { dropUnknownFields, loadObjectModels, parseYamlDocument } from '../../api/object-decoder.ts';
+import { typeProblems } from '../../api/validation/structural.ts';
 import fs from 'node:fs/promises';
+import type { ObjectSource } from '../../api/object-cache.ts';
 import path from 'node:path';
 
 /**
@@ -9,7 +11,7 @@ import path from 'node:path';
  * `secrets/<namespace>/<name>.yaml` (`.yml` and `.json` also work). Files are read on every
  * set-up, so an edit reaches running pods on their next sync.
  */
-export class LocalObjects {
+export class LocalObjects implements ObjectSource {
   constructor(private readonly dir: string | undefined) {}
 
   configMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
@@ -39,6 +41,9 @@ export class LocalObjects {
         throw new Error(`${file}: not valid YAML or JSON: ${(err as Error).message}`);
       }
       if (!obj || typeof obj !== 'object' || (obj.kind !== undefined && obj.kind !== kind)) throw new Error(`${file}: not a v1 ${kind}`);
+      // Values of the wrong type (YAML's `enabled: yes` is a boolean) are refused here, naming them, not met later as a TypeError.
+      const problems = typeProblems(obj, `V1${kind}`);
+      if (problems.length > 0) throw new Error(`${file}: invalid ${kind}: ${problems.join('; ')}`);
       return obj;
     }
     return undefined;

@@ -1,7 +1,8 @@
 import type { V1ConfigMapProjection, V1DownwardAPIVolumeFile, V1KeyToPath, V1Pod, V1SecretProjection, V1VolumeProjection } from '@kubernetes/client-node';
 import type { Payload } from '../atomic-writer.ts';
-import { resourceFieldValue } from '../../pod/container-config.ts';
-import type { LocalObjects } from './local-objects.ts';
+import { fieldRefValue, resourceFieldValue, type DownwardInputs } from '../../pod/downward-api.ts';
+import type { ObjectSource } from '../../api/object-cache.ts';
+import type { TokenSource } from '../../api/token-manager.ts';
 
 /** API defaulting: files of projected volumes are 0644 unless a mode says otherwise. */
 export const DEFAULT_MODE = 0o644;
@@ -22,7 +23,7 @@ function project(kind: string, name: string, data: Map<string, Buffer>, items: V
   }
 }
 
-export async function configMapPayload(objects: LocalObjects, pod: V1Pod, src: { name?: string; items?: V1KeyToPath[]; optional?: boolean }, defaultMode: number, out: Payload = new Map()): Promise<Payload> {
+export async function configMapPayload(objects: ObjectSource, pod: V1Pod, src: { name?: string; items?: V1KeyToPath[]; optional?: boolean }, defaultMode: number, out: Payload = new Map()): Promise<Payload> {
   const ns = pod.metadata?.namespace ?? 'default';
   const name = src.name ?? '';
   const cm = await objects.configMap(ns, name);
@@ -37,7 +38,7 @@ export async function configMapPayload(objects: LocalObjects, pod: V1Pod, src: {
   return out;
 }
 
-export async function secretPayload(objects: LocalObjects, pod: V1Pod, src: { secretName?: string; name?: string; items?: V1KeyToPath[]; optional?: boolean }, defaultMode: number, out: Payload = new Map()): Promise<Payload> {
+export async function secretPayload(objects: ObjectSource, pod: V1Pod, src: { secretName?: string; name?: string; items?: V1KeyToPath[]; optional?: boolean }, defaultMode: number, out: Payload = new Map()): Promise<Payload> {
   const ns = pod.metadata?.namespace ?? 'default';
   const name = src.secretName ?? src.name ?? '';
   const secret = await objects.secret(ns, name);
@@ -53,51 +54,42 @@ export async function secretPayload(objects: LocalObjects, pod: V1Pod, src: { se
   return out;
 }
 
-/** `k="v"` lines, sorted, with Go's %q escaping of the value: how upstream renders labels and annotations. */
-function formatMap(m: Record<string, string> | undefined): string {
-  return Object.keys(m ?? {}).sort().map((k) => `${k}=${JSON.stringify(m![k])}`).join('\n');
-}
+/** What downward API files and projections need besides the pod: its IPs, the node's, the node's allocatable. */
+export type ProjectionInputs = DownwardInputs;
 
-function downwardValue(pod: V1Pod, item: V1DownwardAPIVolumeFile): string {
-  if (item.fieldRef) {
-    const f = item.fieldRef.fieldPath;
-    const m = pod.metadata ?? {};
-    const sub = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(f);
-    if (sub) return (sub[1] === 'labels' ? m.labels : m.annotations)?.[sub[2]!] ?? '';
-    switch (f) {
-      case 'metadata.name': return m.name ?? '';
-      case 'metadata.namespace': return m.namespace ?? '';
-      case 'metadata.uid': return m.uid ?? '';
-      case 'metadata.labels': return formatMap(m.labels);
-      case 'metadata.annotations': return formatMap(m.annotations);
-      default: throw new Error(`downwardAPI: unsupported fieldPath "${f}" (allowed in volumes: metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations and single keys of them)`);
-    }
-  }
+function downwardValue(pod: V1Pod, item: V1DownwardAPIVolumeFile, inputs: ProjectionInputs): string {
+  if (item.fieldRef) return fieldRefValue(pod, item.fieldRef.fieldPath, 'volume', inputs);
   if (item.resourceFieldRef) {
-    const ref = item.resourceFieldRef;
-    if (!ref.containerName) throw new Error(`downwardAPI: resourceFieldRef of "${item.path}" needs a containerName in a volume`);
-    const c = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((x) => x.name === ref.containerName);
-    if (!c) throw new Error(`downwardAPI: no container named "${ref.containerName}"`);
-    return resourceFieldValue(pod, c, { containerName: ref.containerName, resource: ref.resource, ...(ref.divisor !== undefined ? { divisor: String(ref.divisor) } : {}) });
+    if (!item.resourceFieldRef.containerName) throw new Error(`downwardAPI: resourceFieldRef of "${item.path}" needs a containerName in a volume`);
+    return resourceFieldValue(pod, undefined, item.resourceFieldRef, inputs);
   }
   throw new Error(`downwardAPI: item "${item.path}" has neither fieldRef nor resourceFieldRef`);
 }
 
-export function downwardAPIPayload(pod: V1Pod, items: V1DownwardAPIVolumeFile[] | undefined, defaultMode: number, out: Payload = new Map()): Payload {
-  for (const item of items ?? []) out.set(item.path, { data: Buffer.from(downwardValue(pod, item), 'utf8'), mode: item.mode ?? defaultMode });
+export function downwardAPIPayload(pod: V1Pod, items: V1DownwardAPIVolumeFile[] | undefined, defaultMode: number, inputs: ProjectionInputs, out: Payload = new Map()): Payload {
+  for (const item of items ?? []) out.set(item.path, { data: Buffer.from(downwardValue(pod, item, inputs), 'utf8'), mode: item.mode ?? defaultMode });
   return out;
 }
 
 /** A projected volume: its sources into one payload; two sources writing one path is an error. */
-export async function projectedPayload(objects: LocalObjects, pod: V1Pod, sources: V1VolumeProjection[] | undefined, defaultMode: number): Promise<Payload> {
+export async function projectedPayload(
+  sources: { objects: ObjectSource; tokens: TokenSource | undefined; inputs: ProjectionInputs },
+  pod: V1Pod,
+  projections: V1VolumeProjection[] | undefined,
+  defaultMode: number,
+): Promise<Payload> {
   const out: Payload = new Map();
-  for (const s of sources ?? []) {
+  for (const s of projections ?? []) {
     const part: Payload = new Map();
-    if (s.configMap) await configMapPayload(objects, pod, s.configMap as V1ConfigMapProjection, defaultMode, part);
-    else if (s.secret) await secretPayload(objects, pod, s.secret as V1SecretProjection, defaultMode, part);
-    else if (s.downwardAPI) downwardAPIPayload(pod, s.downwardAPI.items, defaultMode, part);
-    else if (s.serviceAccountToken) throw new Error('serviceAccountToken projections need an API server (not available in standalone mode)');
-    else throw new Error(`unsupported projected volume source ${Object.keys(s).join(', ') || '(empty)'}`);
+    if (s.configMap) await configMapPayload(sources.objects, pod, s.configMap as V1ConfigMapProjection, defaultMode, part);
+    else if (s.secret) await secretPayload(sources.objects, pod, s.secret as V1SecretProjection, defaultMode, part);
+    else if (s.downwardAPI) downwardAPIPayload(pod, s.downwardAPI.items, defaultMode, sources.inputs, part);
+    else if (s.serviceAccountToken) {
+      if (!sources.tokens) throw new Error('serviceAccountToken projections need an API server (not available in standalone mode)');
+      const t = s.serviceAccountToken;
+      const token = await sources.tokens.token(pod, { serviceAccountName: pod.spec?.serviceAccountName || 'default', audience: t.audience || undefined, expirationSeconds: t.expirationSeconds ?? 3600 });
+      part.set(t.path, { data: Buffer.from(token, 'utf8'), mode: defaultMode });
+    } else throw new Error(`unsupported projected volume source ${Object.keys(s).join(', ') || '(empty)'}`);
     for (const [p, f] of part) {
       if (out.has(p)) throw new Error(`projected volume: more than one source writes "${p}"`);
       out.set(p, f);

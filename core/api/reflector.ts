@@ -1,0 +1,207 @@
+/**
+ * A list-watch of one collection (or one object, through a `metadata.name` field selector)
+ * that keeps going for as long as the kubelet runs: the pod source's and the object cache's
+ * common loop, as upstream's client-go reflector works.
+ *
+ * - The first list reads the API server's watch cache (resourceVersion=0) when asked; a
+ *   re-list after 410 Gone / Expired reads etcd (resourceVersion="").
+ * - Watches start from the list's resourceVersion, ask for bookmarks and end after 5–10
+ *   minutes (upstream's random watch timeout); a watch whose connection died without a word
+ *   is given up a minute after its timeout.
+ * - Failures are retried with back-off (800 ms doubling to 30 s, upstream's); an unreachable
+ *   server keeps the resourceVersion (the watch resumes where it was), any other error re-lists.
+ *   When the server answers again after an outage, the back-off ends at once.
+ * - A watch closed at once without an event backs off too, so a server (or a proxy) that keeps
+ *   closing watches is not asked again in a tight loop.
+ *
+ * The owner keeps the objects: `replace` gets each complete list, `event` each watch event.
+ */
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { ApiClient, WatchEvent } from './api-client.ts';
+import { isGoneError, isUnavailableError, type ApiError } from './api-errors.ts';
+import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
+
+export interface ReflectorHandler {
+  /** A complete list (the owner's store becomes exactly these objects). */
+  replace(items: unknown[]): void;
+  /** One ADDED, MODIFIED or DELETED event (bookmarks and errors are the reflector's). */
+  event(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: unknown): void;
+  /** A list or watch failed and is retried in `retryInMs` (the owner decides what to log). */
+  failed?(what: 'list' | 'watch', err: unknown, retryInMs: number): void;
+}
+
+export interface ReflectorOptions {
+  client: ApiClient;
+  /** The collection path, e.g. `/api/v1/pods` or `/api/v1/namespaces/ns/configmaps`. */
+  path: string;
+  /** List and watch query (fieldSelector, labelSelector). */
+  query: Record<string, string>;
+  handler: ReflectorHandler;
+  logger: Logger;
+  /** Read the first list from the API server's watch cache (resourceVersion=0). Default true. */
+  firstListFromCache?: boolean;
+  /** Seconds a watch may last (the server ends it); default random in [300, 600), as upstream. */
+  watchTimeoutSeconds?: () => number;
+  /** Back-off after a failed list or watch. Default 800 ms doubling to 30 s. */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+type WatchEnd = { kind: 'closed'; quick: boolean } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
+
+export class Reflector {
+  private resourceVersion = '';
+  private listedOnce = false;
+  private stopped = false;
+  private stopWatch: (() => void) | undefined;
+  /** Back-off sleeps, cut short on stop and when the server answers again. */
+  private readonly pause = new InterruptibleSleep();
+  private offRecovered: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly opts: ReflectorOptions) {}
+
+  /** True once a list succeeded (the owner's store reflects the server). */
+  get synced(): boolean {
+    return this.listedOnce;
+  }
+
+  start(): void {
+    if (this.running) return;
+    // The server is back: list or watch again now, not at the end of the back-off.
+    this.offRecovered = this.opts.client.connectivity.onRecovered(() => this.pause.wake());
+    this.running = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.offRecovered?.();
+    this.stopWatch?.();
+    this.pause.wake();
+    await this.running?.catch(() => {});
+  }
+
+  private async run(): Promise<void> {
+    const initial = this.opts.backoff?.initialMs ?? 800;
+    const max = this.opts.backoff?.maxMs ?? 30_000;
+    let backoff = initial;
+    let relist = true;
+    const pause = async () => {
+      if (this.stopped) return;
+      await this.pause.sleep(backoff * (1 + Math.random()));
+      backoff = Math.min(backoff * 2, max);
+    };
+    while (!this.stopped) {
+      if (relist) {
+        try {
+          await this.list();
+          relist = false;
+          backoff = initial;
+        } catch (err) {
+          this.opts.handler.failed?.('list', err, backoff);
+          await pause();
+          continue;
+        }
+      }
+      const end = await this.watchOnce();
+      if (end.kind === 'stopped') return;
+      if (end.kind === 'closed') {
+        // The server ended the watch (its timeout): watch again from the last resourceVersion.
+        if (end.quick) await pause();
+        else backoff = initial;
+        continue;
+      }
+      if (end.kind === 'relist') {
+        this.opts.logger.debug({ path: this.opts.path, reason: end.reason }, 're-listing');
+        relist = true;
+        continue;
+      }
+      if (isGoneError(end.err)) {
+        this.opts.logger.debug({ path: this.opts.path, err: end.err.message }, 'the watch resourceVersion expired; re-listing');
+        this.resourceVersion = '';
+        relist = true;
+        continue;
+      }
+      this.opts.handler.failed?.('watch', end.err, backoff);
+      if (!isUnavailableError(end.err)) relist = true;
+      await pause();
+    }
+  }
+
+  private async list(): Promise<void> {
+    const rv = this.listedOnce || this.opts.firstListFromCache === false ? '' : '0';
+    const list = await this.opts.client.request<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>('GET', this.opts.path, { query: { ...this.opts.query, resourceVersion: rv } });
+    if (this.stopped) return;
+    this.resourceVersion = list?.metadata?.resourceVersion ?? '';
+    this.listedOnce = true;
+    this.opts.handler.replace(Array.isArray(list?.items) ? list.items : []);
+  }
+
+  /** One watch from the current resourceVersion until it ends. */
+  private watchOnce(): Promise<WatchEnd> {
+    return new Promise<WatchEnd>((resolve) => {
+      if (this.stopped) return resolve({ kind: 'stopped' });
+      let settled = false;
+      let events = 0;
+      const startedAt = Date.now();
+      let handle: { stop(): void } | undefined;
+      const timeoutSeconds = this.opts.watchTimeoutSeconds?.() ?? Math.floor(300 + Math.random() * 300);
+      const finish = (end: WatchEnd) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(watchdog);
+        this.stopWatch = undefined;
+        resolve(this.stopped ? { kind: 'stopped' } : end);
+      };
+      const watchdog = setTimeout(() => {
+        handle?.stop();
+        finish({ kind: 'relist', reason: 'the watch outlived its timeout without ending' });
+      }, (timeoutSeconds + 60) * 1000);
+      watchdog.unref();
+      this.stopWatch = () => {
+        handle?.stop();
+        finish({ kind: 'stopped' });
+      };
+      this.opts.client
+        .watch(
+          this.opts.path,
+          { ...this.opts.query, resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+          (event) => {
+            if (settled) return;
+            events++;
+            const relist = this.onEvent(event);
+            if (relist) {
+              handle?.stop();
+              finish({ kind: 'relist', reason: relist });
+            }
+          },
+          (err) => finish(err ? { kind: 'error', err } : { kind: 'closed', quick: events === 0 && Date.now() - startedAt < 1000 }),
+        )
+        .then(
+          (h) => {
+            handle = h;
+            if (settled) h.stop();
+          },
+          (err: unknown) => finish({ kind: 'relist', reason: errorMessage(err) }),
+        );
+    });
+  }
+
+  /** One watch event: handed to the owner, or a reason to re-list. */
+  private onEvent(event: WatchEvent): string | undefined {
+    const obj = event.object as { metadata?: { resourceVersion?: unknown }; code?: unknown; message?: unknown; reason?: unknown } | undefined;
+    if (event.type === 'ERROR') {
+      const code = Number(obj?.code);
+      if (code === 410 || obj?.reason === 'Expired' || obj?.reason === 'Gone') {
+        this.resourceVersion = '';
+        return 'the watch resourceVersion expired (410)';
+      }
+      return `the watch reported an error: ${String(obj?.message ?? obj?.reason ?? code)}`;
+    }
+    if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') this.opts.handler.event(event.type, obj);
+    const rv = obj?.metadata?.resourceVersion;
+    if (typeof rv === 'string' && rv) this.resourceVersion = rv;
+    return undefined;
+  }
+
+}

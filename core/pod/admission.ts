@@ -1,0 +1,159 @@
+/**
+ * Pod admission as upstream's kubelet decides it (pkg/kubelet/lifecycle/predicate.go and the
+ * scheduler's AdmissionCheck it runs): before a pod gets anything on the node, it must fit
+ * the node's allocatable next to the pods already admitted (cpu, memory, ephemeral-storage,
+ * pods), match the node's labels (nodeSelector, required node affinity), tolerate its NoExecute
+ * taints (not checked for static pods) and not take a host port another pod holds. The first
+ * failure is the rejection, with upstream's reason and message:
+ *   OutOfcpu / OutOfmemory / OutOfephemeral-storage / OutOfpods:
+ *     "Node didn't have enough resource: cpu, requested: 2000, used: 500, capacity: 1000"
+ *   NodeAffinity, NodePorts, TaintToleration: "Predicate <name> failed: <reason>"
+ */
+import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import { parseQuantity } from './quantity.ts';
+
+/** What admission knows of the node. */
+export interface AdmissionNode {
+  /** Allocatable: cpu in millicores, memory and ephemeral-storage in bytes, pods as a count. */
+  allocatable: { cpu: number; memory: number; 'ephemeral-storage': number; pods: number };
+  labels: Record<string, string>;
+  taints: V1Taint[];
+}
+
+export interface Rejection { reason: string; message: string }
+
+const RESOURCES = ['cpu', 'memory', 'ephemeral-storage'] as const;
+type Resource = (typeof RESOURCES)[number];
+
+/** A container's request of a resource (cpu in millicores); a limit without a request implies it, as API defaulting does. */
+function request(c: V1Container, r: Resource): number {
+  const q = c.resources?.requests?.[r] ?? c.resources?.limits?.[r];
+  if (q === undefined) return 0;
+  try {
+    const v = parseQuantity(q);
+    return r === 'cpu' ? Math.ceil(v * 1000 - 1e-9) : Math.ceil(v - 1e-9);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * A pod's effective request of each resource (upstream resource.PodRequests): the app
+ * containers and sidecars together, or the peak of the init sequence (an init container
+ * plus the sidecars started before it) if higher, plus the pod overhead.
+ */
+export function podRequests(pod: V1Pod): Record<Resource, number> {
+  const spec = pod.spec;
+  const out = {} as Record<Resource, number>;
+  for (const r of RESOURCES) {
+    let sidecars = 0;
+    let initPeak = 0;
+    for (const c of spec?.initContainers ?? []) {
+      const v = request(c, r);
+      if (c.restartPolicy === 'Always') {
+        sidecars += v;
+        initPeak = Math.max(initPeak, sidecars);
+      } else initPeak = Math.max(initPeak, sidecars + v);
+    }
+    const regular = (spec?.containers ?? []).reduce((n, c) => n + request(c, r), 0) + sidecars;
+    let overhead = 0;
+    const o = spec?.overhead?.[r];
+    if (o !== undefined) {
+      try {
+        overhead = r === 'cpu' ? Math.ceil(parseQuantity(o) * 1000 - 1e-9) : Math.ceil(parseQuantity(o) - 1e-9);
+      } catch {
+        overhead = 0;
+      }
+    }
+    out[r] = Math.max(regular, initPeak) + overhead;
+  }
+  return out;
+}
+
+/** One node selector requirement against the node's labels (In, NotIn, Exists, DoesNotExist, Gt, Lt). */
+function requirementMatches(req: V1NodeSelectorRequirement, labels: Record<string, string>): boolean {
+  const has = Object.hasOwn(labels, req.key);
+  const value = labels[req.key];
+  const values = req.values ?? [];
+  switch (req.operator) {
+    case 'In': return has && values.includes(value!);
+    case 'NotIn': return !has || !values.includes(value!);
+    case 'Exists': return has;
+    case 'DoesNotExist': return !has;
+    case 'Gt':
+    case 'Lt': {
+      if (!has || values.length !== 1) return false;
+      const a = Number(value);
+      const b = Number(values[0]);
+      if (!Number.isInteger(a) || !Number.isInteger(b)) return false;
+      return req.operator === 'Gt' ? a > b : a < b;
+    }
+    default: return false;
+  }
+}
+
+/** A term matches when all its label expressions do (field expressions: only metadata.name, the node's name). */
+function termMatches(term: V1NodeSelectorTerm, labels: Record<string, string>, nodeName: string): boolean {
+  const exprs = term.matchExpressions ?? [];
+  const fields = term.matchFields ?? [];
+  if (exprs.length === 0 && fields.length === 0) return false;
+  return exprs.every((e) => requirementMatches(e, labels)) && fields.every((f) => f.key === 'metadata.name' && requirementMatches({ ...f, key: 'name' }, { name: nodeName }));
+}
+
+function affinityMatches(pod: V1Pod, node: AdmissionNode, nodeName: string): boolean {
+  for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) if (node.labels[k] !== v) return false;
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  if (terms && terms.length > 0 && !terms.some((t) => termMatches(t, node.labels, nodeName))) return false;
+  return true;
+}
+
+function tolerates(t: V1Toleration, taint: V1Taint): boolean {
+  if (t.effect && t.effect !== taint.effect) return false;
+  if (t.operator === 'Exists') return !t.key || t.key === taint.key;
+  return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
+}
+
+/** `<protocol>/<hostIP>/<port>` of each host port a pod asks for (0.0.0.0 for any address). */
+function hostPorts(pod: V1Pod): Array<{ protocol: string; ip: string; port: number }> {
+  const out: Array<{ protocol: string; ip: string; port: number }> = [];
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    for (const p of c.ports ?? []) if (p.hostPort) out.push({ protocol: p.protocol ?? 'TCP', ip: p.hostIP || '0.0.0.0', port: p.hostPort });
+  }
+  return out;
+}
+
+function portsConflict(a: { protocol: string; ip: string; port: number }, b: { protocol: string; ip: string; port: number }): boolean {
+  return a.port === b.port && a.protocol === b.protocol && (a.ip === b.ip || a.ip === '0.0.0.0' || b.ip === '0.0.0.0');
+}
+
+/**
+ * Whether `pod` may run next to `admitted` (the pods the node runs, not terminal) on `node`;
+ * the first failure in upstream's order, or undefined.
+ */
+export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNode, opts: { nodeName: string; isStatic: boolean }): Rejection | undefined {
+  const others = admitted.filter((p) => p.metadata?.uid !== pod.metadata?.uid);
+  if (others.length + 1 > node.allocatable.pods) {
+    return { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${others.length}, capacity: ${node.allocatable.pods}` };
+  }
+  const want = podRequests(pod);
+  for (const r of RESOURCES) {
+    if (want[r] === 0) continue;
+    const used = others.reduce((n, p) => n + podRequests(p)[r], 0);
+    const capacity = r === 'cpu' ? node.allocatable.cpu : node.allocatable[r];
+    if (used + want[r] > capacity) {
+      return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${want[r]}, used: ${used}, capacity: ${capacity}` };
+    }
+  }
+  if (!affinityMatches(pod, node, opts.nodeName)) return { reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
+  const mine = hostPorts(pod);
+  if (mine.length > 0) {
+    const taken = others.flatMap(hostPorts);
+    if (mine.some((m) => taken.some((t) => portsConflict(m, t)))) return { reason: 'NodePorts', message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" };
+  }
+  // Only NoExecute taints matter to the kubelet; static pods are not checked.
+  if (!opts.isStatic) {
+    const untolerated = node.taints.find((taint) => taint.effect === 'NoExecute' && !(pod.spec?.tolerations ?? []).some((t) => tolerates(t, taint)));
+    if (untolerated) return { reason: 'TaintToleration', message: `Predicate TaintToleration failed: node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ''}}` };
+  }
+  return undefined;
+}

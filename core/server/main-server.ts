@@ -1,0 +1,273 @@
+/**
+ * The kubelet's main port (upstream `port`, 10250): HTTPS, every request authenticated (client
+ * certificate, bearer token, or anonymous when allowed) and authorized (AlwaysAllow or a
+ * SubjectAccessReview on nodes/<subresource>) before any route runs, so an unknown path is a 404
+ * only for someone allowed to ask. The API server reaches it for logs, exec, attach and
+ * port-forward; metrics-server for /metrics/resource.
+ *
+ * Beside it, the same routes on a unix socket `<rootDir>/kubelet-ts.sock` (mode 0600): the
+ * local root's channel for `kubelet-ts logs|explain|events`. Whoever can open that socket is
+ * root on the node already (or the kubelet's own user), so it needs no credentials, and it works
+ * standalone, where no API server could authorize anything.
+ *
+ * Limits: at most MAX_CONNECTIONS connections and MAX_STREAMS proxied streams at once (more get
+ * a 429), request headers of at most MAX_HEADER_BYTES (431), TLS handshakes and request heads
+ * within seconds, idle connections closed; a stream is closed after streamingConnectionIdleTimeout
+ * without traffic. Everything is per connection and non-blocking: a slow or stalled client holds
+ * only its own connection.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import { ServerListenError } from '../server.ts';
+import type { RequestAuthenticator, UserInfo } from './authn.ts';
+import { requestAttributes, type RequestAuthorizer } from './authz.ts';
+import { serveRoute, type RouteTable } from './routes.ts';
+import type { ServingTls } from './serving-tls.ts';
+import { proxyUpgrade, writeRawResponse } from './stream-proxy.ts';
+
+const MAX_CONNECTIONS = 1024;
+const MAX_STREAMS = 128;
+/** Bearer tokens are a kilobyte or two; Node's default (16 KiB) would refuse a few long headers together. */
+const MAX_HEADER_BYTES = 32 * 1024;
+/** A connection with no traffic for this long is closed (a log follow lifts it for its own response). */
+const IDLE_TIMEOUT_MS = 60_000;
+const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** The identity of requests on the local socket (logs only: they are not authorized). */
+export const LOCAL_USER: Readonly<UserInfo> = Object.freeze({ name: 'kubelet-ts:local-socket', groups: [] });
+
+export interface MainServerOptions {
+  address: string;
+  port: number;
+  tls: ServingTls;
+  /** The local socket's path; undefined: none. */
+  socketPath: string | undefined;
+  nodeName: string;
+  routes: RouteTable;
+  authenticator: RequestAuthenticator;
+  authorizer: RequestAuthorizer;
+  streamIdleTimeoutMs: number;
+  logger: Logger;
+  maxStreams?: number;
+}
+
+export class MainServer {
+  private https: https.Server | undefined;
+  private local: http.Server | undefined;
+  /** Client sockets of proxied streams (detached from the HTTP servers: closed here). */
+  private readonly streams = new Set<Duplex>();
+  /** The port the main server bound. */
+  port = 0;
+  /** The local socket, when it listens. */
+  socketPath: string | undefined;
+
+  constructor(private readonly opts: MainServerOptions) {}
+
+  /** Streams being proxied now. */
+  get activeStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Listens on address:port (HTTPS) and on the local socket. */
+  async listen(): Promise<number> {
+    const { tls, logger } = this.opts;
+    const server = https.createServer(
+      {
+        key: tls.key,
+        cert: tls.cert,
+        ...(tls.clientCA ? { ca: tls.clientCA, requestCert: true, rejectUnauthorized: false } : {}),
+        ...(tls.minVersion ? { minVersion: tls.minVersion } : {}),
+        ...(tls.ciphers ? { ciphers: tls.ciphers } : {}),
+        handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+        headersTimeout: 20_000,
+        requestTimeout: 60_000,
+        connectionsCheckingInterval: 2_000,
+        maxHeaderSize: MAX_HEADER_BYTES,
+      },
+      (req, res) => void this.handle(req, res, false),
+    );
+    server.keepAliveTimeout = 15_000;
+    server.timeout = IDLE_TIMEOUT_MS;
+    server.maxConnections = MAX_CONNECTIONS;
+    server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.handleUpgrade(req, socket, head, false));
+    server.on('tlsClientError', (err, socket) => {
+      logger.debug({ err: err.message }, 'TLS handshake failed');
+      socket.destroy();
+    });
+    await listenOn(server, { port: this.opts.port, host: this.opts.address }, `${this.opts.address}:${this.opts.port} (port)`);
+    this.https = server;
+    this.port = (server.address() as AddressInfo).port;
+    if (this.opts.socketPath) {
+      try {
+        await this.listenLocal(this.opts.socketPath);
+      } catch (err) {
+        await this.close();
+        throw err;
+      }
+    }
+    logger.info({ address: this.opts.address, port: this.port, cert: tls.certFile, clientCA: tls.clientCAFrom ?? null, socket: this.socketPath ?? null }, 'main server listening (HTTPS, authenticated)');
+    return this.port;
+  }
+
+  /** The local socket: created with no permission for others (umask during bind, then chmod 0600). */
+  private async listenLocal(socketPath: string): Promise<void> {
+    if (Buffer.byteLength(socketPath) > 107) {
+      this.opts.logger.warn({ socket: socketPath }, 'the local socket path is longer than a unix socket path may be: kubelet-ts logs/explain/events cannot reach this kubelet (use a shorter rootDir)');
+      return;
+    }
+    try {
+      const st = fs.lstatSync(socketPath);
+      if (!st.isSocket()) throw new ServerListenError(`cannot listen on ${socketPath} (the local socket): a file that is not a socket is there`);
+      fs.unlinkSync(socketPath); // left by an earlier run
+    } catch (err) {
+      if (err instanceof ServerListenError) throw err;
+    }
+    const server = http.createServer({ headersTimeout: 20_000, requestTimeout: 60_000, maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => void this.handle(req, res, true));
+    server.timeout = IDLE_TIMEOUT_MS;
+    server.maxConnections = MAX_CONNECTIONS;
+    server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.handleUpgrade(req, socket, head, true));
+    // The bind happens inside listen(), synchronously: the umask is restored before anything
+    // else of the process creates a file.
+    const old = process.umask(0o177);
+    let listening: Promise<void>;
+    try {
+      listening = listenOn(server, { path: socketPath }, `${socketPath} (the local socket)`);
+    } finally {
+      process.umask(old);
+    }
+    await listening;
+    fs.chmodSync(socketPath, 0o600);
+    this.local = server;
+    this.socketPath = socketPath;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.streams) s.destroy();
+    this.streams.clear();
+    const servers = [this.https, this.local].filter((s): s is http.Server => s !== undefined);
+    this.https = undefined;
+    this.local = undefined;
+    await Promise.all(servers.map((s) => {
+      s.closeAllConnections();
+      return new Promise<void>((resolve) => s.close(() => resolve()));
+    }));
+    if (this.socketPath) {
+      try {
+        fs.unlinkSync(this.socketPath);
+      } catch {
+        // already gone
+      }
+      this.socketPath = undefined;
+    }
+  }
+
+  /** Authentication and authorization of a request: the user, or the refusal to send. */
+  private async admit(req: http.IncomingMessage, url: URL, local: boolean): Promise<{ user: UserInfo } | { status: number; message: string }> {
+    if (local) return { user: LOCAL_USER };
+    let authn;
+    try {
+      authn = await this.opts.authenticator.authenticate(req);
+    } catch (err) {
+      authn = { error: errorMessage(err) };
+    }
+    if (!authn.user) {
+      this.opts.logger.debug({ path: url.pathname, reason: authn.error }, 'unauthenticated request refused');
+      return { status: 401, message: 'Unauthorized' };
+    }
+    const attrs = requestAttributes(req.method, url.pathname, this.opts.nodeName);
+    const z = await this.opts.authorizer.authorize(authn.user, attrs);
+    if (!z.allowed) {
+      this.opts.logger.debug({ path: url.pathname, user: authn.user.name, status: z.status }, z.message);
+      return { status: z.status, message: z.message };
+    }
+    return { user: authn.user };
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse, local: boolean): Promise<void> {
+    try {
+      const url = parseUrl(req.url);
+      if (!url) {
+        res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end('invalid request URL\n');
+        return;
+      }
+      const admitted = await this.admit(req, url, local);
+      if ('status' in admitted) {
+        res.writeHead(admitted.status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${admitted.message}\n`);
+        return;
+      }
+      const route = this.opts.routes.find(url.pathname);
+      if (!route) {
+        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
+        return;
+      }
+      await serveRoute(route, req, res, url, this.opts.logger);
+    } catch (err) {
+      // No request may stop the kubelet: whatever escaped a handler is this request's 500.
+      this.opts.logger.warn({ path: req.url?.split('?')[0], err: errorMessage(err) }, 'request failed');
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end();
+    }
+  }
+
+  private async handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, local: boolean): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    try {
+      const url = parseUrl(req.url);
+      if (!url) return writeRawResponse(socket, 400, 'invalid request URL');
+      const admitted = await this.admit(req, url, local);
+      if ('status' in admitted) return writeRawResponse(socket, admitted.status, admitted.message);
+      const resolve = this.opts.routes.findUpgrade(url.pathname);
+      if (!resolve) return writeRawResponse(socket, this.opts.routes.find(url.pathname) ? 400 : 404, this.opts.routes.find(url.pathname) ? 'this path does not upgrade' : '404 page not found');
+      const max = this.opts.maxStreams ?? MAX_STREAMS;
+      if (this.streams.size >= max) return writeRawResponse(socket, 429, `too many streams (${max}) open on this kubelet; try again later`, { 'Retry-After': '5' });
+      let target: URL;
+      try {
+        target = await resolve(req, url);
+      } catch (err) {
+        const status = (err as { statusCode?: number }).statusCode ?? 500;
+        if (status >= 500) this.opts.logger.warn({ path: url.pathname, err: errorMessage(err) }, 'stream request failed');
+        return writeRawResponse(socket, status, errorMessage(err));
+      }
+      // The client left while the runtime prepared the session (its token expires unused).
+      if (socket.destroyed) return;
+      this.streams.add(socket);
+      this.opts.logger.debug({ path: url.pathname, user: admitted.user.name, target: `${target.protocol}//${target.host}` }, 'stream opened');
+      proxyUpgrade(req, socket, head, target, {
+        idleTimeoutMs: this.opts.streamIdleTimeoutMs,
+        logger: this.opts.logger,
+        onClose: () => this.streams.delete(socket),
+      });
+    } catch (err) {
+      this.opts.logger.warn({ path: req.url?.split('?')[0], err: errorMessage(err) }, 'stream request failed');
+      writeRawResponse(socket, 500, errorMessage(err));
+    }
+  }
+}
+
+function parseUrl(raw: string | undefined): URL | undefined {
+  try {
+    return new URL(raw ?? '/', 'https://kubelet');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Listens, or fails with a message naming the address and the field (not a stack trace). */
+function listenOn(server: http.Server, where: { port: number; host: string } | { path: string }, what: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'address already in use' : err.code === 'EADDRNOTAVAIL' ? 'no such address on this host' : err.code === 'EACCES' ? 'permission denied' : err.message;
+      reject(new ServerListenError(`cannot listen on ${what}: ${why}`));
+    };
+    server.once('error', onError);
+    server.listen(where, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,430 @@
+/**
+ * The kubelet's one collector of resource use: the runtime's CRI stats (ListPodSandboxStats,
+ * ListContainerStats, ImageFsInfo), the host's cgroups and /proc, and statfs and bounded walks of
+ * the filesystems (nodefs, imagefs, volumes, logs), put together as upstream's summary
+ * (`stats/v1alpha1`). `/stats/summary`, `/metrics/resource` and the eviction manager all read
+ * `snapshot()`: one collection serves every caller within its max age, and concurrent callers
+ * share the one in flight, so the runtime is asked once however many read.
+ *
+ * For the eviction manager: `snapshot(maxAgeMs)` gives `summary.node.memory.availableBytes`
+ * (memory.available), `summary.node.fs` (nodefs.available, nodefs.inodesFree),
+ * `summary.node.runtime.imageFs` (imagefs.*), `summary.node.rlimit` (pid.available), and per pod
+ * `memory.workingSetBytes` and `ephemeral-storage.usedBytes` to rank pods.
+ *
+ * CPU rates (usageNanoCores) are computed here from the cumulative counters of successive
+ * collections at least a second apart (containerd computes its own only for its own callers).
+ * When the runtime lacks ListPodSandboxStats (it answers Unimplemented), pod CPU, memory and
+ * network come from the pod's cgroup and network namespace, or the sum of its containers, as
+ * upstream's cAdvisor-less stats path does; containerd 1.6 on cgroup v1 answers it.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import { LABEL } from '../runtime/labels.ts';
+import type { ContainerRuntime, ContainerStats as CriContainerStats, ContainerSummary, FilesystemUsage, PodSandboxStats, SandboxSummary } from '../runtime/types.ts';
+import { DiskUsageCache } from './disk-usage.ts';
+import { CgroupReader, fsFigures, proc, type FsFigures } from './host-readers.ts';
+import {
+  statsTime,
+  type CPUStats, type ContainerStats, type FsStats, type MemoryStats, type NetworkStats, type NodeStats, type PodStats, type Summary, type VolumeStats,
+} from './summary-types.ts';
+
+/** How long a volume's measured use is reused (upstream volumeStatsAggPeriod default). */
+const VOLUME_STATS_TTL_MS = 60_000;
+/** How long a container's measured log use is reused. */
+const LOG_STATS_TTL_MS = 10_000;
+/** A CPU rate needs two samples at least this far apart. */
+const MIN_RATE_WINDOW_MS = 1000;
+/** Volume types whose directories the kubelet owns and measures (upstream: the local ephemeral ones). */
+const LOCAL_VOLUME_PLUGINS = ['kubernetes.io~empty-dir', 'kubernetes.io~configmap', 'kubernetes.io~secret', 'kubernetes.io~downward-api', 'kubernetes.io~projected'];
+
+export interface StatsProviderDeps {
+  nodeName: string;
+  rootDir: string;
+  podLogsDir: string;
+  /** The cgroup under which `kubepods` is (cgroupRoot), when the kubelet makes pod cgroups. */
+  cgroupRoot: string | undefined;
+  runtime: () => ContainerRuntime | undefined;
+  /** The pods the kubelet knows (their start times). */
+  pods: () => V1Pod[];
+  logger: Logger;
+  cgroups?: CgroupReader;
+  now?: () => number;
+}
+
+/** One collection. */
+export interface StatsSnapshot {
+  summary: Summary;
+  /** When it was collected (ms since the epoch). */
+  collectedAt: number;
+  /** What could not be read this time ("ListPodSandboxStats: ...", "nodefs: ..."). */
+  errors: string[];
+  /**
+   * The containers' figures could not be had (ListContainers or ListContainerStats failed):
+   * `/metrics/resource` reports it as a scrape error. A failed ListPodSandboxStats is not one:
+   * pods are then filled from their cgroups and containers (containerd fails the whole call when
+   * one sandbox has no cgroup, as with cgroupsPerQOS false).
+   */
+  containerStatsFailed: boolean;
+}
+
+/** Cumulative counter → rate, per key, over windows of at least MIN_RATE_WINDOW_MS. */
+class RateTracker {
+  private readonly last = new Map<string, { t: number; v: number; rate: number | undefined; seen: number }>();
+  private generation = 0;
+
+  /** Nanocores from a cumulative nanosecond counter sampled at `t` (ms). */
+  rate(key: string, t: number, v: number): number | undefined {
+    const prev = this.last.get(key);
+    if (!prev || v < prev.v || t < prev.t) {
+      this.last.set(key, { t, v, rate: undefined, seen: this.generation });
+      return undefined;
+    }
+    prev.seen = this.generation;
+    if (t - prev.t < MIN_RATE_WINDOW_MS) return prev.rate;
+    const rate = Math.round(((v - prev.v) * 1000) / (t - prev.t));
+    this.last.set(key, { t, v, rate, seen: this.generation });
+    return rate;
+  }
+
+  /** Forgets keys not asked for in the collection that just ended. */
+  endCollection(): void {
+    for (const [k, e] of this.last) if (e.seen !== this.generation) this.last.delete(k);
+    this.generation++;
+  }
+}
+
+export class StatsProvider {
+  private readonly cgroups: CgroupReader;
+  private readonly now: () => number;
+  private readonly rates = new RateTracker();
+  private readonly volumeUsage = new DiskUsageCache(VOLUME_STATS_TTL_MS);
+  private readonly logUsage = new DiskUsageCache(LOG_STATS_TTL_MS);
+  private last: StatsSnapshot | undefined;
+  private inflight: Promise<StatsSnapshot> | undefined;
+  private memTotal: number | undefined;
+  private sandboxStatsUnimplemented = false;
+
+  constructor(private readonly deps: StatsProviderDeps) {
+    this.cgroups = deps.cgroups ?? new CgroupReader();
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** The node's and pods' resource use, collected at most `maxAgeMs` ago (default 1 s). */
+  snapshot(maxAgeMs = 1000): Promise<StatsSnapshot> {
+    if (this.last && this.now() - this.last.collectedAt <= maxAgeMs) return Promise.resolve(this.last);
+    this.inflight ??= this.collect().then(
+      (s) => {
+        this.last = s;
+        return s;
+      },
+    ).finally(() => {
+      this.inflight = undefined;
+    });
+    return this.inflight;
+  }
+
+  /** The summary; `onlyCpuAndMemory` leaves out network, filesystems and volumes (upstream's `only_cpu_and_memory=true`). */
+  async summary(opts: { maxAgeMs?: number; onlyCpuAndMemory?: boolean } = {}): Promise<Summary> {
+    const { summary } = await this.snapshot(opts.maxAgeMs);
+    return opts.onlyCpuAndMemory ? cpuAndMemoryOnly(summary) : summary;
+  }
+
+  private async collect(): Promise<StatsSnapshot> {
+    const started = this.now();
+    const errors: string[] = [];
+    const rt = this.deps.runtime();
+    const selector = { labelSelector: { [LABEL.managed]: 'true' } };
+    const soft = async <T>(what: string, fn: (() => Promise<T>) | undefined, quiet?: (err: unknown) => boolean): Promise<T | undefined> => {
+      if (!fn) return undefined;
+      try {
+        return await fn();
+      } catch (err) {
+        if (!quiet?.(err)) errors.push(`${what}: ${errorMessage(err)}`);
+        return undefined;
+      }
+    };
+    const unimplemented = (err: unknown) => {
+      // gRPC UNIMPLEMENTED (12), whatever the runtime's words for it.
+      const grpcCode = (err as { cause?: { code?: unknown } }).cause?.code;
+      if (grpcCode !== 12 && !/unimplemented|not implement/i.test(errorMessage(err))) return false;
+      if (!this.sandboxStatsUnimplemented) this.deps.logger.info('the runtime does not implement ListPodSandboxStats: pod stats come from pod cgroups and container stats');
+      this.sandboxStatsUnimplemented = true;
+      return true;
+    };
+    const [sandboxStats, containerStats, imageFsList, sandboxes, containers, node] = await Promise.all([
+      soft('ListPodSandboxStats', rt?.listPodSandboxStats && !this.sandboxStatsUnimplemented ? () => rt.listPodSandboxStats!(selector) : undefined, unimplemented),
+      soft('ListContainerStats', rt?.listContainerStats ? () => rt.listContainerStats!(selector) : undefined),
+      soft('ImageFsInfo', rt?.imageFsInfo ? () => rt.imageFsInfo!() : undefined),
+      soft('ListPodSandbox', rt ? () => rt.listPodSandboxes(selector) : undefined),
+      soft('ListContainers', rt ? () => rt.listContainers(selector) : undefined),
+      this.nodeStats(errors),
+    ]);
+    const imageFs = await this.imageFsStats(imageFsList?.[0]);
+    if (imageFs) node.runtime = { imageFs, containerFs: imageFs };
+    const pods = await this.podStats(sandboxes ?? [], containers ?? [], sandboxStats, containerStats ?? [], imageFs).catch((err: unknown) => {
+      errors.push(`pods: ${errorMessage(err)}`);
+      return [] as PodStats[];
+    });
+    this.rates.endCollection();
+    if (errors.length) this.deps.logger.debug({ errors }, 'stats: some sources could not be read');
+    const containerStatsFailed = !rt || errors.some((e) => e.startsWith('ListContainerStats:') || e.startsWith('ListContainers:') || e.startsWith('ListPodSandbox:'));
+    return { summary: { node, pods }, collectedAt: started, errors, containerStatsFailed };
+  }
+
+  // ---------------------------------------------------------------- node
+
+  private async nodeStats(errors: string[]): Promise<NodeStats> {
+    const t = this.now();
+    const time = statsTime(t);
+    const cg = this.cgroups;
+    const [cpuNs, mem, meminfo, net, fs, limits, boot, podsCpu, podsMem] = await Promise.all([
+      cg.hasCpuacct ? cg.cpuUsageNs('/') : proc.cpuNs(),
+      cg.hasMemory ? cg.memory('/') : undefined,
+      this.memTotal === undefined ? proc.meminfo() : undefined,
+      proc.network('self'),
+      fsFigures(this.deps.rootDir),
+      proc.pidLimits(),
+      proc.bootTimeMs(),
+      this.deps.cgroupRoot !== undefined ? cg.cpuUsageNs(path.posix.join('/', this.deps.cgroupRoot, 'kubepods')) : undefined,
+      this.deps.cgroupRoot !== undefined ? cg.memory(path.posix.join('/', this.deps.cgroupRoot, 'kubepods')) : undefined,
+    ]);
+    if (meminfo) this.memTotal = meminfo.get('MemTotal');
+    const node: NodeStats = { nodeName: this.deps.nodeName, startTime: statsTime(boot ?? t) };
+    if (cpuNs !== undefined) node.cpu = this.cpu('node', t, cpuNs);
+    else errors.push('node cpu: no cpuacct cgroup and no /proc/stat');
+    if (mem) node.memory = memoryStats(time, mem, this.memTotal);
+    else if (meminfo) {
+      // No cgroup v1 memory hierarchy: /proc/meminfo as cAdvisor's machine view.
+      const total = meminfo.get('MemTotal') ?? 0;
+      const usage = total - (meminfo.get('MemFree') ?? 0);
+      const workingSet = Math.max(0, usage - (meminfo.get('Inactive(file)') ?? 0));
+      node.memory = { time, usageBytes: usage, workingSetBytes: workingSet, availableBytes: Math.max(0, total - workingSet) };
+    }
+    if (net) node.network = networkStats(time, net.primary, net.interfaces);
+    if (fs) node.fs = fsStats(time, fs);
+    else errors.push(`nodefs: cannot statfs ${this.deps.rootDir}`);
+    node.rlimit = { time, ...(limits.maxpid !== undefined ? { maxpid: limits.maxpid } : {}), ...(limits.curproc !== undefined ? { curproc: limits.curproc } : {}) };
+    const usage = process.cpuUsage();
+    const rss = process.memoryUsage.rss();
+    const system: ContainerStats[] = [{
+      name: 'kubelet',
+      startTime: statsTime(Date.now() - process.uptime() * 1000),
+      cpu: this.cpu('kubelet', t, (usage.user + usage.system) * 1000),
+      memory: { time, usageBytes: rss, workingSetBytes: rss, rssBytes: rss },
+    }];
+    if (podsCpu !== undefined || podsMem) {
+      system.push({
+        name: 'pods',
+        startTime: node.startTime,
+        ...(podsCpu !== undefined ? { cpu: this.cpu('pods', t, podsCpu) } : {}),
+        ...(podsMem ? { memory: memoryStats(time, podsMem, this.memTotal) } : {}),
+      });
+    }
+    node.systemContainers = system;
+    return node;
+  }
+
+  private async imageFsStats(usage: FilesystemUsage | undefined): Promise<FsStats | undefined> {
+    if (!usage?.mountpoint) return undefined;
+    const fs = await fsFigures(usage.mountpoint);
+    const time = statsTime(usage.timestamp || this.now());
+    if (!fs) return { time, ...(usage.usedBytes !== undefined ? { usedBytes: usage.usedBytes } : {}), ...(usage.inodesUsed !== undefined ? { inodesUsed: usage.inodesUsed } : {}) };
+    return { ...fsStats(time, fs), usedBytes: usage.usedBytes ?? fs.usedBytes, inodesUsed: usage.inodesUsed ?? fs.inodesUsed };
+  }
+
+  // ---------------------------------------------------------------- pods
+
+  private async podStats(
+    sandboxes: SandboxSummary[],
+    containers: ContainerSummary[],
+    sandboxStats: PodSandboxStats[] | undefined,
+    containerStats: CriContainerStats[],
+    imageFs: FsStats | undefined,
+  ): Promise<PodStats[]> {
+    const known = new Map(this.deps.pods().map((p) => [p.metadata?.uid ?? '', p]));
+    const bySandbox = new Map((sandboxStats ?? []).map((s) => [s.id, s]));
+    const statsById = new Map<string, CriContainerStats>();
+    for (const s of sandboxStats ?? []) for (const c of s.containers) statsById.set(c.id, c);
+    for (const c of containerStats) statsById.set(c.id, c);
+    // The newest ready sandbox of each pod.
+    const sandboxOf = new Map<string, SandboxSummary>();
+    for (const s of sandboxes) {
+      if (s.state !== 'SANDBOX_READY') continue;
+      const uid = s.metadata.uid;
+      const cur = sandboxOf.get(uid);
+      if (!cur || s.createdAt > cur.createdAt) sandboxOf.set(uid, s);
+    }
+    const runningByPod = new Map<string, ContainerSummary[]>();
+    for (const c of containers) {
+      if (c.state !== 'CONTAINER_RUNNING') continue;
+      const uid = c.labels[LABEL.podUID] ?? '';
+      const list = runningByPod.get(uid) ?? [];
+      list.push(c);
+      runningByPod.set(uid, list);
+    }
+    const nodefs = await fsFigures(this.deps.rootDir);
+    return Promise.all([...sandboxOf.values()].map(async (sandbox) => {
+      const uid = sandbox.metadata.uid;
+      const pod = known.get(uid);
+      const t = this.now();
+      const time = statsTime(t);
+      const ref = { name: sandbox.metadata.name, namespace: sandbox.metadata.namespace, uid };
+      const logDir = path.join(this.deps.podLogsDir, `${ref.namespace}_${ref.name}_${uid}`);
+      const ctrs = await Promise.all((runningByPod.get(uid) ?? []).map(async (c): Promise<ContainerStats> => {
+        const s = statsById.get(c.id);
+        const name = c.labels[LABEL.containerName] ?? c.metadata.name;
+        const out: ContainerStats = { name, startTime: statsTime(c.createdAt) };
+        if (s?.cpu) out.cpu = this.criCpu(`ctr:${c.id}`, s.cpu);
+        if (s?.memory) out.memory = criMemory(s.memory);
+        if (s?.writableLayer) out.rootfs = { ...(imageFs ? pickCapacity(imageFs) : {}), time: statsTime(s.writableLayer.timestamp || t), usedBytes: s.writableLayer.usedBytes ?? 0, inodesUsed: s.writableLayer.inodesUsed ?? 0 };
+        const logs = await this.logUsage.get(path.join(logDir, name));
+        if (logs) out.logs = { ...(nodefs ? pickCapacity(fsStats(time, nodefs)) : {}), time, usedBytes: logs.bytes, inodesUsed: logs.inodes };
+        return out;
+      }));
+      const out: PodStats = { podRef: ref, startTime: pod?.status?.startTime ? statsTime(new Date(pod.status.startTime).getTime()) : statsTime(sandbox.createdAt), containers: ctrs };
+      const sb = bySandbox.get(sandbox.id);
+      if (sb) {
+        if (sb.cpu) out.cpu = this.criCpu(`pod:${uid}`, sb.cpu);
+        if (sb.memory) out.memory = criMemory(sb.memory);
+        if (sb.network) out.network = networkStats(statsTime(sb.network.timestamp || t), sb.network.defaultInterface, [...(sb.network.defaultInterface ? [sb.network.defaultInterface] : []), ...sb.network.interfaces]);
+        if (sb.processCount !== undefined) out.process_stats = { process_count: sb.processCount };
+      } else {
+        await this.podFromHost(out, uid, t, ctrs);
+      }
+      const volumes = await this.volumeStats(uid, time);
+      if (volumes.length) out.volume = volumes;
+      out['ephemeral-storage'] = ephemeralStorage(time, ctrs, volumes, nodefs);
+      return out;
+    }));
+  }
+
+  /** Pod CPU, memory and network without sandbox stats: the pod's cgroup and namespace, else its containers summed. */
+  private async podFromHost(out: PodStats, uid: string, t: number, ctrs: ContainerStats[]): Promise<void> {
+    const time = statsTime(t);
+    const root = this.deps.cgroupRoot;
+    let cgroup: string | undefined;
+    if (root !== undefined) {
+      const base = path.posix.join('/', root, 'kubepods');
+      for (const c of [`${base}/pod${uid}`, `${base}/burstable/pod${uid}`, `${base}/besteffort/pod${uid}`]) {
+        if (await this.cgroups.exists(c)) {
+          cgroup = c;
+          break;
+        }
+      }
+    }
+    const [cpuNs, mem] = cgroup ? await Promise.all([this.cgroups.cpuUsageNs(cgroup), this.cgroups.memory(cgroup)]) : [undefined, undefined];
+    if (cpuNs !== undefined) out.cpu = this.cpu(`pod:${uid}`, t, cpuNs);
+    else if (ctrs.some((c) => c.cpu?.usageCoreNanoSeconds !== undefined)) {
+      out.cpu = this.cpu(`pod:${uid}`, t, ctrs.reduce((a, c) => a + (c.cpu?.usageCoreNanoSeconds ?? 0), 0));
+    }
+    if (mem) out.memory = memoryStats(time, mem, this.memTotal);
+    else if (ctrs.some((c) => c.memory)) {
+      const sum = (f: (m: MemoryStats) => number | undefined) => ctrs.reduce((a, c) => a + (c.memory ? f(c.memory) ?? 0 : 0), 0);
+      out.memory = { time, usageBytes: sum((m) => m.usageBytes), workingSetBytes: sum((m) => m.workingSetBytes), rssBytes: sum((m) => m.rssBytes) };
+    }
+    const pid = cgroup ? await this.cgroups.firstPid(cgroup) : undefined;
+    const net = pid ? await proc.network(pid) : undefined;
+    if (net) out.network = networkStats(time, net.primary, net.interfaces);
+  }
+
+  /** The pod's local volumes (emptyDir, configMap, secret, downwardAPI, projected): measured use and their filesystem. */
+  private async volumeStats(uid: string, time: string): Promise<VolumeStats[]> {
+    const base = path.join(this.deps.rootDir, 'pods', uid, 'volumes');
+    const out: VolumeStats[] = [];
+    for (const plugin of LOCAL_VOLUME_PLUGINS) {
+      let names: string[];
+      try {
+        names = await readdir(path.join(base, plugin));
+      } catch {
+        continue;
+      }
+      for (const name of names) {
+        const dir = path.join(base, plugin, name);
+        const [usage, fs] = await Promise.all([this.volumeUsage.get(dir), fsFigures(dir)]);
+        if (!usage) continue;
+        out.push({ name, ...(fs ? fsStats(time, fs) : { time }), usedBytes: usage.bytes, inodesUsed: usage.inodes });
+      }
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private cpu(key: string, t: number, usageNs: number): CPUStats {
+    const rate = this.rates.rate(key, t, usageNs);
+    return { time: statsTime(t), usageCoreNanoSeconds: usageNs, ...(rate !== undefined ? { usageNanoCores: rate } : {}) };
+  }
+
+  /** CRI CPU: the runtime's rate when it has one, else the one computed here. */
+  private criCpu(key: string, c: { timestamp: number; usageCoreNanoSeconds?: number; usageNanoCores?: number }): CPUStats {
+    const t = c.timestamp || this.now();
+    if (c.usageCoreNanoSeconds === undefined) return { time: statsTime(t), ...(c.usageNanoCores !== undefined ? { usageNanoCores: c.usageNanoCores } : {}) };
+    const mine = this.cpu(key, t, c.usageCoreNanoSeconds);
+    return c.usageNanoCores ? { ...mine, usageNanoCores: c.usageNanoCores } : mine;
+  }
+}
+
+function memoryStats(time: string, m: { usageBytes: number; workingSetBytes: number; rssBytes?: number | undefined; pageFaults?: number | undefined; majorPageFaults?: number | undefined; limitBytes?: number | undefined }, memTotal: number | undefined): MemoryStats {
+  // The kernel's "no limit" is a page-rounded 2^63: the machine's memory is the real bound.
+  const bound = [m.limitBytes, memTotal].filter((v): v is number => v !== undefined && v > 0 && v < 2 ** 62);
+  const limit = bound.length ? Math.min(...bound) : undefined;
+  return {
+    time,
+    usageBytes: m.usageBytes,
+    workingSetBytes: m.workingSetBytes,
+    ...(limit !== undefined ? { availableBytes: Math.max(0, limit - m.workingSetBytes) } : {}),
+    ...(m.rssBytes !== undefined ? { rssBytes: m.rssBytes } : {}),
+    ...(m.pageFaults !== undefined ? { pageFaults: m.pageFaults } : {}),
+    ...(m.majorPageFaults !== undefined ? { majorPageFaults: m.majorPageFaults } : {}),
+  };
+}
+
+function criMemory(m: { timestamp: number; workingSetBytes?: number; availableBytes?: number; usageBytes?: number; rssBytes?: number; pageFaults?: number; majorPageFaults?: number }): MemoryStats {
+  const { timestamp, ...rest } = m;
+  return { time: statsTime(timestamp || Date.now()), ...rest };
+}
+
+function networkStats(time: string, primary: { name: string; rxBytes?: number; rxErrors?: number; txBytes?: number; txErrors?: number } | undefined, all: Array<{ name: string; rxBytes?: number; rxErrors?: number; txBytes?: number; txErrors?: number }>): NetworkStats {
+  return { time, ...(primary ?? { name: '' }), interfaces: all };
+}
+
+function fsStats(time: string, f: FsFigures): FsStats {
+  return { time, availableBytes: f.availableBytes, capacityBytes: f.capacityBytes, usedBytes: f.usedBytes, inodesFree: f.inodesFree, inodes: f.inodes, inodesUsed: f.inodesUsed };
+}
+
+/** The filesystem's size and free space, without its use (a container's share of it is its own). */
+function pickCapacity(f: FsStats): Partial<FsStats> {
+  return {
+    ...(f.availableBytes !== undefined ? { availableBytes: f.availableBytes } : {}),
+    ...(f.capacityBytes !== undefined ? { capacityBytes: f.capacityBytes } : {}),
+    ...(f.inodesFree !== undefined ? { inodesFree: f.inodesFree } : {}),
+    ...(f.inodes !== undefined ? { inodes: f.inodes } : {}),
+  };
+}
+
+/** A pod's local ephemeral storage: its containers' writable layers and logs, and its local volumes (upstream calcEphemeralStorage). */
+function ephemeralStorage(time: string, ctrs: ContainerStats[], volumes: VolumeStats[], nodefs: FsFigures | undefined): FsStats {
+  let used = 0;
+  let inodes = 0;
+  for (const c of ctrs) {
+    used += (c.rootfs?.usedBytes ?? 0) + (c.logs?.usedBytes ?? 0);
+    inodes += (c.rootfs?.inodesUsed ?? 0) + (c.logs?.inodesUsed ?? 0);
+  }
+  for (const v of volumes) {
+    used += v.usedBytes ?? 0;
+    inodes += v.inodesUsed ?? 0;
+  }
+  return { ...(nodefs ? pickCapacity(fsStats(time, nodefs)) : {}), time, usedBytes: used, inodesUsed: inodes };
+}
+
+function cpuAndMemoryOnly(s: Summary): Summary {
+  const ctr = (c: ContainerStats): ContainerStats => ({ name: c.name, startTime: c.startTime, ...(c.cpu ? { cpu: c.cpu } : {}), ...(c.memory ? { memory: c.memory } : {}) });
+  const n = s.node;
+  return {
+    node: { nodeName: n.nodeName, startTime: n.startTime, ...(n.systemContainers ? { systemContainers: n.systemContainers.map(ctr) } : {}), ...(n.cpu ? { cpu: n.cpu } : {}), ...(n.memory ? { memory: n.memory } : {}) },
+    pods: s.pods.map((p) => ({ podRef: p.podRef, startTime: p.startTime, containers: p.containers.map(ctr), ...(p.cpu ? { cpu: p.cpu } : {}), ...(p.memory ? { memory: p.memory } : {}) })),
+  };
+}

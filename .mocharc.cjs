@@ -17,7 +17,13 @@ const cliHasSpec = args.some(
 module.exports = {
   ...(cliHasSpec ? {} : { spec: ['test/**/*.test.ts'] }),
   extension: ['ts'],
-  'node-option': ['import=tsx'],
+  // Every spec file is loaded with import(), never require(): Node 20.19+ lets mocha
+  // require() a .ts file that tsx turns into CommonJS, falling back to import() only for a
+  // file with top-level await, and a module reached both ways is evaluated twice. The test
+  // support singletons (one containerd, registry and control plane per run) then exist twice,
+  // and the second start kills the first's processes under the tests still using them.
+  // (Node versions before the flag existed always load .ts specs with import().)
+  'node-option': ['import=tsx', ...(process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? ['no-experimental-require-module'] : [])],
   // Root hook plugin: stops the shared node environment (containerd, registry) after all
   // tests, if a test started it. Tests must clean up after themselves: no `exit: true`.
   require: ['test/support/root-hooks.ts'],

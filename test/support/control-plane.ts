@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, pidAlive, run, which } from '../../tools/node-env/util.ts';
+import { claimOncePerRun } from './once-per-run.ts';
 
 /**
  * The real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
@@ -40,6 +41,8 @@ export interface ControlPlane {
   /** Seconds `up` took (for the test report). */
   upSeconds: number;
 }
+
+claimOncePerRun('test/support/control-plane.ts');
 
 let cpPromise: Promise<ControlPlane> | undefined;
 let runDir: string | undefined;

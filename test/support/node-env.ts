@@ -2,6 +2,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
+import { claimOncePerRun } from './once-per-run.ts';
 
 /**
  * The real node environment (registry + containerd) shared by all integration tests of one
@@ -13,6 +14,8 @@ import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleR
  */
 
 const PREFIX = 'kubelet-ts-test-';
+
+claimOncePerRun('test/support/node-env.ts');
 
 let envPromise: Promise<NodeEnv> | undefined;
 

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
 import { CsiVolumes } from './csi-volumes.ts';
 import { optionsSchema, type CsiGrpcOptions } from './options-schema.ts';
+import { PublicationCleanup } from './publication-cleanup.ts';
 import { RegistrationWatcher } from './registration.ts';
 
 /**
@@ -20,10 +21,25 @@ export default definePlugin<CsiGrpcOptions>({
       timeoutMs: options.callTimeoutSeconds * 1000,
       rescanMs: options.rescanSeconds * 1000,
     });
-    const volumes = new CsiVolumes({ drivers, stageInlineVolumes: options.stageInlineVolumes, localObjectsDir: ctx.config.localObjectsDir, logger: ctx.logger });
+    const cleanup = new PublicationCleanup({ driver: (name) => drivers.driver(name), logger: ctx.logger });
+    const volumes = new CsiVolumes({
+      drivers,
+      cleanup,
+      // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
+      // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
+      podInfoOnMount: (name) => options.drivers[name]?.podInfoOnMount ?? true,
+      localObjectsDir: ctx.config.localObjectsDir,
+    });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));
+    // A failed set-up may owe an undo the volume manager knows nothing of: settled once the pod is gone.
+    ctx.hooks.podRemoved.tapPromise('csi-grpc', async (pod) => {
+      if (pod.metadata?.uid) cleanup.podGone(pod.metadata.uid);
+    });
     await drivers.start();
-    ctx.onClose(() => drivers.stop());
+    ctx.onClose(async () => {
+      cleanup.stop();
+      await drivers.stop();
+    });
   },
 });

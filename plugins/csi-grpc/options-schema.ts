@@ -6,8 +6,11 @@ export interface CsiGrpcOptions {
   rescanSeconds: number;
   /** Deadline of one CSI or registration call, seconds (upstream: 2 min for mounts). */
   callTimeoutSeconds: number;
-  /** Stage inline ephemeral volumes (NodeStageVolume) when the driver has STAGE_UNSTAGE_VOLUME. Upstream never stages them. */
-  stageInlineVolumes: boolean;
+  /**
+   * What a CSIDriver object would say about a driver, for the fields a kubelet reads, by driver
+   * name. There is no CSIDriver without an API server; a driver not listed gets the defaults.
+   */
+  drivers: Record<string, { podInfoOnMount?: boolean }>;
 }
 
 export const optionsSchema = {
@@ -17,6 +20,16 @@ export const optionsSchema = {
     registryDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path' },
     rescanSeconds: { type: 'number', exclusiveMinimum: 0, default: 1, 'x-allowed': 'a number of seconds > 0' },
     callTimeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 120, 'x-allowed': 'a number of seconds > 0' },
-    stageInlineVolumes: { type: 'boolean', default: true },
+    drivers: {
+      type: 'object',
+      default: {},
+      'x-allowed': 'an object of driver name → { podInfoOnMount: boolean }',
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        'x-allowed': '{ podInfoOnMount: boolean }',
+        properties: { podInfoOnMount: { type: 'boolean' } },
+      },
+    },
   },
 } as const;

@@ -126,6 +126,9 @@ export class RegistrationWatcher {
           const nodeInfo = await client.nodeGetInfo();
           if (!nodeInfo.nodeId) throw new Error('NodeGetInfo returned an empty node_id');
           driver = { name: info.name, endpoint, nodeId: nodeInfo.nodeId, versions: info.supportedVersions, client, socket };
+          // Asked now, once per registration (the client caches it), so that a volume set-up
+          // waits on its own calls only; a failure here is asked again by the first set-up.
+          void client.nodeCapabilities().catch(() => {});
         } catch (err) {
           client.close();
           error = `error initializing CSI driver ${info.name} at ${endpoint}: ${errorMessage(err)}`;

@@ -1,6 +1,7 @@
 import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
 import type { V1Container, V1Node, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
 import type { ContainerConfig, PodSandboxConfig, SandboxStatus } from './runtime/types.ts';
+import type { ObjectSource } from './api/object-cache.ts';
 
 /**
  * Tap stages: a tap's `stage` orders it among the taps of one hook (lower runs first).
@@ -55,6 +56,11 @@ export interface VolumeMountRequest {
   rootDir: string;
   /** What this provider returned the last time it set the volume up, if it did (survives restarts). */
   previous: VolumeMountResult | undefined;
+  /**
+   * Where the pod's Secrets and ConfigMaps come from (e.g. a CSI `nodePublishSecretRef`): the
+   * API server's, watched, for an API pod; files under `localObjectsDir` for a static pod.
+   */
+  objects: ObjectSource;
 }
 
 /** What a volume provider returns once the volume is set up; the volume manager keeps it with the pod. */

@@ -209,7 +209,7 @@ export class Kubelet {
       inputs: (pod) => this.downwardInputs(pod),
       logger: logger.child({ component: 'volumes' }),
     });
-    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }) });
+    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod) });
     await this.volumes.start();
     await this.plugins.loadAll(config.plugins);
     await fs.mkdir(config.podLogsDir, { recursive: true });

@@ -229,6 +229,7 @@ export function objectRefsOf(pod: { metadata?: { namespace?: string }; spec?: im
   for (const v of spec?.volumes ?? []) {
     add('configmaps', v.configMap?.name);
     add('secrets', v.secret?.secretName);
+    add('secrets', v.csi?.nodePublishSecretRef?.name);
     for (const s of v.projected?.sources ?? []) {
       add('configmaps', s.configMap?.name);
       add('secrets', s.secret?.name);

@@ -7,6 +7,7 @@ import type { KubeletHooks } from '../hooks.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import { clampSeconds, secondsToTimerMs } from '../util/timeouts.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
+import { resolvePort } from './container-ports.ts';
 
 /** Where a handler runs: the container, its pod's IP, and how long it may take. */
 export interface HandlerTarget { pod: V1Pod; container: V1Container; containerId: string; podIP: string; timeoutSeconds: number }
@@ -26,16 +27,6 @@ export function httpGet(url: string, headers: Record<string, string>, timeoutMs:
     req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     req.on('error', reject);
   });
-}
-
-/** Resolves a port given by number or by the name of one of the container's ports. */
-export function resolvePort(port: number | string | undefined, container: V1Container): number {
-  if (typeof port === 'number') return port;
-  if (port === undefined) throw new Error('no port given');
-  if (/^\d+$/.test(port)) return Number(port);
-  const named = container.ports?.find((p) => p.name === port);
-  if (!named) throw new Error(`couldn't find port: ${port} in container ${container.name}`);
-  return named.containerPort;
 }
 
 /** Runs one lifecycle handler (exec, httpGet or sleep); throws with upstream-shaped messages. */

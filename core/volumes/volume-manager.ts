@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
+import type { ObjectSource } from '../api/object-cache.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
 import { bindSubPath } from './subpath.ts';
 import type { SubPathBinder } from './container-mounts.ts';
@@ -66,7 +67,15 @@ export class VolumeManager {
   /** Per-pod serialisation: a housekeeping cleanup never races a pod's own worker. */
   private readonly locks = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly deps: { hooks: KubeletHooks; rootDir: string; logger: Logger }) {}
+  constructor(
+    private readonly deps: {
+      hooks: KubeletHooks;
+      rootDir: string;
+      logger: Logger;
+      /** Where a pod's Secrets and ConfigMaps come from, handed to providers (API pods: the API; static pods: localObjectsDir). */
+      objects: (pod: V1Pod) => ObjectSource;
+    },
+  ) {}
 
   podDir(uid: string): string {
     return path.join(this.deps.rootDir, 'pods', uid);
@@ -178,7 +187,7 @@ export class VolumeManager {
     if (!hook || hook.taps.length === 0) throw new Error(`no volume plugin for type "${type}"`);
     const dir = this.volumeDir(uid, type, volume.name);
     await fs.mkdir(path.dirname(dir), { recursive: true, mode: 0o750 });
-    const result = await hook.promise({ pod, volume, type, dir, rootDir: this.deps.rootDir, previous });
+    const result = await hook.promise({ pod, volume, type, dir, rootDir: this.deps.rootDir, previous, objects: this.deps.objects(pod) });
     if (!result) throw new Error(`no volume plugin for type "${type}" accepted the volume`);
     return result;
   }

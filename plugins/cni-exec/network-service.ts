@@ -1,7 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { AsyncSeriesHook } from 'tapable';
-import type { TapOnly } from '../../core/hooks.ts';
-import type { Logger } from '../../core/logger.ts';
+import type { Logger, TapOnly } from 'kubelet-ts';
 import type { CacheEntry } from './cni/cache.ts';
 import { CniError, asCniError } from './cni/errors.ts';
 import type { CniRuntime } from './cni/runtime.ts';
@@ -75,7 +74,7 @@ export interface NetworkService {
   check(sandboxId: string, ifName?: string): Promise<void>;
 }
 
-declare module '../../core/plugins/plugin-api.ts' {
+declare module 'kubelet-ts' {
   interface Capabilities {
     /** Pod networking (plugin cni-exec). */
     network: NetworkService;

@@ -1,8 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
-import { KubeletError, type ErrorCode } from '../../core/errors.ts';
+import { clampTimerMs, KubeletError, type ErrorCode } from 'kubelet-ts';
 import { loadCriPackage, type CriServiceClient } from './proto-loader.ts';
-import { clampTimerMs } from '../../core/util/timeouts.ts';
 
 /**
  * A thin promise wrapper over the generated CRI clients: every call carries a deadline,

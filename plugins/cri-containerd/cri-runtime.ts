@@ -1,10 +1,5 @@
-import type {
-  ContainerConfig, ContainerRuntime, ContainerStatus, ContainerSummary, ExecResult, ImageInfo,
-  PodSandboxConfig, PullAuth, RuntimeCondition, RuntimeVersion, SandboxStatus, SandboxSummary,
-  ContainerStats, CpuUsage, FilesystemUsage, MemoryUsage, NetworkInterfaceUsage, PodSandboxStats, StreamOptions,
-} from '../../core/runtime/types.ts';
+import { clampSeconds, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type RuntimeCondition, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
 import type { CriClient } from './cri-client.ts';
-import { clampSeconds } from '../../core/util/timeouts.ts';
 
 /** Deadlines of the calls: most use `requestTimeoutMs`; these need their own. */
 export interface CriTimeouts { requestTimeoutMs: number; pullTimeoutMs: number }

@@ -1,5 +1,4 @@
-import { definePlugin } from '../../core/plugins/plugin-api.ts';
-import { errorMessage, isKubeletError } from '../../core/errors.ts';
+import { definePlugin, errorMessage, isKubeletError } from 'kubelet-ts';
 import { CriClient } from './cri-client.ts';
 import { CriRuntime } from './cri-runtime.ts';
 import { optionsSchema, type CriContainerdOptions } from './options-schema.ts';

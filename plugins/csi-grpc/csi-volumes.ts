@@ -1,8 +1,6 @@
-import type { V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from '../../core/hooks.ts';
-import { LocalObjects } from '../../core/volumes/builtin/local-objects.ts';
+import type { VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from 'kubelet-ts';
 import { ephemeralVolumeHandle, inlinePublishRequest } from './inline-volume.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
 import type { CsiDriver } from './registration.ts';
@@ -23,17 +21,12 @@ const notRegistered = (name: string) => new Error(`driver name ${name} not found
  * PublicationCleanup, at once when the driver's answer was final, else once it is safe.
  */
 export class CsiVolumes {
-  private readonly objects: LocalObjects;
-
   constructor(private readonly deps: {
     drivers: { driver(name: string): CsiDriver | undefined };
     cleanup: PublicationCleanup;
     /** Whether the driver gets the pod info keys in the volume context (the CSIDriver's podInfoOnMount). */
     podInfoOnMount: (driver: string) => boolean;
-    localObjectsDir: string | undefined;
-  }) {
-    this.objects = new LocalObjects(deps.localObjectsDir);
-  }
+  }) {}
 
   private driver(name: string): CsiDriver {
     const d = this.deps.drivers.driver(name);
@@ -49,7 +42,7 @@ export class CsiVolumes {
     const volumeHandle = ephemeralVolumeHandle(uid, r.volume.name);
     const targetPath = path.join(r.dir, 'mount');
     // What can fail without touching the disk comes first: a failure here leaves nothing to undo.
-    const secrets = await this.secrets(r.pod, src.nodePublishSecretRef?.name);
+    const secrets = await this.secrets(r, src.nodePublishSecretRef?.name);
     const nodeCapabilities = await driver.client.nodeCapabilities();
     // What an earlier failed set-up of this target left is settled first, never raced.
     await this.deps.cleanup.beforeSetUp(targetPath);
@@ -79,9 +72,10 @@ export class CsiVolumes {
     return true;
   }
 
-  private async secrets(pod: V1Pod, name: string | undefined): Promise<Record<string, string>> {
+  /** The `nodePublishSecretRef` Secret's data, read where the pod's objects come from (the API for an API pod). */
+  private async secrets(r: VolumeMountRequest, name: string | undefined): Promise<Record<string, string>> {
     if (!name) return {};
-    const secret = await this.objects.secret(pod.metadata?.namespace ?? 'default', name);
+    const secret = await r.objects.secret(r.pod.metadata?.namespace ?? 'default', name);
     if (!secret) throw new Error(`nodePublishSecretRef: secret "${name}" not found`);
     const out: Record<string, string> = {};
     for (const [k, v] of Object.entries(secret.data ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8');

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { definePlugin } from '../../core/plugins/plugin-api.ts';
+import { definePlugin } from 'kubelet-ts';
 import { CsiVolumes } from './csi-volumes.ts';
 import { optionsSchema, type CsiGrpcOptions } from './options-schema.ts';
 import { PublicationCleanup } from './publication-cleanup.ts';
@@ -28,7 +28,6 @@ export default definePlugin<CsiGrpcOptions>({
       // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
       // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
       podInfoOnMount: (name) => options.drivers[name]?.podInfoOnMount ?? true,
-      localObjectsDir: ctx.config.localObjectsDir,
     });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));

@@ -1,8 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import path from 'node:path';
-import type { Logger } from '../../core/logger.ts';
-import { errorMessage } from '../../core/errors.ts';
-import { isMountPoint, removeUnmounted, unmount } from '../../core/volumes/mount-utils.ts';
+import { errorMessage, isMountPoint, removeUnmounted, unmount, type Logger } from 'kubelet-ts';
 import type { CsiDriver } from './registration.ts';
 
 /** A volume published (or maybe published) at a target path: what it takes to undo it. */

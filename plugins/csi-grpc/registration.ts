@@ -2,8 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../core/logger.ts';
-import { errorMessage } from '../../core/errors.ts';
+import { errorMessage, type Logger } from 'kubelet-ts';
 import { CsiDriverClient } from './driver-client.ts';
 import { loadCsiProtos, rpcErrorText, unary } from './protos.ts';
 

@@ -1,5 +1,4 @@
-import { errorMessage } from '../../core/errors.ts';
-import { definePlugin } from '../../core/plugins/plugin-api.ts';
+import { definePlugin, errorMessage } from 'kubelet-ts';
 import { ProbeManager } from './manager.ts';
 import { optionsSchema, type ProbesOptions } from './options-schema.ts';
 

@@ -1,11 +1,6 @@
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { Logger } from '../../core/logger.ts';
-import { errorMessage } from '../../core/errors.ts';
-import type { ProbeOutcome, ProbeResultEvent, ProbeType } from '../../core/hooks.ts';
-import type { ContainerRuntime } from '../../core/runtime/types.ts';
-import type { PluginEvent, ProbeRun } from '../../core/plugins/plugin-api.ts';
+import { errorMessage, Limiter, type ContainerRuntime, type Logger, type PluginEvent, type ProbeOutcome, type ProbeResultEvent, type ProbeRun, type ProbeType } from 'kubelet-ts';
 import { runHandler } from './handlers/index.ts';
-import { Limiter } from '../../core/util/limiter.ts';
 import { PROBE_FIELD, PROBE_NAME, declaredProbes, normalizeProbe } from './probe-spec.ts';
 import { ProbeWorker, realTimers, type ProbeRunResult, type Timers } from './probe-worker.ts';
 

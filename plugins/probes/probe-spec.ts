@@ -1,5 +1,5 @@
 import type { V1Container, V1Probe } from '@kubernetes/client-node';
-import type { ProbeType } from '../../core/hooks.ts';
+import type { ProbeType } from 'kubelet-ts';
 
 /** What one probe does, after defaults: one handler and its timing. */
 export interface ProbeSpec {

@@ -1,5 +1,4 @@
-import type { ProbeOutcome, ProbeType } from '../../core/hooks.ts';
-import { clampTimerMs } from '../../core/util/timeouts.ts';
+import { clampTimerMs, type ProbeOutcome, type ProbeType } from 'kubelet-ts';
 
 /** The clock and timers a worker uses; tests pass a fake one. */
 export interface Timers {

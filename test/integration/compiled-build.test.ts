@@ -41,7 +41,7 @@ describe('compiled build', function () {
   it('holds JavaScript only, with the assets the plugins read and a package of its own', async function () {
     const pkg = JSON.parse(await fs.readFile(path.join(out, 'package.json'), 'utf8'));
     assert.equal(pkg.name, 'kubelet-ts');
-    assert.equal(pkg.exports['.'], './core/index.js');
+    assert.equal(pkg.exports['.'], './core/sdk/index.js');
     assert.ok(pkg.kubeletTsBuild?.builtAt, 'build time recorded');
     assert.equal(pkg.kubeletTsBuild?.sourceStamp, sourceStamp(REPO), 'the stamp of the sources it was built from');
     for (const f of ['kubelet.config.js', 'plugins/cri-containerd/proto/api.proto', 'plugins/csi-grpc/proto/csi.proto', 'plugins/probes/proto/health.proto', 'plugins/cni-exec/shim/cni-exec-shim.pl']) {

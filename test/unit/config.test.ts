@@ -8,7 +8,7 @@ import { defineConfig } from '../../core/config/types.ts';
 import { ConfigError } from '../../core/errors.ts';
 
 const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases');
-const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'index.ts')).href;
+const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'sdk', 'index.ts')).href;
 
 const ALLOWED_FIELDS =
   'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, staticPodURL, staticPodURLHeader, httpCheckFrequency, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, kubeconfig, registerNode, nodeLabels, registerWithTaints, nodeStatusUpdateFrequency, nodeStatusReportFrequency, nodeLeaseDurationSeconds, kubeAPIQPS, kubeAPIBurst, eventRecordQPS, eventBurst, port, tlsCertFile, tlsPrivateKeyFile, certDirectory, tlsMinVersion, tlsCipherSuites, authentication, authorization, streamingConnectionIdleTimeout, systemReserved, kubeReserved, evictionHard, allowedUnsafeSysctls, seccompDefault, runtimeClassHandlers, logging, plugins';

@@ -6,6 +6,10 @@ import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import { createHooks, type VolumeMountRequest, type VolumeUnmountRequest } from '../../core/hooks.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { VolumeManager, VolumeSetupError, pluginDirName, volumeType } from '../../core/volumes/volume-manager.ts';
+import type { ObjectSource } from '../../core/api/object-cache.ts';
+
+/** These providers read no Secrets or ConfigMaps. */
+const noObjects: ObjectSource = { configMap: async () => undefined, secret: async () => undefined };
 
 /** A provider of type `fake` that records calls; `fail` makes the next mount throw. */
 function fakeProvider(hooks: ReturnType<typeof createHooks>, opts: { mountPoint?: boolean; requiresRemount?: boolean } = {}) {
@@ -33,7 +37,7 @@ describe('volume manager (desired → actual, restart reconstruction)', function
   beforeEach(async () => (root = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-vm-'))));
   afterEach(() => fs.rm(root, { recursive: true, force: true }));
 
-  const manager = (hooks = createHooks()) => new VolumeManager({ hooks, rootDir: root, logger: silentLogger() });
+  const manager = (hooks = createHooks()) => new VolumeManager({ hooks, rootDir: root, logger: silentLogger(), objects: () => noObjects });
 
   it('names types and their dirs as upstream', function () {
     assert.equal(volumeType({ name: 'x', hostPath: { path: '/' } }), 'hostPath');
@@ -56,7 +60,7 @@ describe('volume manager (desired → actual, restart reconstruction)', function
 
     const hooks2 = createHooks();
     const again = fakeProvider(hooks2, { requiresRemount: true });
-    const vm2 = new VolumeManager({ hooks: hooks2, rootDir: path.join(root, 'r2'), logger: silentLogger() });
+    const vm2 = new VolumeManager({ hooks: hooks2, rootDir: path.join(root, 'r2'), logger: silentLogger(), objects: () => noObjects });
     await vm2.start();
     await vm2.setUpPod(pod('u1', [fake('a')]));
     await vm2.setUpPod(pod('u1', [fake('a')]));
@@ -111,12 +115,12 @@ describe('volume manager (desired → actual, restart reconstruction)', function
     // A provider that said its path is a mount point: the path is not mounted (the node rebooted, say).
     const hooks3 = createHooks();
     const p3 = fakeProvider(hooks3, { mountPoint: true });
-    const vm3 = new VolumeManager({ hooks: hooks3, rootDir: path.join(root, 'r3'), logger: silentLogger() });
+    const vm3 = new VolumeManager({ hooks: hooks3, rootDir: path.join(root, 'r3'), logger: silentLogger(), objects: () => noObjects });
     await vm3.start();
     await vm3.setUpPod(pod('u2', [fake('m')]));
     const hooks4 = createHooks();
     const p4 = fakeProvider(hooks4, { mountPoint: true });
-    const vm4 = new VolumeManager({ hooks: hooks4, rootDir: path.join(root, 'r3'), logger: silentLogger() });
+    const vm4 = new VolumeManager({ hooks: hooks4, rootDir: path.join(root, 'r3'), logger: silentLogger(), objects: () => noObjects });
     await vm4.start();
     assert.equal(vm4.mounted('u2').size, 0, 'a stale mount is forgotten');
     await vm4.setUpPod(pod('u2', [fake('m')]));

@@ -1,5 +1,5 @@
 import fs from 'node:fs/promises';
-import type { Logger } from '../../../core/logger.ts';
+import type { Logger } from 'kubelet-ts';
 import { ResultCache, type CacheEntry } from './cache.ts';
 import { loadNetwork } from './config.ts';
 import { CniError, asCniError } from './errors.ts';

@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { parseQuantity } from '../../../core/pod/quantity.ts';
+import { parseQuantity } from 'kubelet-ts';
 
 /** Pod annotations that feed `runtimeConfig`. */
 export const ANNOTATIONS = Object.freeze({

@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { DnsConfig } from '../../../core/runtime/types.ts';
+import type { DnsConfig } from 'kubelet-ts';
 
 /** Upstream limits (k8s.io/kubernetes pkg/apis/core/validation, ExpandedDNSConfig). */
 export const DNS_LIMITS = Object.freeze({ nameservers: 3, searchPaths: 32, searchChars: 2048, searchPathChars: 253 });

@@ -1,9 +1,5 @@
-import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
+import { errorMessage, expandVars, isKubeletError, secondsToTimerMs, type ContainerRuntime, type Limiter } from 'kubelet-ts';
 import type { V1Container } from '@kubernetes/client-node';
-import { errorMessage, isKubeletError } from '../../../core/errors.ts';
-import { expandVars } from '../../../core/pod/expansion.ts';
-import type { ContainerRuntime } from '../../../core/runtime/types.ts';
-import type { Limiter } from '../../../core/util/limiter.ts';
 import { truncate, type ProbeRunResult, type ProbeTarget } from './types.ts';
 
 /**

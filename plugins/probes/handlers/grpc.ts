@@ -1,4 +1,4 @@
-import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
+import { secondsToTimerMs } from 'kubelet-ts';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';

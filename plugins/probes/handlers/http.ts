@@ -1,7 +1,6 @@
-import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
+import { errorMessage, secondsToTimerMs } from 'kubelet-ts';
 import http from 'node:http';
 import https from 'node:https';
-import { errorMessage } from '../../../core/errors.ts';
 import type { ProbeHandlerSpec } from '../probe-spec.ts';
 import { resolveProbePort } from './port.ts';
 import { MAX_OUTPUT_BYTES, PROBE_USER_AGENT, joinHostPort, truncate, type ProbeRunResult, type ProbeTarget } from './types.ts';

@@ -1,6 +1,4 @@
-import { errorMessage } from '../../../core/errors.ts';
-import type { ContainerRuntime } from '../../../core/runtime/types.ts';
-import type { Limiter } from '../../../core/util/limiter.ts';
+import { errorMessage, type ContainerRuntime, type Limiter } from 'kubelet-ts';
 import type { ProbeHandlerSpec } from '../probe-spec.ts';
 import { execProbe } from './exec.ts';
 import { grpcProbe } from './grpc.ts';

@@ -1,5 +1,5 @@
 import type { V1Container } from '@kubernetes/client-node';
-import { resolvePort } from '../../../core/pod/lifecycle-handlers.ts';
+import { resolvePort } from 'kubelet-ts';
 
 /**
  * A probe's port by number or by the name of one of the container's ports (upstream

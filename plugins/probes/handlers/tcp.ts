@@ -1,6 +1,5 @@
-import { secondsToTimerMs } from '../../../core/util/timeouts.ts';
+import { errorMessage, secondsToTimerMs } from 'kubelet-ts';
 import net from 'node:net';
-import { errorMessage } from '../../../core/errors.ts';
 import type { ProbeHandlerSpec } from '../probe-spec.ts';
 import { resolveProbePort } from './port.ts';
 import { joinHostPort, type ProbeRunResult, type ProbeTarget } from './types.ts';

@@ -1,0 +1,49 @@
+/**
+ * The plugin SDK: everything a kubelet-ts plugin may use, in one module, imported as
+ * `kubelet-ts` (package.json `exports`). Built-in plugins import nothing else of the core
+ * (test/unit/sdk-boundary.test.ts enforces it), so each of them is an example a vendor's
+ * npm package can copy line for line.
+ *
+ * What is here, by what a plugin does with it:
+ * - define a plugin or a config: `definePlugin`, `defineConfig`, their types;
+ * - tap the hooks: their event types, `STAGE` (tap order), the hook kinds (documented in
+ *   hooks.ts, hook by hook: what a tap may change and what a throw does);
+ * - provide the runtime slot: the CRI-shaped `ContainerRuntime` interface and its types, the
+ *   `io.kubernetes.*` labels and annotations that adoption after a restart reads back;
+ * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
+ *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
+ * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
+ *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
+ *   overflow past 2^31-1 ms), named container ports.
+ *
+ * Anything not exported here is the core's own and may change without notice.
+ */
+
+// Defining plugins and configs.
+export { defineConfig } from '../config/types.ts';
+export type { KubeletConfig, KubeletConfigInput, PluginEntry } from '../config/types.ts';
+export { definePlugin, REQUIRED_SLOTS } from '../plugins/plugin-api.ts';
+export type { Capabilities, KubeletPlugin, PluginContext, PluginEvent, ProbeRun } from '../plugins/plugin-api.ts';
+export type { Logger } from '../logger.ts';
+
+// Hooks and their events.
+export { STAGE } from '../hooks.ts';
+export type * from '../hooks.ts';
+export type { ObjectSource } from '../api/object-cache.ts';
+
+// The runtime slot: its interface and the labels adoption depends on.
+export type * from '../runtime/types.ts';
+export { LABEL, ANNOTATION } from '../runtime/labels.ts';
+
+// Coded errors.
+export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorMessage } from '../errors.ts';
+export type { ErrorCode } from '../errors.ts';
+
+// Helpers.
+export { isMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, removeUnmounted, isWithin } from '../volumes/mount-utils.ts';
+export type { MountInfo } from '../volumes/mount-utils.ts';
+export { expandVars } from '../pod/expansion.ts';
+export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } from '../pod/quantity.ts';
+export { resolvePort } from '../pod/container-ports.ts';
+export { Limiter } from '../util/limiter.ts';
+export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';

@@ -34,6 +34,8 @@ const hashOf = (p: V1Pod) => p.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] ?
 
 /** How soon a failed create or delete is tried again. */
 const RETRY_MS = 5000;
+/** How soon writes wait for the Node's registration are tried again (a mirror is owned by the Node, so none is made before). */
+const NODE_WAIT_MS = 500;
 
 export class MirrorPods {
   /** Mirror pods as the API pod source last reported them, by namespace/name. */
@@ -105,7 +107,12 @@ export class MirrorPods {
   }
 
   private write(key: string, what: string, fn: () => Promise<void>): void {
-    if (this.busy.has(key) || !this.deps.nodeUid()) return;
+    if (this.busy.has(key)) return;
+    if (!this.deps.nodeUid()) {
+      // Static pods are read before the Node is registered; nothing else would bring them back here.
+      this.retryLater(NODE_WAIT_MS);
+      return;
+    }
     this.busy.add(key);
     let done = false;
     void fn()
@@ -126,12 +133,12 @@ export class MirrorPods {
       });
   }
 
-  private retryLater(): void {
+  private retryLater(delayMs = RETRY_MS): void {
     if (this.timer || this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.reconcile();
-    }, RETRY_MS);
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -170,6 +177,5 @@ export class MirrorPods {
     });
     if (this.mirrors.get(fullName(m))?.metadata?.uid === m.metadata?.uid) this.mirrors.delete(fullName(m));
     this.deps.logger.info({ pod: fullName(m), mirrorUid: m.metadata?.uid }, 'deleted mirror pod');
-
   }
 }

@@ -58,7 +58,7 @@ writeFileSync(
       description: pkg.description,
       license: pkg.license,
       type: 'module',
-      exports: { '.': './core/sdk/index.js' },
+      exports: { '.': './core/sdk/index.js', './testing': './core/sdk/testing/index.js' },
       engines: pkg.engines,
       dependencies: pkg.dependencies,
       // bin/kubelet-ts.mjs runs this output only while the sources have this stamp.

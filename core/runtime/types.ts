@@ -147,7 +147,10 @@ export interface ContainerSummary {
   annotations: Record<string, string>;
 }
 
-/** A container as ContainerStatus reports it. */
+/**
+ * A container as ContainerStatus reports it. CRI's ContainerStatus has no sandbox id: a CRI
+ * runtime leaves `podSandboxId` empty here (listContainers has it).
+ */
 export interface ContainerStatus extends ContainerSummary {
   startedAt: number;
   finishedAt: number;

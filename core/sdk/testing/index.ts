@@ -1,0 +1,14 @@
+/**
+ * `kubelet-ts/testing`: what a vendor needs to prove a plugin correct in their own repository,
+ * with mocha: contract suites (one test per rule, named for it), a harness that applies
+ * plugins as a kubelet does, and an in-memory runtime for tests that need no containerd.
+ *
+ *     import { describeVolumeContract, startPluginsForTest } from 'kubelet-ts/testing';
+ *     describeVolumeContract('ramdisk', async () => ({ type: 'ramdisk', volume, rootDir,
+ *       start: () => startPluginsForTest([['my-plugin', {}]], { rootDir }) }));
+ */
+export { MemoryRuntime } from './memory-runtime.ts';
+export { startPluginsForTest, type PluginsUnderTest } from './plugin-harness.ts';
+export type { ContractFailure, ContractRule } from './contract.ts';
+export { describeRuntimeContract, checkRuntimeContract, runtimeContractRules, type RuntimeContractSubject } from './runtime-contract.ts';
+export { describeVolumeContract, checkVolumeContract, volumeContractRules, type VolumeContractSubject } from './volume-contract.ts';

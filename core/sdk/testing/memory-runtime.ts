@@ -1,0 +1,208 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { notFound, invalidInput } from '../../errors.ts';
+import type {
+  ContainerConfig,
+  ContainerRuntime,
+  ContainerState,
+  ContainerStatus,
+  ContainerSummary,
+  ExecResult,
+  ImageInfo,
+  PodSandboxConfig,
+  RuntimeCondition,
+  RuntimeVersion,
+  SandboxStatus,
+  SandboxSummary,
+} from '../../runtime/types.ts';
+
+/**
+ * A container runtime held in memory: the `runtime` slot without containerd, for fast tests of
+ * the core and of plugins that use the runtime (probes, networks, volumes). It keeps the
+ * runtime contract (`describeRuntimeContract` passes against it) and simulates processes by
+ * their command:
+ *
+ * - `['exit', 'N']` exits at once with code N; `['echo', ...words]` writes the words to the
+ *   container's log and exits 0;
+ * - anything else runs until stopped (exit code 137, reason `Error`, as a killed process);
+ * - exec: `echo` prints its arguments, `true`/`false` exit 0/1, `exit N` exits N, anything
+ *   else exits 127 with `<cmd>: not found` on stderr, as a shell would.
+ *
+ * Images are present once pulled (or listed in `images`); nothing is ever really run.
+ */
+export class MemoryRuntime implements ContainerRuntime {
+  private readonly sandboxes = new Map<string, { summary: SandboxSummary; config: PodSandboxConfig; runtimeHandler: string }>();
+  private readonly containers = new Map<string, { status: ContainerStatus; config: ContainerConfig; logFile: string }>();
+  private readonly images = new Map<string, ImageInfo>();
+
+  constructor(options: { images?: string[] } = {}) {
+    for (const image of options.images ?? []) this.addImage(image);
+  }
+
+  async version(): Promise<RuntimeVersion> {
+    return { runtimeName: 'memory', runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };
+  }
+
+  async status(): Promise<RuntimeCondition[]> {
+    return [
+      { type: 'RuntimeReady', status: true, reason: '', message: '' },
+      { type: 'NetworkReady', status: true, reason: '', message: '' },
+    ];
+  }
+
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
+    if (!config.metadata?.name || !config.metadata.uid) throw invalidInput('sandbox metadata needs a name and a uid');
+    // As runc refuses it: the node's network namespace comes with the node's UTS namespace.
+    if (config.hostname && config.linux?.securityContext?.namespaceOptions?.network === 'NODE') throw invalidInput('unable to set hostname without a private UTS namespace');
+    const id = newId();
+    this.sandboxes.set(id, {
+      summary: { id, metadata: { ...config.metadata }, state: 'SANDBOX_READY', createdAt: Date.now(), labels: { ...config.labels }, annotations: { ...config.annotations } },
+      config,
+      runtimeHandler,
+    });
+    return id;
+  }
+
+  async stopPodSandbox(id: string): Promise<void> {
+    const s = this.sandbox(id);
+    for (const c of this.containers.values()) if (c.status.podSandboxId === id) this.exit(c.status, 137, 'Error');
+    s.summary.state = 'SANDBOX_NOTREADY';
+  }
+
+  async removePodSandbox(id: string): Promise<void> {
+    if (!this.sandboxes.has(id)) return; // NotFound counts as done
+    for (const [cid, c] of this.containers) if (c.status.podSandboxId === id) this.containers.delete(cid);
+    this.sandboxes.delete(id);
+  }
+
+  async podSandboxStatus(id: string): Promise<SandboxStatus> {
+    const s = this.sandbox(id);
+    const hostNetwork = s.config.linux?.securityContext?.namespaceOptions?.network === 'NODE';
+    return { ...copy(s.summary), ip: hostNetwork ? '' : `10.244.0.${(hash(id) % 250) + 2}`, additionalIps: [] };
+  }
+
+  async listPodSandboxes(filter: { labelSelector?: Record<string, string> } = {}): Promise<SandboxSummary[]> {
+    return [...this.sandboxes.values()].map((s) => s.summary).filter((s) => matches(s.labels, filter.labelSelector)).map(copy);
+  }
+
+  async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
+    const s = this.sandbox(sandboxId);
+    if (s.summary.state !== 'SANDBOX_READY') throw invalidInput(`sandbox ${sandboxId} is not ready`);
+    const image = this.images.get(config.image.image);
+    if (!image) throw notFound(`image "${config.image.image}" not found`);
+    const id = newId();
+    const logFile = config.logPath ? path.join(sandboxConfig.logDirectory || s.config.logDirectory, config.logPath) : '';
+    this.containers.set(id, {
+      config,
+      logFile,
+      status: {
+        id, podSandboxId: sandboxId, metadata: { ...config.metadata }, image: config.image.image, imageRef: image.id, state: 'CONTAINER_CREATED',
+        createdAt: Date.now(), startedAt: 0, finishedAt: 0, exitCode: 0, reason: '', message: '', logPath: logFile,
+        labels: { ...config.labels }, annotations: { ...config.annotations }, mounts: config.mounts.map((m) => ({ ...m })),
+      },
+    });
+    return id;
+  }
+
+  async startContainer(id: string): Promise<void> {
+    const c = this.container(id);
+    if (c.status.state !== 'CONTAINER_CREATED') throw invalidInput(`container ${id} is ${c.status.state}, not CONTAINER_CREATED`);
+    c.status.state = 'CONTAINER_RUNNING';
+    c.status.startedAt = Date.now();
+    const argv = [...c.config.command, ...c.config.args];
+    if (argv[0] === 'exit') this.exit(c.status, Number(argv[1] ?? 0), Number(argv[1] ?? 0) === 0 ? 'Completed' : 'Error');
+    else if (argv[0] === 'echo') {
+      if (c.logFile) {
+        await fs.mkdir(path.dirname(c.logFile), { recursive: true });
+        await fs.appendFile(c.logFile, `${new Date().toISOString()} stdout F ${argv.slice(1).join(' ')}\n`);
+      }
+      this.exit(c.status, 0, 'Completed');
+    }
+  }
+
+  async stopContainer(id: string, _timeoutSeconds: number): Promise<void> {
+    const c = this.container(id);
+    if (c.status.state === 'CONTAINER_RUNNING') this.exit(c.status, 137, 'Error');
+    else if (c.status.state === 'CONTAINER_CREATED') this.exit(c.status, 0, '');
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    const c = this.containers.get(id);
+    if (!c) return; // NotFound counts as done
+    if (c.status.state === 'CONTAINER_RUNNING') throw invalidInput(`container ${id} is running: stop it first`);
+    this.containers.delete(id);
+  }
+
+  async listContainers(filter: { labelSelector?: Record<string, string>; podSandboxId?: string } = {}): Promise<ContainerSummary[]> {
+    return [...this.containers.values()]
+      .map((c) => c.status)
+      .filter((s) => (!filter.podSandboxId || s.podSandboxId === filter.podSandboxId) && matches(s.labels, filter.labelSelector))
+      .map(({ startedAt: _s, finishedAt: _f, exitCode: _e, reason: _r, message: _m, logPath: _l, mounts: _mo, ...summary }) => copy(summary));
+  }
+
+  async containerStatus(id: string): Promise<ContainerStatus> {
+    return copy(this.container(id).status);
+  }
+
+  async execSync(id: string, cmd: string[], _timeoutSeconds: number): Promise<ExecResult> {
+    const c = this.container(id);
+    if (c.status.state !== 'CONTAINER_RUNNING') throw invalidInput(`container ${id} is not running`);
+    const out = (stdout: string, exitCode = 0, stderr = ''): ExecResult => ({ stdout: Buffer.from(stdout), stderr: Buffer.from(stderr), exitCode });
+    switch (cmd[0]) {
+      case 'echo': return out(`${cmd.slice(1).join(' ')}\n`);
+      case 'true': return out('');
+      case 'false': return out('', 1);
+      case 'exit': return out('', Number(cmd[1] ?? 0));
+      default: return out('', 127, `${cmd[0]}: not found\n`);
+    }
+  }
+
+  async imageStatus(image: string): Promise<ImageInfo | null> {
+    const i = this.images.get(image);
+    return i ? copy(i) : null;
+  }
+
+  async pullImage(image: string): Promise<string> {
+    if (!image) throw invalidInput('no image given');
+    return this.addImage(image).id;
+  }
+
+  async listImages(): Promise<ImageInfo[]> {
+    return [...new Set(this.images.values())].map(copy);
+  }
+
+  async close(): Promise<void> {}
+
+  private addImage(image: string): ImageInfo {
+    const info = this.images.get(image) ?? { id: `sha256:${crypto.createHash('sha256').update(image).digest('hex')}`, repoTags: [image], repoDigests: [], size: 1 << 20 };
+    this.images.set(image, info);
+    this.images.set(info.id, info);
+    return info;
+  }
+
+  private exit(s: ContainerStatus, exitCode: number, reason: string): void {
+    if (s.state === 'CONTAINER_EXITED') return;
+    s.state = 'CONTAINER_EXITED' satisfies ContainerState;
+    s.finishedAt = Date.now();
+    s.exitCode = exitCode;
+    s.reason = reason;
+  }
+
+  private sandbox(id: string) {
+    const s = this.sandboxes.get(id);
+    if (!s) throw notFound(`an error occurred when try to find sandbox "${id}": not found`);
+    return s;
+  }
+
+  private container(id: string) {
+    const c = this.containers.get(id);
+    if (!c) throw notFound(`an error occurred when try to find container "${id}": not found`);
+    return c;
+  }
+}
+
+const newId = () => crypto.randomBytes(32).toString('hex');
+const hash = (s: string) => crypto.createHash('sha256').update(s).digest().readUInt32BE(0);
+const copy = <T>(v: T): T => structuredClone(v);
+const matches = (labels: Record<string, string>, selector: Record<string, string> | undefined) => Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);

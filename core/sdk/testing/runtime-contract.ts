@@ -1,0 +1,338 @@
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isNotFound } from '../../errors.ts';
+import { ANNOTATION, LABEL } from '../../runtime/labels.ts';
+import type { ContainerConfig, ContainerRuntime, ContainerState, PodSandboxConfig } from '../../runtime/types.ts';
+import { describeContract, runContract, type ContractFailure, type ContractRule } from './contract.ts';
+
+/**
+ * The runtime contract: what the core relies on from the provider of the `runtime` slot,
+ * rule by rule. A vendor runs it against their runtime plugin with mocha
+ * (`describeRuntimeContract`); each rule is one test named for the rule, so a failure says
+ * which promise the runtime broke.
+ */
+
+/** What the contract needs to drive a runtime. */
+export interface RuntimeContractSubject {
+  runtime: ContainerRuntime;
+  /** An image the runtime can pull and run, with the commands below. */
+  image: string;
+  /** A directory the contract may write sandbox log directories under (it removes what it made). */
+  workDir: string;
+  /** Commands in that image: one that runs until stopped, one that exits with a code, one that prints a line and exits 0. */
+  commands: { run(): string[]; exit(code: number): string[]; print(line: string): string[] };
+  /** How long a container may take to reach a state (default 20 s). */
+  stateTimeoutMs?: number;
+}
+
+/** Every sandbox and container the contract makes carries this label, so what a failed rule left is removed. */
+const RUN_LABEL = 'kubelet-ts.contract/run';
+
+interface Scenario {
+  s: RuntimeContractSubject;
+  run: string;
+  n: number;
+  /** The image pulled once, by the first rule that needs it (each rule runs alone too, e.g. with --grep). */
+  pulled?: Promise<unknown>;
+}
+
+function sandboxConfig(sc: Scenario, extraLabels: Record<string, string> = {}): PodSandboxConfig {
+  const uid = crypto.randomUUID();
+  const name = `contract-${sc.run}-${++sc.n}`;
+  return {
+    metadata: { name, uid, namespace: 'contract', attempt: 0 },
+    // The node's network (no CNI needed) has the node's UTS namespace: a sandbox may not set a hostname there.
+    hostname: '',
+    logDirectory: path.join(sc.s.workDir, `pods-${sc.run}`, uid),
+    portMappings: [],
+    labels: { [LABEL.podName]: name, [LABEL.podNamespace]: 'contract', [LABEL.podUID]: uid, [LABEL.managed]: 'true', [RUN_LABEL]: sc.run, ...extraLabels },
+    annotations: { [ANNOTATION.podTerminationGracePeriod]: '0', 'contract.example/note': 'a value with spaces, = and : in it' },
+    linux: { securityContext: { namespaceOptions: { network: 'NODE', pid: 'POD', ipc: 'POD' } } },
+  };
+}
+
+function containerConfig(sc: Scenario, sb: PodSandboxConfig, name: string, command: string[]): ContainerConfig {
+  return {
+    metadata: { name, attempt: 0 },
+    image: { image: sc.s.image },
+    command,
+    args: [],
+    workingDir: '',
+    envs: [],
+    mounts: [],
+    labels: { [LABEL.containerName]: name, [LABEL.podName]: sb.metadata.name, [LABEL.podNamespace]: 'contract', [LABEL.podUID]: sb.metadata.uid, [RUN_LABEL]: sc.run },
+    annotations: { [ANNOTATION.containerHash]: 'abc123', [ANNOTATION.containerRestartCount]: '0', [ANNOTATION.podTerminationGracePeriod]: '0' },
+    logPath: `${name}/0.log`,
+    linux: { resources: {}, securityContext: {} },
+  };
+}
+
+async function newSandbox(sc: Scenario, labels: Record<string, string> = {}): Promise<{ id: string; config: PodSandboxConfig }> {
+  const config = sandboxConfig(sc, labels);
+  await fs.mkdir(config.logDirectory, { recursive: true });
+  return { id: await sc.s.runtime.runPodSandbox(config), config };
+}
+
+async function newContainer(sc: Scenario, sb: { id: string; config: PodSandboxConfig }, name: string, command: string[], start = true): Promise<string> {
+  sc.pulled ??= sc.s.runtime.pullImage(sc.s.image);
+  await sc.pulled;
+  const id = await sc.s.runtime.createContainer(sb.id, containerConfig(sc, sb.config, name, command), sb.config);
+  if (start) await sc.s.runtime.startContainer(id);
+  return id;
+}
+
+async function waitState(sc: Scenario, id: string, state: ContainerState): Promise<void> {
+  const deadline = Date.now() + (sc.s.stateTimeoutMs ?? 20_000);
+  let last = '';
+  for (let i = 0; i < 400 && Date.now() < deadline; i++) {
+    last = (await sc.s.runtime.containerStatus(id)).state;
+    if (last === state) return;
+    await sleep(50);
+  }
+  assert.fail(`container ${id} did not reach ${state} (last state ${last})`);
+}
+
+async function expectNotFound(what: string, p: Promise<unknown>): Promise<void> {
+  await p.then(
+    () => assert.fail(`${what} answered for an id that is gone; it must throw NotFound (KubeletError code 'NotFound')`),
+    (err) => assert.ok(isNotFound(err), `${what} threw ${(err as Error)?.message ?? err}, without code 'NotFound'`),
+  );
+}
+
+/** The rules, in the order they run. */
+export const runtimeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
+  {
+    name: 'version names the runtime and its API version',
+    async run({ s }) {
+      const v = await s.runtime.version();
+      assert.ok(v.runtimeName && v.runtimeVersion && v.runtimeApiVersion, `version() = ${JSON.stringify(v)}`);
+    },
+  },
+  {
+    name: 'status reports RuntimeReady and NetworkReady conditions',
+    async run({ s }) {
+      const types = (await s.runtime.status()).map((c) => c.type);
+      for (const t of ['RuntimeReady', 'NetworkReady']) assert.ok(types.includes(t), `status() has no ${t} condition (has ${types.join(', ')})`);
+    },
+  },
+  {
+    name: 'pullImage returns a reference, and imageStatus finds the image',
+    async run({ s }) {
+      const ref = await s.runtime.pullImage(s.image);
+      assert.ok(ref, 'pullImage returned an empty reference');
+      assert.ok(await s.runtime.imageStatus(s.image), `imageStatus(${s.image}) is null after the pull`);
+    },
+  },
+  {
+    name: 'a new sandbox is SANDBOX_READY with the metadata it was given',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const st = await sc.s.runtime.podSandboxStatus(sb.id);
+      assert.equal(st.state, 'SANDBOX_READY');
+      assert.deepEqual({ name: st.metadata.name, uid: st.metadata.uid, namespace: st.metadata.namespace }, { name: sb.config.metadata.name, uid: sb.config.metadata.uid, namespace: 'contract' });
+    },
+  },
+  {
+    name: 'sandbox labels and annotations round-trip through list and status (adoption after a restart reads them)',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const st = await sc.s.runtime.podSandboxStatus(sb.id);
+      const listed = (await sc.s.runtime.listPodSandboxes()).find((x) => x.id === sb.id);
+      assert.ok(listed, 'listPodSandboxes does not list the new sandbox');
+      for (const [where, got] of [['podSandboxStatus', st], ['listPodSandboxes', listed]] as const) {
+        for (const [k, v] of Object.entries(sb.config.labels)) assert.equal(got.labels[k], v, `${where}: label ${k}`);
+        for (const [k, v] of Object.entries(sb.config.annotations)) assert.equal(got.annotations[k], v, `${where}: annotation ${k}`);
+      }
+    },
+  },
+  {
+    name: 'listPodSandboxes filters by every label of the selector',
+    async run(sc) {
+      const a = await newSandbox(sc, { 'contract.example/pick': 'a' });
+      const b = await newSandbox(sc, { 'contract.example/pick': 'b' });
+      const ids = (await sc.s.runtime.listPodSandboxes({ labelSelector: { [RUN_LABEL]: sc.run, 'contract.example/pick': 'a' } })).map((x) => x.id);
+      assert.ok(ids.includes(a.id), 'the matching sandbox is not listed');
+      assert.ok(!ids.includes(b.id), 'a sandbox whose label differs is listed');
+    },
+  },
+  {
+    name: 'stopPodSandbox is idempotent and leaves the sandbox SANDBOX_NOTREADY',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      await sc.s.runtime.stopPodSandbox(sb.id);
+      await sc.s.runtime.stopPodSandbox(sb.id);
+      assert.equal((await sc.s.runtime.podSandboxStatus(sb.id)).state, 'SANDBOX_NOTREADY');
+    },
+  },
+  {
+    name: 'removePodSandbox removes it, again is no error, and its status is then NotFound',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      await sc.s.runtime.stopPodSandbox(sb.id);
+      await sc.s.runtime.removePodSandbox(sb.id);
+      await sc.s.runtime.removePodSandbox(sb.id);
+      await expectNotFound('podSandboxStatus', sc.s.runtime.podSandboxStatus(sb.id));
+      assert.ok(!(await sc.s.runtime.listPodSandboxes()).some((x) => x.id === sb.id), 'a removed sandbox is still listed');
+    },
+  },
+  {
+    name: 'a created container is CONTAINER_CREATED; started, CONTAINER_RUNNING with its start time',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'main', sc.s.commands.run(), false);
+      assert.equal((await sc.s.runtime.containerStatus(id)).state, 'CONTAINER_CREATED');
+      await sc.s.runtime.startContainer(id);
+      await waitState(sc, id, 'CONTAINER_RUNNING');
+      const st = await sc.s.runtime.containerStatus(id);
+      assert.ok(st.startedAt > 0, `startedAt = ${st.startedAt}`);
+      assert.equal(st.metadata.name, 'main');
+      // CRI's ContainerStatus carries no sandbox id: listContainers is where it is promised.
+      assert.equal((await sc.s.runtime.listContainers({ podSandboxId: sb.id })).find((c) => c.id === id)?.podSandboxId, sb.id, 'listContainers gives the container its sandbox id');
+    },
+  },
+  {
+    name: 'container labels and annotations round-trip through list and status',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const config = containerConfig(sc, sb.config, 'labelled', sc.s.commands.run());
+      sc.pulled ??= sc.s.runtime.pullImage(sc.s.image);
+      await sc.pulled;
+      const id = await sc.s.runtime.createContainer(sb.id, config, sb.config);
+      const st = await sc.s.runtime.containerStatus(id);
+      const listed = (await sc.s.runtime.listContainers({ podSandboxId: sb.id })).find((c) => c.id === id);
+      assert.ok(listed, 'listContainers does not list the new container');
+      for (const [where, got] of [['containerStatus', st], ['listContainers', listed]] as const) {
+        for (const [k, v] of Object.entries(config.labels)) assert.equal(got.labels[k], v, `${where}: label ${k}`);
+        for (const [k, v] of Object.entries(config.annotations)) assert.equal(got.annotations[k], v, `${where}: annotation ${k}`);
+      }
+    },
+  },
+  {
+    name: 'listContainers filters by sandbox and by label',
+    async run(sc) {
+      const a = await newSandbox(sc);
+      const b = await newSandbox(sc);
+      const ca = await newContainer(sc, a, 'one', sc.s.commands.run(), false);
+      const cb = await newContainer(sc, b, 'two', sc.s.commands.run(), false);
+      const inA = (await sc.s.runtime.listContainers({ podSandboxId: a.id })).map((c) => c.id);
+      assert.deepEqual(inA, [ca], 'podSandboxId filter');
+      const byLabel = (await sc.s.runtime.listContainers({ labelSelector: { [LABEL.containerName]: 'two', [RUN_LABEL]: sc.run } })).map((c) => c.id);
+      assert.deepEqual(byLabel, [cb], 'labelSelector filter');
+    },
+  },
+  {
+    name: 'execSync runs a command in a running container and returns its output and exit code',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'main', sc.s.commands.run());
+      await waitState(sc, id, 'CONTAINER_RUNNING');
+      const r = await sc.s.runtime.execSync(id, ['echo', 'contract'], 10);
+      assert.equal(r.exitCode, 0);
+      assert.equal(Buffer.from(r.stdout).toString().trim(), 'contract');
+      const f = await sc.s.runtime.execSync(id, ['false'], 10);
+      assert.notEqual(f.exitCode, 0, 'a failing command exits non-zero');
+    },
+  },
+  {
+    name: 'a container that exits is CONTAINER_EXITED with its exit code and finish time',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'quitter', sc.s.commands.exit(3));
+      await waitState(sc, id, 'CONTAINER_EXITED');
+      const st = await sc.s.runtime.containerStatus(id);
+      assert.equal(st.exitCode, 3);
+      assert.ok(st.finishedAt >= st.startedAt && st.finishedAt > 0, `finishedAt ${st.finishedAt}, startedAt ${st.startedAt}`);
+    },
+  },
+  {
+    name: "a container's output is in its log file at the sandbox's logDirectory + logPath",
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'talker', sc.s.commands.print('hello from the contract'));
+      await waitState(sc, id, 'CONTAINER_EXITED');
+      const file = path.join(sb.config.logDirectory, 'talker', '0.log');
+      let text = '';
+      for (let i = 0; i < 40 && !text.includes('hello from the contract'); i++) {
+        text = await fs.readFile(file, 'utf8').catch(() => '');
+        if (!text.includes('hello from the contract')) await sleep(50);
+      }
+      assert.match(text, /hello from the contract/, `${file} does not hold the container's output`);
+    },
+  },
+  {
+    name: 'stopContainer is idempotent and leaves the container CONTAINER_EXITED',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'main', sc.s.commands.run());
+      await waitState(sc, id, 'CONTAINER_RUNNING');
+      await sc.s.runtime.stopContainer(id, 0);
+      await sc.s.runtime.stopContainer(id, 0);
+      assert.equal((await sc.s.runtime.containerStatus(id)).state, 'CONTAINER_EXITED');
+    },
+  },
+  {
+    name: 'removeContainer removes it, again is no error, and its status is then NotFound',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'main', sc.s.commands.run());
+      await sc.s.runtime.stopContainer(id, 0);
+      await sc.s.runtime.removeContainer(id);
+      await sc.s.runtime.removeContainer(id);
+      await expectNotFound('containerStatus', sc.s.runtime.containerStatus(id));
+      assert.ok(!(await sc.s.runtime.listContainers({ podSandboxId: sb.id })).some((c) => c.id === id), 'a removed container is still listed');
+    },
+  },
+  {
+    name: 'stopPodSandbox stops the containers in it',
+    async run(sc) {
+      const sb = await newSandbox(sc);
+      const id = await newContainer(sc, sb, 'main', sc.s.commands.run());
+      await waitState(sc, id, 'CONTAINER_RUNNING');
+      await sc.s.runtime.stopPodSandbox(sb.id);
+      await waitState(sc, id, 'CONTAINER_EXITED');
+    },
+  },
+];
+
+/** Removes every sandbox (and its containers) the contract made in this run. */
+async function sweep(sc: Scenario): Promise<void> {
+  const r = sc.s.runtime;
+  for (const c of await r.listContainers({ labelSelector: { [RUN_LABEL]: sc.run } }).catch(() => [])) {
+    await r.stopContainer(c.id, 0).catch(() => {});
+    await r.removeContainer(c.id).catch(() => {});
+  }
+  for (const sb of await r.listPodSandboxes({ labelSelector: { [RUN_LABEL]: sc.run } }).catch(() => [])) {
+    await r.stopPodSandbox(sb.id).catch(() => {});
+    await r.removePodSandbox(sb.id).catch(() => {});
+  }
+  await fs.rm(path.join(sc.s.workDir, `pods-${sc.run}`), { recursive: true, force: true });
+}
+
+const scenario = (s: RuntimeContractSubject): Scenario => ({ s, run: crypto.randomBytes(4).toString('hex'), n: 0 });
+
+/**
+ * Runs every rule against a runtime and returns the broken ones (an empty list: the runtime
+ * keeps the contract). For use outside mocha, and to test the contract itself.
+ */
+export async function checkRuntimeContract(subject: RuntimeContractSubject): Promise<ContractFailure[]> {
+  const sc = scenario(subject);
+  try {
+    return await runContract(runtimeContractRules, sc);
+  } finally {
+    await sweep(sc);
+  }
+}
+
+/**
+ * Declares the runtime contract as a mocha suite, one test per rule:
+ *
+ *     describeRuntimeContract('my-runtime', async () => ({ runtime, image, workDir, commands }));
+ *
+ * `subject` is called once, in a `before` hook; what the contract made is removed after.
+ */
+export function describeRuntimeContract(title: string, subject: () => Promise<RuntimeContractSubject>, teardown?: () => Promise<void>): void {
+  describeContract(`runtime contract: ${title}`, runtimeContractRules, subject, scenario, sweep, teardown);
+}

@@ -119,27 +119,35 @@ export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: {
 export function createHooks() {
   return Object.freeze({
     // Host
-    /** After plugins are applied and the runtime answered: taps may start background work. */
+    /** Series. After plugins are applied and the runtime answered: taps may start background work. A throw fails the kubelet's start, naming the plugin. */
     started: new AsyncSeriesHook<[HostStartedEvent]>(['event']),
-    /** On shutdown, before plugins are closed: taps flush and stop background work. */
+    /** Series. On shutdown, before plugins are closed: taps flush and stop background work; the stop waits a bounded time. A throw is logged. */
     shutdown: new AsyncSeriesHook<[]>([]),
 
     // Admission
-    /** Before a new pod is accepted: return a reason string to reject it (first claimant wins). */
+    /** Bail (the first policy to refuse decides): before a new pod is accepted, return a reason string to reject it. A throw rejects the pod with the error as its reason. */
     admitPod: new AsyncSeriesBailHook<[V1Pod], string | undefined>(['pod']),
 
     // Sandbox
-    /** Before the runtime creates the sandbox: taps may change and must return the config. */
+    /** Waterfall (each tap sees the last one's config): before the runtime creates the sandbox, taps may change and must return the config. A throw fails the sandbox creation, retried with back-off. */
     beforeSandbox: new AsyncSeriesWaterfallHook<[PodSandboxConfig, V1Pod]>(['config', 'pod']),
-    /** The sandbox runs and its network is set up: taps observe IPs, may add side effects. */
+    /** Series. The sandbox runs and its network is set up: taps observe IPs, may add side effects. A throw fails the pod's sync, retried with back-off. */
     afterSandbox: new AsyncSeriesHook<[SandboxReadyEvent]>(['event']),
 
     // Containers
-    /** Before the runtime creates a container: taps may change and must return the config. */
+    /** Waterfall: before the runtime creates a container, taps may change and must return the config. A throw leaves the container waiting (CreateContainerError), retried. */
     beforeContainerCreate: new AsyncSeriesWaterfallHook<[ContainerConfig, ContainerCreateContext]>(['config', 'context']),
-    /** A container has started: postStart handlers, probe workers; a throw fails that start. */
+    /**
+     * Series. A container has started and its postStart handler (run by the core, before this
+     * hook) succeeded: taps start per-container work (probe workers). A throw fails that start as
+     * a failed postStart does: the container is killed and restarted per policy (FailedPostStartHook).
+     */
     afterStart: new AsyncSeriesHook<[ContainerStartedEvent]>(['event']),
-    /** A running container is about to be stopped: preStop handlers run here, within the grace period. */
+    /**
+     * Series. A running container is about to be stopped: taps run first (each bounded by
+     * hookTimeout), then the core runs the container's preStop handler with what is left of the
+     * grace period, then the stop. A throw is logged; the stop goes on.
+     */
     beforeKill: new AsyncSeriesHook<[ContainerKillEvent]>(['event']),
 
     // Volumes (per-type dispatch: plugins tap `mountVolume.for('csi')`, the host fires `get(type)`)
@@ -149,19 +157,19 @@ export function createHooks() {
     unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest], true | undefined>(['request'])),
 
     // Health and pressure
-    /** A probe result changed: the core taps it to set readiness and restart on liveness failure. */
+    /** A probe result changed (a notification: the core has already recorded it and synced the pod; a throw is logged). */
     onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
     /** An eviction signal crossed a threshold: the first tap returning a decision chooses what to evict. Not fired yet: the eviction manager that observes signals is still to come. */
     onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
-    /** Before each node status post: taps may change and must return the draft (pressure conditions, extra capacity, labels). */
+    /** Waterfall: before each node status post, taps may change and must return the draft (pressure conditions, extra capacity, labels). A throw fails that post; the next update period tries again. */
     nodeStatus: new AsyncSeriesWaterfallHook<[NodeStatusDraft, NodeStatusContext]>(['status', 'context']),
 
     // Status and removal
-    /** A pod's status was computed: taps may change and must return the status (conditions, gates). */
+    /** Waterfall: a pod's status was computed; taps may change and must return it (conditions, readiness gates). A throw fails the pod's sync, retried with back-off. */
     podStatus: new AsyncSeriesWaterfallHook<[V1PodStatus, V1Pod]>(['status', 'pod']),
-    /** A pod's status changed in a way users see (phase, readiness, a container state): observers only. */
+    /** Sync (observers only, nothing to wait for): a pod's status changed in a way users see (phase, readiness, a container state). A throw fails the pod's sync, retried with back-off. */
     podStatusChanged: new SyncHook<[V1Pod, V1PodStatus]>(['pod', 'status']),
-    /** A pod is gone: its containers and sandbox are removed; taps release what they held for it. */
+    /** Series. A pod is gone: its containers and sandbox are removed; taps release what they held for it. A throw fails the termination, which is retried until every tap succeeds. */
     podRemoved: new AsyncSeriesHook<[V1Pod]>(['pod']),
   });
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
 import { ConfigError, errorMessage } from './errors.ts';
-import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
+import { STAGE, createHooks, type KubeletHooks, type ProbeResultEvent } from './hooks.ts';
 import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
 import { RUNS_COMPILED } from './config/load.ts';
@@ -19,7 +19,7 @@ import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { PodSyncer, evictableContainers, orphanPod, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
-import { tapLifecycleHandlers } from './pod/lifecycle-handlers.ts';
+import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { gracePeriodSeconds, podFullName } from './pod/pod-util.ts';
 import { PodWorkers } from './pod-workers.ts';
 import { WorkQueue } from './work-queue.ts';
@@ -164,7 +164,7 @@ export class Kubelet {
           return this.runtimeImpl;
         },
         pods: () => this.pods(),
-        reportProbe: (event) => this.hooks.onProbe.promise(event),
+        reportProbe: (event) => this.reportProbe(event),
         observeProbeRun: (run) => this.metrics.observeProbe(run),
         recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
@@ -246,6 +246,7 @@ export class Kubelet {
     this.syncer = new PodSyncer({
       runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
       probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, events: this.events, logger,
+      lifecycle: new LifecycleHandlers({ runtime: () => this.runtimeImpl, logger, events: this.events }),
       objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}),
       runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),
     });
@@ -270,17 +271,9 @@ export class Kubelet {
       },
       logger.child({ component: 'pod-workers' }),
     );
-    tapLifecycleHandlers(this.hooks, { runtime: () => this.runtimeImpl, logger, events: this.events });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
       this.measureStart(pod, status, puller);
       if (status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.timelines.ready(pod.metadata!.uid!);
-    });
-    // The core acts on probe results first: readiness and startup feed status, liveness and
-    // startup failures make the next sync kill and restart the container.
-    this.hooks.onProbe.tapPromise({ name: 'kubelet', stage: -1000 }, async (e) => {
-      this.probes.set(e.containerId, e.probe, e.result);
-      const pod = this.desired.get(e.pod.metadata!.uid!);
-      if (pod) this.workers.update(pod);
     });
 
     // First look at the runtime before any source: running pods are adopted, not duplicated.
@@ -445,6 +438,18 @@ export class Kubelet {
       labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
       taints: node?.spec?.taints ?? this.config.registerWithTaints,
     };
+  }
+
+  /**
+   * A probe result from the prober: the core records it and syncs the pod at once (readiness and
+   * startup feed its status; a liveness or startup failure makes the sync restart the container),
+   * then `onProbe` tells the plugins. A failing tap is logged; it changes nothing of the result.
+   */
+  private async reportProbe(e: ProbeResultEvent): Promise<void> {
+    this.probes.set(e.containerId, e.probe, e.result);
+    const pod = this.desired.get(e.pod.metadata!.uid!);
+    if (pod) this.workers.update(pod);
+    await this.hooks.onProbe.promise(e).catch((err) => this.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
   }
 
   /** Where a pod's ConfigMaps and Secrets come from: the API for API pods, localObjectsDir for static pods (upstream: static pods may not use API objects). */

@@ -3,7 +3,6 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { KubeletHooks } from '../hooks.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import { clampSeconds, secondsToTimerMs } from '../util/timeouts.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
@@ -67,37 +66,48 @@ export async function runLifecycleHandler(kind: 'PostStart' | 'PreStop', handler
   throw new Error(`${kind} hook for Container "${container.name}": no handler given`);
 }
 
+/** A container a handler runs for. */
+export interface HandlerContainer { pod: V1Pod; container: V1Container; containerId: string; podIP: string }
+
 /**
- * The core's own taps for container lifecycle handlers: postStart on `afterStart` (a failure
- * fails the start: the container is killed and restarted per policy, reason
- * FailedPostStartHook) and preStop on `beforeKill` (bounded by the grace period; the stop
- * that follows gets what is left, at least 2 s, as upstream).
+ * Container lifecycle handlers, run by the pod sync itself (not as hook taps, whose
+ * `hookTimeout` would cut a preStop short of the pod's grace period):
+ * - postStart right after the container started; a failure is the caller's to act on
+ *   (upstream kills the container and restarts it per policy, reason FailedPostStartHook);
+ * - preStop before the stop, bounded by the grace period alone; the stop that follows gets
+ *   what is left of it (at least 2 s, as upstream). A failure is an event, never a throw.
  */
-export function tapLifecycleHandlers(hooks: KubeletHooks, deps: { runtime: () => ContainerRuntime; logger: Logger; events?: EventRecorder }): void {
-  hooks.afterStart.tapPromise({ name: 'kubelet:postStart' }, async (e) => {
-    const handler = e.container.lifecycle?.postStart;
+export class LifecycleHandlers {
+  constructor(private readonly deps: { runtime: () => ContainerRuntime; logger: Logger; events?: EventRecorder }) {}
+
+  /** Runs the container's postStart handler, if any; throws with upstream's message when it fails. */
+  async postStart(c: HandlerContainer): Promise<void> {
+    const handler = c.container.lifecycle?.postStart;
     if (!handler) return;
-    // postStart has no timeout of its own upstream; bound exec/http calls by the grace period.
-    const timeoutSeconds = clampSeconds(Number(e.pod.spec?.terminationGracePeriodSeconds ?? 30));
-    await runLifecycleHandler('PostStart', handler, { pod: e.pod, container: e.container, containerId: e.containerId, podIP: e.podIP, timeoutSeconds }, deps.runtime());
-  });
-  hooks.beforeKill.tapPromise({ name: 'kubelet:preStop' }, async (e) => {
-    const handler = e.container?.lifecycle?.preStop;
-    if (!handler || !e.container || e.gracePeriodSeconds <= 0) return;
-    const run = runLifecycleHandler('PreStop', handler, { pod: e.pod, container: e.container, containerId: e.containerId, podIP: e.podIP, timeoutSeconds: e.gracePeriodSeconds }, deps.runtime());
+    // postStart has no timeout of its own upstream; exec and http calls are bounded by the grace period.
+    const timeoutSeconds = clampSeconds(Number(c.pod.spec?.terminationGracePeriodSeconds ?? 30));
+    await runLifecycleHandler('PostStart', handler, { ...c, timeoutSeconds }, this.deps.runtime());
+  }
+
+  /** Runs the container's preStop handler, if any, for at most `gracePeriodSeconds`; never throws. */
+  async preStop(c: HandlerContainer, gracePeriodSeconds: number): Promise<void> {
+    const handler = c.container.lifecycle?.preStop;
+    if (!handler || gracePeriodSeconds <= 0) return;
+    const pod = `${c.pod.metadata?.namespace}/${c.pod.metadata?.name}`;
+    const run = runLifecycleHandler('PreStop', handler, { ...c, timeoutSeconds: gracePeriodSeconds }, this.deps.runtime());
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<'overrun'>((r) => {
-      timer = setTimeout(() => r('overrun'), secondsToTimerMs(e.gracePeriodSeconds));
+      timer = setTimeout(() => r('overrun'), secondsToTimerMs(gracePeriodSeconds));
     });
     try {
       const result = await Promise.race([run.then(() => 'done' as const), overrun]);
-      if (result === 'overrun') deps.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.container.name, gracePeriod: e.gracePeriodSeconds }, 'preStop hook did not complete within the grace period');
+      if (result === 'overrun') this.deps.logger.warn({ pod, container: c.container.name, gracePeriod: gracePeriodSeconds }, 'preStop hook did not complete within the grace period');
     } catch (err) {
-      deps.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.container.name, err: errorMessage(err) }, 'FailedPreStopHook');
-      deps.events?.record(podRef(e.pod, e.container.name), 'Warning', 'FailedPreStopHook', errorMessage(err));
+      this.deps.logger.warn({ pod, container: c.container.name, err: errorMessage(err) }, 'FailedPreStopHook');
+      this.deps.events?.record(podRef(c.pod, c.container.name), 'Warning', 'FailedPreStopHook', errorMessage(err));
     } finally {
       clearTimeout(timer);
       run.catch(() => {});
     }
-  });
+  }
 }

@@ -15,6 +15,7 @@ import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
 import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
+import type { LifecycleHandlers } from './lifecycle-handlers.ts';
 import { computePodActions, isSidecar, type ContainerStart } from './pod-actions.ts';
 import { gracePeriodSeconds, isHostNetwork, podDesc, podUID } from './pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
@@ -84,6 +85,8 @@ export class PodSyncer {
       sandboxCreations?: Limiter;
       /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
       events?: EventRecorder;
+      /** postStart and preStop handlers: run here, around the afterStart and beforeKill hooks. */
+      lifecycle: LifecycleHandlers;
       /** Where a pod's ConfigMaps and Secrets come from (env, envFrom, image pull secrets). */
       objects?: (pod: V1Pod) => ObjectSource;
       /** The downward API's inputs for a pod (its IPs, the node's, the node's allocatable). */
@@ -340,6 +343,9 @@ export class PodSyncer {
     log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
     event('Normal', 'Started', `Started container ${c.name}`);
     try {
+      // The container's own postStart handler first (bounded by its pod's grace period, not by
+      // hookTimeout), then the plugins' afterStart taps; a failure of either fails the start.
+      await this.deps.lifecycle.postStart({ pod, container: c, containerId: id, podIP });
       await hooks.afterStart.promise({ pod, container: c, containerId: id, sandboxId, podIP });
     } catch (err) {
       // Upstream kills a container whose postStart handler failed, then restarts it per policy.
@@ -369,17 +375,20 @@ export class PodSyncer {
     return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail) : fn();
   }
 
-  /** Runs preStop (beforeKill) and stops one container within the grace period. */
+  /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */
   private async killContainer(pod: V1Pod, id: string, name: string, grace: number, reason: string): Promise<void> {
     const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c: V1Container) => c.name === name);
     const started = Date.now();
+    const elapsed = () => Math.floor((Date.now() - started) / 1000);
+    const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
     try {
-      const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
       await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace, reason });
     } catch (err) {
-      this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'preStop hook failed');
+      this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'a beforeKill tap failed');
     }
-    const left = Math.max(MIN_GRACE_SECONDS, grace - Math.floor((Date.now() - started) / 1000));
+    // The preStop handler gets what the taps left of the grace period, however long that is.
+    if (container) await this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace - elapsed());
+    const left = Math.max(MIN_GRACE_SECONDS, grace - elapsed());
     const init = (pod.spec?.initContainers ?? []).some((c) => c.name === name);
     this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason, init);
     try {

@@ -27,7 +27,8 @@ describe('container lifecycle on containerd', function () {
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
     t = await startTestKubelet({
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
-      config: { crashLoopBackOff: { initialMs: 300, maxMs: 1000 } },
+      // A short hookTimeout: lifecycle handlers are bounded by the pod's grace period, never by it.
+      config: { crashLoopBackOff: { initialMs: 300, maxMs: 1000 }, hookTimeoutMs: 2000 },
     });
   });
 
@@ -99,6 +100,24 @@ describe('container lifecycle on containerd', function () {
       assert.deepEqual(hits, ['/prestop yes']);
     } finally {
       server.close();
+    }
+  });
+
+  it('lets a preStop longer than hookTimeout finish within the grace period before the stop', async () => {
+    const out = await fs.mkdtemp('/tmp/kts-prestop-');
+    try {
+      await t.writeManifest('slowstop.json', podManifest('slowstop', [{
+        name: 'main', image: env.images.busybox, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"],
+        volumeMounts: [{ name: 'out', mountPath: '/out' }],
+        // 4 s: twice the kubelet's hookTimeout, well within the 20 s grace period.
+        lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo started > /out/prestop; sleep 4; echo done >> /out/prestop'] } } },
+      }], { hostNetwork: true, terminationGracePeriodSeconds: 20, volumes: [{ name: 'out', hostPath: { path: out, type: 'Directory' } }] }, { namespace: ns }));
+      await t.waitForPod('slowstop', isRunning, 30_000, 'Running');
+      const took = await removeAndTime('slowstop.json', 'slowstop');
+      assert.equal(await fs.readFile(path.join(out, 'prestop'), 'utf8'), 'started\ndone\n', 'the preStop handler ran to its end');
+      assert.ok(took >= 4000 && took < 15_000, `the stop waited for the handler, then the container ended on SIGTERM (${took} ms)`);
+    } finally {
+      await fs.rm(out, { recursive: true, force: true });
     }
   });
 

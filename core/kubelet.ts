@@ -212,6 +212,8 @@ export class Kubelet {
     this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod) });
     await this.volumes.start();
     await this.plugins.loadAll(config.plugins);
+    // Registration done; now what touches the node: runtime connections, sockets, watchers.
+    await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
 
     this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime);

@@ -39,6 +39,13 @@ export interface ProbeRun { pod: V1Pod; containerName: string; probe: ProbeType;
 /** Slots the host refuses to start without. */
 export const REQUIRED_SLOTS: ReadonlyArray<keyof Capabilities> = ['runtime'];
 
+/**
+ * The kind a plugin must be to fill a slot, for the slots that have one (a slot another plugin
+ * adds by declaration merging has none: any kind may fill it). A plugin of one of these kinds
+ * provides its slot unless it declares `provides` otherwise.
+ */
+export const SLOT_KINDS: Readonly<Record<string, NonNullable<KubeletPlugin['kind']>>> = Object.freeze({ runtime: 'runtime', network: 'network' });
+
 /** What a plugin's `apply` receives: its own view of the host. */
 export interface PluginContext {
   /** The plugin's name; every tap it makes is attributed to it. */
@@ -74,6 +81,18 @@ export interface PluginContext {
   provide<K extends keyof Capabilities>(slot: K, impl: Capabilities[K]): void;
   /** Registers cleanup to run at shutdown; plugins close in reverse load order. */
   onClose(fn: () => void | Promise<void>): void;
+  /**
+   * Registers what touches the node (connections, sockets, files, watchers) for the start
+   * phase, which runs once every plugin is applied, in apply order. `apply` itself only
+   * registers (taps, slots), so `kubelet-ts plugins` can apply every plugin to list them
+   * without touching the node.
+   */
+  onStart(fn: () => void | Promise<void>): void;
+  /**
+   * Declines to load, with a reason the host logs (an optional plugin whose prerequisites this
+   * node lacks). Only before the plugin tapped a hook or filled a slot; it does not return.
+   */
+  skip(reason: string): never;
 }
 
 /**
@@ -85,8 +104,19 @@ export interface KubeletPlugin<Options = Record<string, unknown>> {
   name: string;
   /** What the plugin is, for people reading `kubelet-ts plugins`. */
   kind?: 'runtime' | 'network' | 'storage' | 'policy' | 'probe' | 'observability' | 'other';
-  /** Names of plugins that must be loaded before this one (the host fails if one is absent). */
+  /**
+   * The capability slots this plugin fills (checked: it must fill exactly these in apply).
+   * Default: its kind's slot, for the kinds that have one (`runtime`, `network`).
+   */
+  provides?: Array<keyof Capabilities>;
+  /**
+   * What this plugin uses of other plugins: capability slots (`'network'`), or plugin names.
+   * Their providers are applied first, whatever the config order; a requirement nobody
+   * provides, or a cycle, fails the load naming it.
+   */
   requires?: string[];
+  /** The kubelet-ts versions this plugin works with, as an npm range (`'^0.1'`); checked at load. */
+  kubeletTs?: string;
   /** JSON schema of the options; ajv validates them (and fills defaults) before apply. */
   optionsSchema?: object;
   /** Taps hooks and provides slots. May be async (for example to connect to a socket). */

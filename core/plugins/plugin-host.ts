@@ -9,9 +9,11 @@ import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../config/load.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
-import { REQUIRED_SLOTS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
+import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
+import { orderPlugins } from './plugin-order.ts';
+import { satisfies } from './version-range.ts';
 
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
 const BUILTIN_DIR = path.join(PACKAGE_ROOT, 'plugins');
@@ -30,7 +32,35 @@ export interface LoadedPlugin {
   taps: TapRecord[];
   slots: string[];
   applyMs: number;
+  /** How long its start phase took (undefined until the host started the plugins, or when it registered nothing to start). */
+  startMs?: number;
 }
+
+/** A plugin that declined to load (`ctx.skip`), for logs and `kubelet-ts plugins`. */
+export interface SkippedPlugin { name: string; reason: string }
+
+/** A resolved entry, before it is applied. */
+interface ResolvedEntry {
+  plugin: KubeletPlugin<any>;
+  name: string;
+  origin: LoadedPlugin['origin'];
+  location: string;
+  options: unknown;
+  index: number;
+  /** The slots it declared (it must fill each of them). */
+  provides: string[];
+  /** The slots it may fill: those declared, else its kind's slot; what the order counts as its provides. */
+  mayProvide: string[];
+  requires: string[];
+}
+
+/** Thrown by `ctx.skip` and caught by the host. */
+class SkipSignal {
+  constructor(readonly reason: string) {}
+}
+
+/** This kubelet-ts's version, which plugins' `kubeletTs` ranges are checked against. */
+export const HOST_VERSION: string = (JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** A plugin folder's entry module: index.ts in the sources, index.js in a compiled build. */
 function folderEntry(dir: string): string | undefined {
@@ -51,26 +81,60 @@ export function builtinPluginNames(): string[] {
 }
 
 /**
- * The plugin host: resolves plugin entries, validates each plugin's options with its own
- * schema, applies the plugins in config order with their own context, and keeps the
- * capability slots. Each step fails with a `PluginError` naming the plugin.
+ * The plugin host (a registry in the style of containerd's and avvio's): resolves every
+ * entry, checks each plugin's host version range, options (its own schema) and declared
+ * slots against its kind, orders the plugins so each comes after the providers of what it
+ * requires (config order otherwise), applies them with their own context (registration only),
+ * then, in `startAll`, runs their start phase (what touches the node). Each step fails with a
+ * `PluginError` naming the plugin.
  */
 export class PluginHost {
   readonly loaded: LoadedPlugin[] = [];
+  readonly skipped: SkippedPlugin[] = [];
+  private readonly starters: Array<{ record: LoadedPlugin; fn: () => void | Promise<void> }> = [];
+  private startedAll = false;
   private readonly slots = new Map<keyof Capabilities, { plugin: string; impl: unknown }>();
   private readonly closers: Array<{ plugin: string; fn: () => void | Promise<void> }> = [];
   private readonly ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
 
   constructor(private readonly deps: { hooks: KubeletHooks; config: KubeletConfig; logger: Logger; services?: HostServices }) {}
 
-  /** Loads and applies every entry in order, then checks the required slots. */
+  /** Resolves every entry, orders the plugins by what they require, applies them, then checks the required slots. */
   async loadAll(entries: PluginEntry[]): Promise<void> {
-    for (const [index, entry] of entries.entries()) await this.load(entry, index);
+    const resolved: ResolvedEntry[] = [];
+    for (const [index, entry] of entries.entries()) {
+      const r = await this.resolveEntry(entry, index);
+      const twin = resolved.find((x) => x.name === r.name) ?? this.loaded.find((x) => x.name === r.name);
+      if (twin) throw new PluginError(r.name, `is listed twice in plugins (entries ${'index' in twin ? twin.index : '?'} and ${index})`);
+      resolved.push(r);
+    }
+    for (const r of orderPlugins(resolved.map((x) => ({ ...x, provides: x.mayProvide, declared: x.provides })))) {
+      await this.apply({ ...r, provides: r.declared });
+    }
     for (const slot of REQUIRED_SLOTS) {
       if (!this.slots.has(slot)) {
         const where = this.deps.config.configFile ? ` in ${this.deps.config.configFile}` : '';
         throw new PluginError('host', `no plugin provides the '${slot}' slot: add a ${slot} plugin (for example 'cri-containerd') to plugins${where}`);
       }
+    }
+  }
+
+  /**
+   * The start phase: each applied plugin's `onStart` work, in apply order. A failure stops the
+   * start with a PluginError naming the plugin. Runs once.
+   */
+  async startAll(): Promise<void> {
+    if (this.startedAll) return;
+    this.startedAll = true;
+    for (const { record, fn } of this.starters) {
+      const t0 = performance.now();
+      try {
+        await fn();
+      } catch (err) {
+        if (isPluginError(err)) throw err;
+        throw new PluginError(record.name, errorMessage(err), { cause: err });
+      }
+      record.startMs = (record.startMs ?? 0) + (performance.now() - t0);
     }
   }
 
@@ -111,20 +175,42 @@ export class PluginHost {
     }
   }
 
-  private async load(entry: PluginEntry, index: number): Promise<void> {
+  /** Finds an entry's plugin, checks its host version range, declared slots and options. */
+  private async resolveEntry(entry: PluginEntry, index: number): Promise<ResolvedEntry> {
     const { ref, options } = normalizeEntry(entry, index);
     const { plugin, origin, location } = await this.resolve(ref, index);
     const name = plugin.name;
-    if (this.loaded.some((p) => p.name === name)) {
-      throw new PluginError(name, `is listed twice in plugins (entries ${this.loaded.findIndex((p) => p.name === name)} and ${index})`);
+    if (plugin.kubeletTs !== undefined) {
+      let ok: boolean;
+      try {
+        ok = satisfies(HOST_VERSION, String(plugin.kubeletTs));
+      } catch (err) {
+        throw new PluginError(name, `kubeletTs: ${errorMessage(err)}`);
+      }
+      if (!ok) throw new PluginError(name, `works with kubelet-ts ${plugin.kubeletTs}; this is kubelet-ts ${HOST_VERSION}`);
     }
-    for (const dep of plugin.requires ?? []) {
-      if (!this.loaded.some((p) => p.name === dep)) {
-        throw new PluginError(name, `requires plugin '${dep}', which is not loaded before it: list '${dep}' earlier in plugins`);
+    const kindSlot = Object.entries(SLOT_KINDS).find(([, kind]) => kind === plugin.kind)?.[0];
+    const provides = (plugin.provides as string[] | undefined) ?? [];
+    const mayProvide = plugin.provides ? provides : kindSlot ? [kindSlot] : [];
+    for (const slot of provides) {
+      const kind = SLOT_KINDS[slot];
+      if (kind && plugin.kind !== kind) throw new PluginError(name, `declares it provides the '${slot}' slot, which only a plugin of kind '${kind}' may fill (its kind is '${plugin.kind ?? 'other'}')`);
+    }
+    const requires = plugin.requires ?? [];
+    if (!Array.isArray(requires) || requires.some((r) => typeof r !== 'string' || !r)) throw new PluginError(name, `requires must be a list of slot or plugin names (is ${JSON.stringify(requires)})`);
+    return { plugin, name, origin, location, options: this.validateOptions(plugin, options ?? {}), index, provides, mayProvide, requires };
+  }
+
+  /** Applies one resolved plugin with its own context: registration only (taps, slots, start and close work). */
+  private async apply(r: ResolvedEntry): Promise<void> {
+    const { plugin, name, origin, location } = r;
+    const validated = r.options;
+    for (const req of r.requires) {
+      const byName = this.loaded.some((p) => p.name === req);
+      if (!byName && !this.slots.has(req as keyof Capabilities)) {
+        throw new PluginError(name, `requires '${req}', which no plugin filled (a plugin of its kind was applied before, but did not provide it)`);
       }
     }
-    const validated = this.validateOptions(plugin, options ?? {});
-
     const stateDir = path.join(this.deps.config.rootDir, 'plugin-state', name.replace(/[\/@]/g, '_'));
     fs.mkdirSync(stateDir, { recursive: true });
     const record: LoadedPlugin = { name, kind: plugin.kind ?? 'other', origin, location, options: validated, taps: [], slots: [], applyMs: 0 };
@@ -149,6 +235,12 @@ export class PluginHost {
       },
       use: <K extends keyof Capabilities>(slot: K) => this.slots.get(slot)?.impl as Capabilities[K] | undefined,
       provide: <K extends keyof Capabilities>(slot: K, impl: Capabilities[K]) => {
+        if (!r.mayProvide.includes(slot)) {
+          const kind = SLOT_KINDS[slot];
+          throw new PluginError(name, kind && plugin.kind !== kind
+            ? `cannot provide the '${slot}' slot: only a plugin of kind '${kind}' may (its kind is '${plugin.kind ?? 'other'}')`
+            : `provides the '${slot}' slot without declaring it: add '${slot}' to its provides`);
+        }
         const claim = this.slots.get(slot);
         if (claim) {
           throw new PluginError(name, `cannot provide the '${slot}' slot: plugin '${claim.plugin}' already provides it (keep one of them in plugins)`);
@@ -159,17 +251,33 @@ export class PluginHost {
       onClose: (fn: () => void | Promise<void>) => {
         this.closers.push({ plugin: name, fn });
       },
+      onStart: (fn: () => void | Promise<void>) => {
+        starts.push(fn);
+      },
+      skip: (reason: string): never => {
+        if (record.taps.length > 0 || record.slots.length > 0) throw new PluginError(name, 'ctx.skip() must come before any tap or provide');
+        throw new SkipSignal(reason);
+      },
     });
+    const starts: Array<() => void | Promise<void>> = [];
 
     const start = performance.now();
     try {
       await plugin.apply(ctx, validated);
     } catch (err) {
+      if (err instanceof SkipSignal) {
+        this.skipped.push({ name, reason: err.reason });
+        this.deps.logger.warn({ plugin: name, reason: err.reason }, 'plugin skipped itself');
+        return;
+      }
       if (isPluginError(err)) throw err;
       throw new PluginError(name, errorMessage(err), { cause: err });
     }
     record.applyMs = performance.now() - start;
+    const missing = r.provides.filter((slot) => !record.slots.includes(slot));
+    if (missing.length > 0) throw new PluginError(name, `declares it provides ${missing.map((m) => `'${m}'`).join(', ')} but did not fill ${missing.length > 1 ? 'them' : 'it'} in apply (ctx.provide)`);
     this.loaded.push(record);
+    for (const fn of starts) this.starters.push({ record, fn });
     logger.info({ kind: record.kind, origin, taps: record.taps.map((t) => t.hook), slots: record.slots, applyMs: Math.round(record.applyMs) }, 'plugin loaded');
   }
 

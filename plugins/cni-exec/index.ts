@@ -41,7 +41,8 @@ export default definePlugin<CniExecOptions>({
     ctx.provide('network', serviceView(network));
 
     let server: Server | undefined;
-    if (options.delegate) {
+    // The start phase: the delegate's socket, and the runtime's CNI config and shim (apply touches nothing).
+    if (options.delegate) ctx.onStart(async () => {
       server = await serveDelegate(options.socketPath, (req) => network.handle(req), (err) => log.warn({ err: err.message }, 'delegate request failed'));
       ctx.onClose(async () => {
         await new Promise<void>((resolve) => server!.close(() => resolve()));
@@ -62,7 +63,7 @@ export default definePlugin<CniExecOptions>({
         (net) => log.info({ network: net.name, file: net.file, plugins: net.plugins.map((p) => p.type) }, 'CNI network'),
         (err) => log.warn({ err: errorMessage(err) }, 'no usable CNI network yet: pods will fail to start until there is one'),
       );
-    }
+    });
 
     const dnsSettings = async () => ({
       clusterDNS: options.clusterDNS,

@@ -14,7 +14,7 @@ export default definePlugin<CsiGrpcOptions>({
   name: 'csi-grpc',
   kind: 'storage',
   optionsSchema,
-  async apply(ctx, options) {
+  apply(ctx, options) {
     const drivers = new RegistrationWatcher({
       dir: options.registryDir ? path.resolve(options.registryDir) : path.join(ctx.config.rootDir, 'plugins_registry'),
       logger: ctx.logger,
@@ -35,7 +35,8 @@ export default definePlugin<CsiGrpcOptions>({
     ctx.hooks.podRemoved.tapPromise('csi-grpc', async (pod) => {
       if (pod.metadata?.uid) cleanup.podGone(pod.metadata.uid);
     });
-    await drivers.start();
+    // The start phase watches plugins_registry and dials the drivers; apply touches nothing.
+    ctx.onStart(() => drivers.start());
     ctx.onClose(async () => {
       cleanup.stop();
       await drivers.stop();

@@ -18,7 +18,7 @@ export default definePlugin<ProbesOptions>({
       { runtime: () => ctx.runtime(), pods: () => ctx.pods(), reportProbe: (e) => ctx.reportProbe(e), observeProbeRun: (r) => ctx.observeProbeRun(r), recordEvent: (e) => ctx.recordEvent(e), logger: ctx.logger },
       options,
     );
-    // Workers of a new container start with it (before postStart runs, as upstream probes do not wait for it).
+    // Workers of a new container start with it, once its postStart handler is done (upstream's container is not Running before).
     ctx.hooks.afterStart.tapPromise('probes', async (e) => manager.containerStarted(e.pod, e.container, e.containerId, e.podIP, Date.now()));
     // Reconcile with what users see: exited containers lose their workers, running ones without workers (adopted) get them.
     ctx.hooks.podStatusChanged.tap('probes', (pod, status) => {

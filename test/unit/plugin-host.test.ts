@@ -13,6 +13,7 @@ import { captureLogger as captureLines } from '../support/capture-logger.ts';
 import { definePlugin, type PluginContext } from '../../core/plugins/plugin-api.ts';
 import { PluginHost, builtinPluginNames } from '../../core/plugins/plugin-host.ts';
 import { stubRuntimePlugin } from '../support/recorder-plugin.ts';
+import { HOST_VERSION } from '../../core/plugins/plugin-host.ts';
 
 const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases');
 
@@ -57,7 +58,9 @@ describe('PluginHost', function () {
     it("resolves the built-in 'cri-containerd' and reports an absent socket naming the plugin and the endpoint", async function () {
       assert.ok(builtinPluginNames().includes('cri-containerd'));
       const endpoint = `unix://${path.join(dir, 'nonexistent.sock')}`;
-      const err = await pluginError(load([['cri-containerd', { endpoint }]]));
+      // Applying connects to nothing; the start phase reports the socket.
+      const host = await load([['cri-containerd', { endpoint }]]);
+      const err = await pluginError(host.startAll());
       assert.equal(err.plugin, 'cri-containerd');
       assert.equal(err.message, `plugin 'cri-containerd': container runtime endpoint ${endpoint}: no socket at ${path.join(dir, 'nonexistent.sock')} (is containerd running? set --container-runtime-endpoint)`);
     });
@@ -65,7 +68,7 @@ describe('PluginHost', function () {
     it("gives 'cri-containerd' the kubelet's containerRuntimeEndpoint when the plugin has no endpoint option", async function () {
       const endpoint = `unix://${path.join(dir, 'from-flag.sock')}`;
       const config = await tempConfig({}, { containerRuntimeEndpoint: endpoint });
-      const err = await pluginError(load(['cri-containerd'], config));
+      const err = await pluginError((await load(['cri-containerd'], config)).startAll());
       assert.match(err.message, new RegExp(`endpoint ${endpoint.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: no socket`));
     });
 
@@ -186,13 +189,60 @@ describe('PluginHost', function () {
       assert.equal(err.message, "plugin 'twice': is listed twice in plugins (entries 1 and 2)");
     });
 
-    it("rejects a plugin whose 'requires' is not loaded before it, and accepts it when it is", async function () {
-      const cni = definePlugin({ name: 'cni-exec', apply() {} });
-      const needsCni = definePlugin({ name: 'network-policy', requires: ['cni-exec'], apply() {} });
-      const err = await pluginError(load([stubRuntimePlugin(), needsCni, cni]));
-      assert.equal(err.message, "plugin 'network-policy': requires plugin 'cni-exec', which is not loaded before it: list 'cni-exec' earlier in plugins");
-      const host = await load([stubRuntimePlugin(), cni, needsCni]);
-      assert.deepEqual(host.loaded.map((p) => p.name), ['stub-runtime', 'cni-exec', 'network-policy']);
+    it('applies a plugin after the providers of what it requires (a slot or a plugin name), whatever the config order', async function () {
+      const order: string[] = [];
+      const net = definePlugin({ name: 'net', kind: 'network', apply: (ctx) => (order.push('net'), ctx.provide('network' as never, {} as never)) });
+      const policy = definePlugin({ name: 'network-policy', requires: ['network'], apply: () => void order.push('network-policy') });
+      const audit = definePlugin({ name: 'audit', requires: ['network-policy'], apply: () => void order.push('audit') });
+      const other = definePlugin({ name: 'other', apply: () => void order.push('other') });
+      const host = await load([stubRuntimePlugin(), audit, policy, other, net]);
+      assert.deepEqual(order, ['other', 'net', 'network-policy', 'audit'], 'deterministic: config order unless a requirement comes later');
+      assert.deepEqual(host.loaded.map((p) => p.name), ['stub-runtime', 'other', 'net', 'network-policy', 'audit']);
+    });
+
+    it('names a requirement no plugin provides, and a cycle', async function () {
+      const policy = definePlugin({ name: 'network-policy', requires: ['network'], apply() {} });
+      const missing = await pluginError(load([stubRuntimePlugin(), policy]));
+      assert.equal(missing.message, "plugin 'network-policy': requires 'network', which no configured plugin provides: add a plugin that provides 'network' to plugins");
+      const a = definePlugin({ name: 'a', requires: ['b'], apply() {} });
+      const b = definePlugin({ name: 'b', requires: ['c'], apply() {} });
+      const c = definePlugin({ name: 'c', requires: ['a'], apply() {} });
+      const cycle = await pluginError(load([stubRuntimePlugin(), a, b, c]));
+      assert.equal(cycle.message, "plugin 'a': plugins require each other in a cycle: a → b → c → a");
+    });
+
+    it("checks kind against slots: only a runtime plugin fills 'runtime', and a plugin fills what it declares", async function () {
+      const storage = definePlugin({ name: 'sneaky', kind: 'storage', apply: (ctx) => ctx.provide('runtime', {} as never) });
+      assert.equal((await pluginError(load([stubRuntimePlugin(), storage]))).message, "plugin 'sneaky': cannot provide the 'runtime' slot: only a plugin of kind 'runtime' may (its kind is 'storage')");
+      const declared = definePlugin({ name: 'declared', kind: 'storage', provides: ['runtime'], apply() {} });
+      assert.equal((await pluginError(load([stubRuntimePlugin(), declared]))).message, "plugin 'declared': declares it provides the 'runtime' slot, which only a plugin of kind 'runtime' may fill (its kind is 'storage')");
+      const lazy = definePlugin({ name: 'lazy-runtime', kind: 'runtime', provides: ['runtime'], apply() {} });
+      assert.equal((await pluginError(load([lazy]))).message, "plugin 'lazy-runtime': declares it provides 'runtime' but did not fill it in apply (ctx.provide)");
+    });
+
+    it('checks the host version range a plugin declares', async function () {
+      const ok = definePlugin({ name: 'fits', kubeletTs: '^0.x', apply() {} });
+      await load([stubRuntimePlugin(), ok]);
+      const future = definePlugin({ name: 'future', kubeletTs: '>=2.0.0', apply() {} });
+      assert.equal((await pluginError(load([stubRuntimePlugin(), future]))).message, `plugin 'future': works with kubelet-ts >=2.0.0; this is kubelet-ts ${HOST_VERSION}`);
+      const garbled = definePlugin({ name: 'garbled', kubeletTs: 'banana', apply() {} });
+      assert.match((await pluginError(load([stubRuntimePlugin(), garbled]))).message, /^plugin 'garbled': kubeletTs: "banana" is not a version range/);
+    });
+
+    it('lets an optional plugin skip itself with a reason; apply registers, startAll does the side effects', async function () {
+      const started: string[] = [];
+      const optional = definePlugin({ name: 'gpu', apply: (ctx) => ctx.skip('no /dev/nvidia0 on this node') });
+      const worker = definePlugin({ name: 'worker', apply: (ctx) => ctx.onStart(() => void started.push('worker')) });
+      const host = await load([stubRuntimePlugin(), optional, worker]);
+      assert.deepEqual(host.skipped, [{ name: 'gpu', reason: 'no /dev/nvidia0 on this node' }]);
+      assert.deepEqual(host.loaded.map((p) => p.name), ['stub-runtime', 'worker']);
+      assert.deepEqual(started, [], 'apply touched nothing');
+      await host.startAll();
+      assert.deepEqual(started, ['worker']);
+      assert.ok((host.loaded[1]!.startMs ?? -1) >= 0);
+      const failing = definePlugin({ name: 'broken-start', apply: (ctx) => ctx.onStart(() => { throw new Error('socket in use'); }) });
+      const host2 = await load([stubRuntimePlugin(), failing]);
+      assert.equal((await pluginError(host2.startAll())).message, "plugin 'broken-start': socket in use");
     });
 
     it('rejects two plugins providing the runtime, naming both', async function () {

@@ -65,5 +65,6 @@ export async function startPluginsForTest(
     },
   });
   await host.loadAll(options.memoryRuntime === false ? entries : [memory, ...entries]);
+  await host.startAll();
   return { hooks, slot: (s) => host.slot(s), config, events, close: () => host.close() };
 }

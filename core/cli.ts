@@ -1,25 +1,35 @@
-import { parseArgs } from 'node:util';
 import { loadConfig, type ConfigFlags } from './config/load.ts';
+import { configSchema } from './config/schema.ts';
 import { ConfigError, isPluginError, errorMessage } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { Kubelet } from './kubelet.ts';
 import { logsCommand } from './commands/logs.ts';
 import { explainCommand } from './commands/explain.ts';
 import { eventsCommand } from './commands/events.ts';
+import { podsCommand } from './commands/pods.ts';
+import { pluginsCommand } from './commands/plugins.ts';
+import { parseCommandArgs } from './commands/command-args.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server.ts';
 import { KubeconfigError } from './api/kubeconfig-error.ts';
 
+/** The log levels the config schema accepts, so the help can never list fewer or others. */
+const LOG_LEVELS = (configSchema.properties.logging.properties.level.enum as readonly string[]).join('|');
+
 const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
-       kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--previous] [--tail N] [--timestamps] [--root-dir DIR]
-                                      a container's logs, from the local kubelet (its socket <rootDir>/kubelet-ts.sock, as root)
-       kubelet-ts explain POD [-n NAMESPACE] [--root-dir DIR] [--json]
+                                      (with the runtime endpoint of the kubelet running with this root dir, if any)
+       kubelet-ts pods [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [-w] [--root-dir DIR]
+                                      the local kubelet's pods, as kubectl get pods shows them (alias: get pods)
+       kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [--uid PREFIX] [-f] [--previous] [--tail N] [--timestamps] [--root-dir DIR]
+                                      a container's logs, from the local kubelet (its socket <rootDir>/kubelet-ts.sock, as root);
+                                      POD is a name or a UID prefix (two pods share a name while an edited pod replaces the old)
+       kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [--json]
                                       where the pod's start spent its time, as a waterfall
        kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
                                       the local kubelet's events (pods and node), newest last
 
-Flags (they mirror the upstream kubelet's and override the config file):
+Each command takes -h for its own flags. Flags of run and plugins (they mirror the upstream kubelet's and override the config file):
   --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
   --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
@@ -34,7 +44,7 @@ Flags (they mirror the upstream kubelet's and override the config file):
   --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
   --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
   --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
-  --log-level LEVEL                 trace|debug|info|warn|error
+  --log-level LEVEL                 ${LOG_LEVELS} (logging.level, default info)
   -h, --help                        this help
 `;
 
@@ -53,28 +63,25 @@ function parseHeaderFlag(values: string[] | undefined): Record<string, string[]>
 }
 
 function parse(argv: string[]) {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      config: { type: 'string' },
-      kubeconfig: { type: 'string' },
-      'pod-manifest-path': { type: 'string' },
-      'manifest-url': { type: 'string' },
-      'manifest-url-header': { type: 'string', multiple: true },
-      'container-runtime-endpoint': { type: 'string' },
-      'root-dir': { type: 'string' },
-      'node-name': { type: 'string' },
-      'node-ip': { type: 'string' },
-      'read-only-port': { type: 'string' },
-      port: { type: 'string' },
-      'tls-cert-file': { type: 'string' },
-      'tls-private-key-file': { type: 'string' },
-      'cert-dir': { type: 'string' },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  // At most one word: the command. Anything else is a mistake to report, not to ignore.
+  const { values, positionals } = parseCommandArgs(argv, {
+    config: { type: 'string' },
+    kubeconfig: { type: 'string' },
+    'pod-manifest-path': { type: 'string' },
+    'manifest-url': { type: 'string' },
+    'manifest-url-header': { type: 'string', multiple: true },
+    'container-runtime-endpoint': { type: 'string' },
+    'root-dir': { type: 'string' },
+    'node-name': { type: 'string' },
+    'node-ip': { type: 'string' },
+    'read-only-port': { type: 'string' },
+    port: { type: 'string' },
+    'tls-cert-file': { type: 'string' },
+    'tls-private-key-file': { type: 'string' },
+    'cert-dir': { type: 'string' },
+    'log-level': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  }, 1);
   let readOnlyPort: number | undefined;
   if (values['read-only-port'] !== undefined) {
     readOnlyPort = Number(values['read-only-port']);
@@ -104,13 +111,29 @@ function parse(argv: string[]) {
   return { command: positionals[0] ?? 'run', configFile: values.config, flags, help: values.help === true };
 }
 
+/** Commands that talk to a running kubelet over its local socket; each parses its own flags. */
+const CLIENT_COMMANDS: Record<string, (argv: string[], opts: { socketPath: string }) => Promise<number>> = {
+  logs: logsCommand,
+  explain: explainCommand,
+  events: eventsCommand,
+  pods: podsCommand,
+};
+
+/** `get pods ...` (kubectl's spelling) is `pods ...`. */
+function clientCommand(argv: string[]): { run: (argv: string[], opts: { socketPath: string }) => Promise<number>; argv: string[] } | undefined {
+  if (argv[0] === 'get' && ['pods', 'pod', 'po'].includes(argv[1] ?? '')) return { run: podsCommand, argv: argv.slice(2) };
+  if (argv[0] === 'get') return { run: async () => (process.stderr.write(`kubelet-ts get: only 'get pods' is known here (got '${argv[1] ?? ''}')\n`), 2), argv: [] };
+  const name = argv[0] ?? '';
+  return Object.hasOwn(CLIENT_COMMANDS, name) ? { run: CLIENT_COMMANDS[name]!, argv: argv.slice(1) } : undefined;
+}
+
 async function main(): Promise<number> {
-  // `logs`, `explain` and `events` talk to a running kubelet over its local socket (under the
-  // configured rootDir, or --root-dir); they have flags of their own.
-  const client = { logs: logsCommand, explain: explainCommand, events: eventsCommand }[process.argv[2] ?? ''];
+  // The client commands reach the kubelet over its local socket (under the configured rootDir,
+  // or their --root-dir).
+  const client = clientCommand(process.argv.slice(2));
   if (client) {
     const rootDir = await loadConfig().then((c) => c.rootDir, () => '/var/lib/kubelet');
-    return client(process.argv.slice(3), { socketPath: localSocketPath(rootDir) });
+    return client.run(client.argv, { socketPath: localSocketPath(rootDir) });
   }
   let args;
   try {
@@ -127,20 +150,10 @@ async function main(): Promise<number> {
     process.stderr.write(`kubelet-ts: unknown command '${args.command}'\n\n${USAGE}`);
     return 2;
   }
+  if (args.command === 'plugins') return pluginsCommand({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
   const config = await loadConfig({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
-  const logger = createLogger({ level: args.command === 'plugins' ? 'warn' : config.logLevel });
+  const logger = createLogger({ level: config.logLevel });
   const kubelet = new Kubelet(config, logger);
-
-  if (args.command === 'plugins') {
-    await kubelet.plugins.loadAll(config.plugins);
-    for (const p of kubelet.plugins.loaded) {
-      process.stdout.write(`${p.name}  (${p.kind}, ${p.origin}: ${p.location})  apply ${p.applyMs.toFixed(1)} ms\n`);
-      if (p.slots.length) process.stdout.write(`  provides: ${p.slots.join(', ')}\n`);
-      for (const t of p.taps) process.stdout.write(`  taps: ${t.hook}${t.stage ? ` (stage ${t.stage})` : ''}\n`);
-    }
-    await kubelet.plugins.close();
-    return 0;
-  }
 
   // The last line of defence: whatever a pod spec, a plugin or a library manages to throw
   // outside a request, the node keeps its kubelet. Each is a bug to fix where it was thrown;

@@ -268,6 +268,14 @@ export class Kubelet {
           this.startMeasured.delete(pod.metadata!.uid!);
           this.metrics.forgetPod(pod.metadata!.uid!);
           this.timelines.forget(pod.metadata!.uid!);
+          // Wanted again while it stopped (its manifest removed or broken, then back under the
+          // same UID): it starts now, not at the next periodic resync.
+          const again = this.desired.get(pod.metadata!.uid!);
+          if (again) {
+            this.finished.delete(pod.metadata!.uid!);
+            this.timelines.seen(pod.metadata!.uid!, again.metadata?.namespace ?? 'default', again.metadata?.name ?? '');
+            this.workers.update(again);
+          }
         },
         observe: this.metrics.observePodWorker,
       },
@@ -474,7 +482,9 @@ export class Kubelet {
   /** The pods this kubelet runs or is terminating, with their current status. */
   pods(): V1Pod[] {
     const out: V1Pod[] = [];
-    for (const [uid, pod] of [...this.desired, ...this.terminating]) {
+    // One entry per UID: a pod its source wants again while it still stops is in both maps,
+    // and what runs of it is the stopping one until its worker is done.
+    for (const [uid, pod] of new Map([...this.desired, ...this.terminating])) {
       const status = this.status?.get(uid) ?? pod.status;
       out.push({ ...pod, apiVersion: 'v1', kind: 'Pod', ...(status ? { status } : {}) });
     }

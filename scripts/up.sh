@@ -4,7 +4,7 @@
 # Installs the node's Debian packages if missing (containerd, runc, CNI plugins, a registry,
 # skopeo, static busybox, iptables, iproute2), installs Node dependencies if node_modules is
 # missing, builds dist/ (`npm run build`), then runs `node bin/kubelet-ts-up.mjs` (same as
-# `npm run up`).
+# `npm run up`) with the flags given here (`scripts/up.sh --help`: --node-dir, --manifests, ports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,8 +1,10 @@
 /**
  * `npm run up`: the README's first command. Starts the real node environment (registry on
  * 127.0.0.1:5050 with busybox images, a private containerd with a bridge CNI network) under
- * `<repo>/.node`, runs the kubelet on the pod manifests in `examples/`, and prints pod status
- * changes as they happen. Ctrl-C stops the kubelet, then the environment.
+ * the node dir (`<repo>/.node`), runs the kubelet on the pod manifests in `examples/`, and
+ * prints pod status changes and the kubelet's warnings as they happen. Ctrl-C (also with the
+ * console piped to a tee that dies first) stops the kubelet, then the pods, containerd and the
+ * registry, and removes the pods' cgroups: nothing of the node is left.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
@@ -11,75 +13,35 @@ import { once } from 'node:events';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1Pod } from '@kubernetes/client-node';
 import { nodeEnvUnavailableReason, startNodeEnv, type NodeEnv } from './node-env/index.ts';
+import { UpConsole } from './up/console.ts';
+import { PodLineTracker } from './up/pod-lines.ts';
+import { KubeletWarningFollower } from './up/kubelet-warnings.ts';
+import { parseUpOptions, UP_USAGE, type UpOptions } from './up/options.ts';
+import { podUidsUnder, removePodCgroups } from './up/pod-cgroup-cleanup.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const BASE_DIR = join(REPO, '.node');
-const REGISTRY_PORT = Number(process.env.KUBELET_TS_REGISTRY_PORT ?? 5050);
-const READ_ONLY_PORT = Number(process.env.KUBELET_TS_READ_ONLY_PORT ?? 10255);
-const MANIFESTS = process.env.KUBELET_TS_MANIFESTS ?? 'examples';
 const POLL_MS = 500;
 const KUBELET_STOP_TIMEOUT_MS = 30_000;
 
-/** The fields of a v1 Pod this view prints. */
-interface PodView {
-  metadata?: { name?: string; namespace?: string; deletionTimestamp?: string };
-  spec?: { containers?: Array<{ name: string }> };
-  status?: {
-    phase?: string;
-    reason?: string;
-    podIP?: string;
-    containerStatuses?: ContainerStatusView[];
-    initContainerStatuses?: ContainerStatusView[];
-  };
-}
+const con = new UpConsole(process.stdout);
+// stderr is the same pipe under `2>&1 | tee`: it must not kill us either.
+process.stderr.on('error', () => {});
+const say = (text: string) => con.say(text);
+const rel = (p: string) => relative(REPO, p) || p;
+/**
+ * A path for the kubelet (run in the repo): relative when inside it, as earlier runs passed
+ * it, because a static pod's UID is derived from its manifest's path and an absolute path
+ * would make every example pod a new pod on the next run.
+ */
+const kubeletPath = (p: string) => (p.startsWith(`${REPO}/`) ? relative(REPO, p) : p);
 
-interface ContainerStatusView {
-  name: string;
-  ready?: boolean;
-  restartCount?: number;
-  state?: {
-    waiting?: { reason?: string; message?: string };
-    terminated?: { reason?: string; exitCode?: number };
-    running?: object;
-  };
-}
-
-function clock(): string {
-  return new Date().toTimeString().slice(0, 8);
-}
-
-function say(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
-
-/** One line for a pod: `default/web-node  Running  ready 1/1  ip 10.88.0.5  restarts 0`. */
-export function podLine(pod: PodView): string {
-  const key = `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? '?'}`;
-  const st = pod.status ?? {};
-  const statuses = st.containerStatuses ?? [];
-  const total = pod.spec?.containers?.length ?? statuses.length;
-  const ready = statuses.filter((c) => c.ready).length;
-  const restarts = statuses.reduce((n, c) => n + (c.restartCount ?? 0), 0);
-  let phase = st.phase ?? 'Pending';
-  if (pod.metadata?.deletionTimestamp) phase = `${phase} (terminating)`;
-  const parts = [key, phase + (st.reason ? ` (${st.reason})` : ''), `ready ${ready}/${total}`, `ip ${st.podIP || '-'}`, `restarts ${restarts}`];
-  const notes: string[] = [];
-  for (const c of [...(st.initContainerStatuses ?? []), ...statuses]) {
-    const w = c.state?.waiting;
-    if (w?.reason) notes.push(`${c.name}: ${w.reason}${w.message ? ` (${w.message.split('\n')[0]!.slice(0, 120)})` : ''}`);
-    const t = c.state?.terminated;
-    if (t && !c.state?.running && !w && st.phase !== 'Succeeded') notes.push(`${c.name}: ${t.reason ?? 'Terminated'} exit ${t.exitCode ?? '?'}`);
-  }
-  if (notes.length) parts.push(notes.join(', '));
-  return parts.join('  ');
-}
-
-async function fetchPods(): Promise<PodView[] | undefined> {
+async function fetchPods(readOnlyPort: number): Promise<V1Pod[] | undefined> {
   try {
-    const res = await fetch(`http://127.0.0.1:${READ_ONLY_PORT}/pods`, { signal: AbortSignal.timeout(2000) });
+    const res = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`, { signal: AbortSignal.timeout(2000) });
     if (!res.ok) return undefined;
-    const list = (await res.json()) as { items?: PodView[] };
+    const list = (await res.json()) as { items?: V1Pod[] };
     return list.items ?? [];
   } catch {
     return undefined;
@@ -91,7 +53,21 @@ async function logTail(path: string, lines = 20): Promise<string> {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
+function options(): UpOptions {
+  try {
+    return parseUpOptions(process.argv.slice(2), REPO);
+  } catch (err) {
+    process.stderr.write(`kubelet-ts up: ${(err as Error).message}\n\n${UP_USAGE}`);
+    process.exit(2);
+  }
+}
+
 async function main(): Promise<void> {
+  const opts = options();
+  if (opts.help) {
+    process.stdout.write(UP_USAGE);
+    return;
+  }
   const reason = nodeEnvUnavailableReason();
   if (reason) {
     process.stderr.write(`kubelet-ts up: ${reason}\nOn a fresh Debian machine run: sudo scripts/up.sh\n`);
@@ -100,9 +76,11 @@ async function main(): Promise<void> {
   // KUBELET_TS_KUBELET_BIN: another (executable) kubelet entry point, e.g. a stand-in while developing up.ts.
   const kubeletBin = resolve(REPO, process.env.KUBELET_TS_KUBELET_BIN ?? join('bin', 'kubelet-ts.mjs'));
   if (!existsSync(kubeletBin)) {
-    process.stderr.write(`kubelet-ts up: ${relative(REPO, kubeletBin)} not found\n`);
+    process.stderr.write(`kubelet-ts up: ${rel(kubeletBin)} not found\n`);
     process.exit(1);
   }
+  const kubeletRootDir = join(opts.nodeDir, 'kubelet');
+  const pods = new PodLineTracker();
 
   let env: NodeEnv | undefined;
   let envStarting: Promise<unknown> = Promise.resolve();
@@ -116,10 +94,10 @@ async function main(): Promise<void> {
     shuttingDown = true;
     if (pollTimer) clearTimeout(pollTimer);
     if (kubelet && kubelet.exitCode === null && kubelet.signalCode === null) {
-      say(`${clock()}  stopping the kubelet (SIGTERM)...`);
+      say('stopping the kubelet (SIGTERM)...');
       kubelet.kill('SIGTERM');
       const timer = setTimeout(() => {
-        say(`${clock()}  the kubelet did not stop in ${KUBELET_STOP_TIMEOUT_MS / 1000} s: SIGKILL`);
+        say(`the kubelet did not stop in ${KUBELET_STOP_TIMEOUT_MS / 1000} s: SIGKILL`);
         kubelet?.kill('SIGKILL');
       }, KUBELET_STOP_TIMEOUT_MS);
       await kubeletExit;
@@ -128,31 +106,37 @@ async function main(): Promise<void> {
     // A signal during startup: let the start finish, then clean it up.
     await envStarting.catch(() => {});
     if (env) {
-      say(`${clock()}  stopping containerd and the registry...`);
-      await env.stop().catch((err: Error) => say(`${clock()}  cleanup error: ${err.message}`));
+      say('stopping the pods, containerd and the registry...');
+      await env.stop().catch((err: Error) => say(`cleanup error: ${err.message}`));
+      // The containers are gone now, so their pods' cgroups are empty and can go too.
+      await removePodCgroups([...pods.seenUids, ...(await podUidsUnder(kubeletRootDir))]).catch((err: Error) => say(`cleanup error (pod cgroups): ${err.message}`));
     }
-    say(`${clock()}  stopped`);
+    say('stopped');
     process.exit(code);
   };
   let interrupts = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     interrupts++;
     if (interrupts > 2) {
-      say(`${clock()}  ${sig} again: exiting without cleanup (run npm run up again to clean up)`);
+      say(`${sig} again: exiting without cleanup (run npm run up again to clean up)`);
       process.exit(130);
     }
     if (interrupts === 1) void shutdown(0);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // The terminal closing (an ssh session lost) is a stop too.
+  process.on('SIGHUP', onSignal);
 
-  say(`${clock()}  starting the node environment in ${relative(process.cwd(), BASE_DIR) || BASE_DIR} ...`);
+  say(`starting the node environment in ${relative(process.cwd(), opts.nodeDir) || opts.nodeDir} ...`);
   try {
     const starting = startNodeEnv({
-      baseDir: BASE_DIR,
-      registryPort: REGISTRY_PORT,
+      baseDir: opts.nodeDir,
+      registryPort: opts.registryPort,
+      // The node's own dir: nothing of it in /tmp after a stop.
+      imageCacheDir: join(opts.nodeDir, 'image-cache'),
       log: (line) => {
-        if (process.env.KUBELET_TS_UP_VERBOSE) say(`${clock()}  ${line}`);
+        if (process.env.KUBELET_TS_UP_VERBOSE) say(line);
       },
     });
     envStarting = starting;
@@ -163,19 +147,19 @@ async function main(): Promise<void> {
     return shutdown(1);
   }
   if (shuttingDown) return;
-  say(`${clock()}  registry    ${env.registry}  (images ${env.images.busybox}, ${env.images.pause})`);
-  say(`${clock()}  containerd  ${env.containerdEndpoint}  (log ${relative(REPO, env.logs.containerd)})`);
-  if (env.network) say(`${clock()}  network     bridge ${env.network.bridge}, pods in ${env.network.subnet}`);
+  say(`registry    ${env.registry}  (images ${env.images.busybox}, ${env.images.pause})`);
+  say(`containerd  ${env.containerdEndpoint}  (log ${rel(env.logs.containerd)})`);
+  if (env.network) say(`network     bridge ${env.network.bridge}, pods in ${env.network.subnet}`);
 
-  const kubeletLog = join(BASE_DIR, 'kubelet.log');
-  await mkdir(join(BASE_DIR, 'kubelet'), { recursive: true });
+  const kubeletLog = join(opts.nodeDir, 'kubelet.log');
+  await mkdir(kubeletRootDir, { recursive: true });
   const out = createWriteStream(kubeletLog, { flags: 'w' });
   await once(out, 'open');
   const args = [
-    '--pod-manifest-path', MANIFESTS,
+    '--pod-manifest-path', kubeletPath(opts.manifests),
     '--container-runtime-endpoint', env.containerdEndpoint,
-    '--root-dir', join('.node', 'kubelet'),
-    '--read-only-port', String(READ_ONLY_PORT),
+    '--root-dir', kubeletPath(kubeletRootDir),
+    '--read-only-port', String(opts.readOnlyPort),
     '--node-ip', '127.0.0.1',
   ];
   // Executed, not `node FILE`: its shebang carries the kubelet's node flags. Detached: Ctrl-C
@@ -187,50 +171,36 @@ async function main(): Promise<void> {
       res();
       if (!shuttingDown) {
         void (async () => {
-          say(`${clock()}  the kubelet exited (${signal ?? `code ${code}`}); last lines of ${relative(REPO, kubeletLog)}:`);
-          say(await logTail(kubeletLog));
+          say(`the kubelet exited (${signal ?? `code ${code}`}); last lines of ${rel(kubeletLog)}:`);
+          con.raw(await logTail(kubeletLog));
           await shutdown(1);
         })();
       }
     });
     kubelet!.on('error', (err) => {
-      say(`${clock()}  could not start the kubelet: ${err.message}`);
+      say(`could not start the kubelet: ${err.message}`);
       res();
       void shutdown(1);
     });
   });
-  say(`${clock()}  kubelet     pid ${kubelet.pid}, manifests ${MANIFESTS}/, logs ${relative(REPO, kubeletLog)}`);
-  say(`${clock()}  watching http://127.0.0.1:${READ_ONLY_PORT}/pods  (Ctrl-C to stop)`);
-  say(`${clock()}  logs: bin/kubelet-ts.mjs logs --root-dir .node/kubelet POD  (the kubelet's local socket)`);
+  say(`kubelet     pid ${kubelet.pid}, manifests ${rel(opts.manifests)}/, log ${rel(kubeletLog)}`);
+  say(`watching http://127.0.0.1:${opts.readOnlyPort}/pods  (Ctrl-C to stop)`);
+  say(`pods: bin/kubelet-ts.mjs pods -w --root-dir ${rel(kubeletRootDir)}   logs: bin/kubelet-ts.mjs logs --root-dir ${rel(kubeletRootDir)} POD`);
 
-  const last = new Map<string, string>();
+  const warnings = new KubeletWarningFollower({ file: kubeletLog, cwd: REPO, say });
   let reachable: boolean | undefined;
   const poll = async (): Promise<void> => {
     if (shuttingDown) return;
-    const pods = await fetchPods();
+    const list = await fetchPods(opts.readOnlyPort);
+    await warnings.poll();
     if (shuttingDown) return;
-    if (!pods) {
-      if (reachable) say(`${clock()}  kubelet read-only API not answering`);
+    if (!list) {
+      if (reachable) say('kubelet read-only API not answering');
       reachable = false;
     } else {
-      if (reachable === false) say(`${clock()}  kubelet read-only API answering`);
+      if (reachable === false) say('kubelet read-only API answering');
       reachable = true;
-      const seen = new Set<string>();
-      for (const pod of pods) {
-        const key = `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? '?'}`;
-        seen.add(key);
-        const line = podLine(pod);
-        if (last.get(key) !== line) {
-          last.set(key, line);
-          say(`${clock()}  ${line}`);
-        }
-      }
-      for (const key of [...last.keys()]) {
-        if (!seen.has(key)) {
-          last.delete(key);
-          say(`${clock()}  ${key}  removed`);
-        }
-      }
+      for (const line of pods.update(list)) say(line);
     }
     pollTimer = setTimeout(() => void poll(), POLL_MS);
   };

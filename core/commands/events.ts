@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
 import type { KubeletEvent } from '../events/event-recorder.ts';
+import { parseCommandArgs, UsageError } from './command-args.ts';
 import { localGet, localSocketPath, unreachableMessage } from './local-kubelet.ts';
 
 export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
@@ -43,8 +43,9 @@ export async function eventsCommand(argv: string[], opts: { socketPath: string; 
   const err = opts.stderr ?? process.stderr;
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: false, options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseCommandArgs(argv, { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, 0);
   } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
     err.write(`kubelet-ts events: ${(e as Error).message}\n\n${EVENTS_USAGE}`);
     return 2;
   }

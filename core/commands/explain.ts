@@ -1,14 +1,18 @@
 import type { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { PodStartTimeline } from '../timeline/pod-timeline.ts';
 import { renderWaterfall } from '../timeline/waterfall.ts';
+import { parseCommandArgs, UsageError } from './command-args.ts';
+import { lookupPod } from './pod-lookup.ts';
 import { localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
 
-export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--root-dir DIR] [--json]
+export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [--json]
 Shows where the pod's start spent its time: every step from the kubelet seeing the pod to
 its first Ready (admission, volumes, image, sandbox, network, each container, each plugin
-hook tap), as a waterfall. POD is the pod's name or, for a static pod, the name in its
-manifest (the node name suffix is found). It asks the local kubelet on its socket
+hook tap), as a waterfall; a step tried again and again (an image pull in back-off) is one
+row with its count, and a failed step says why. POD is the pod's name, for a static pod the
+name in its manifest (the node name suffix is found), or a prefix of its UID (--uid PREFIX
+picks one of two pods of one name). It asks the local kubelet on its socket
 (<rootDir>/kubelet-ts.sock, as root); --root-dir names the kubelet's root dir.
 `;
 
@@ -23,9 +27,10 @@ export async function explainCommand(argv: string[], opts: { socketPath: string;
   const err = opts.stderr ?? process.stderr;
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { namespace: { type: 'string', short: 'n' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseCommandArgs(argv, { namespace: { type: 'string', short: 'n' }, uid: { type: 'string' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, 1);
   } catch (e) {
-    err.write(`kubelet-ts explain: ${(e as Error).message}\n\n${EXPLAIN_USAGE}`);
+    if (!(e instanceof UsageError)) throw e;
+    err.write(`kubelet-ts explain: ${e.message}\n\n${EXPLAIN_USAGE}`);
     return 2;
   }
   if (parsed.values.help) {
@@ -34,28 +39,25 @@ export async function explainCommand(argv: string[], opts: { socketPath: string;
   }
   const name = parsed.positionals[0];
   if (!name) {
-    err.write(`kubelet-ts explain: a pod name is required\n\n${EXPLAIN_USAGE}`);
+    err.write(`kubelet-ts explain: a pod name (or UID prefix) is required\n\n${EXPLAIN_USAGE}`);
     return 2;
   }
   const socketPath = parsed.values['root-dir'] !== undefined ? localSocketPath(parsed.values['root-dir']) : opts.socketPath;
-  let pods: Array<{ metadata: { name: string; namespace: string } }>;
+  let pods: V1Pod[];
   try {
     pods = JSON.parse((await getJSON(socketPath, '/pods')).body).items ?? [];
   } catch (e) {
     err.write(`${unreachableMessage('explain', socketPath, e)}\n`);
     return 1;
   }
-  const ns = parsed.values.namespace;
-  const matches = pods.filter((p) => (p.metadata.name === name || p.metadata.name.startsWith(`${name}-`)) && (!ns || p.metadata.namespace === ns));
-  const exact = matches.filter((p) => p.metadata.name === name);
-  const pick = exact.length === 1 ? exact[0] : matches.length === 1 ? matches[0] : undefined;
-  if (!pick) {
-    err.write(matches.length > 1
-      ? `kubelet-ts explain: "${name}" matches several pods: ${matches.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(', ')}; give the full name or -n\n`
-      : `kubelet-ts explain: no pod "${name}"${ns ? ` in namespace "${ns}"` : ''} on this kubelet\n`);
+  const { namespace, uid } = parsed.values;
+  const found = lookupPod(pods, name, { command: 'explain', ...(namespace !== undefined ? { namespace } : {}), ...(uid !== undefined ? { uid } : {}) });
+  if (!('pod' in found)) {
+    err.write(`kubelet-ts explain: ${'notFound' in found ? found.notFound : found.ambiguous}\n`);
     return 1;
   }
-  const r = await getJSON(socketPath, `/debug/pods/${encodeURIComponent(pick.metadata.namespace)}/${encodeURIComponent(pick.metadata.name)}/timeline`);
+  const pick = found.pod;
+  const r = await getJSON(socketPath, `/debug/pods/${encodeURIComponent(pick.metadata?.namespace ?? 'default')}/${encodeURIComponent(pick.metadata?.name ?? '')}/timeline?uid=${encodeURIComponent(pick.metadata?.uid ?? '')}`);
   if (r.status !== 200) {
     err.write(`kubelet-ts explain: ${r.body.trim()}\n`);
     return 1;

@@ -1,18 +1,21 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type http from 'node:http';
 import type { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
 import { parseDuration } from '../config/duration.ts';
+import { parseCommandArgs, UsageError } from './command-args.ts';
+import { lookupPod } from './pod-lookup.ts';
 import { KubeletUnreachable, localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
 
 export const LOGS_USAGE = `Usage: kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [flags]
 
 Print a container's log from the local kubelet (its local socket, as root), as kubectl logs does.
-POD is the pod's name, or a static pod's manifest name (the kubelet names it <name>-<node>).
+POD is the pod's name, a static pod's manifest name (the kubelet names it <name>-<node>), or a
+prefix of its UID (to pick one of two pods sharing a name while an edited pod replaces the old).
 
 Flags:
   -c, --container NAME     the container (default: the pod's only or default container)
   -n, --namespace NS       the pod's namespace (default: "default", else the only namespace with such a pod)
+      --uid PREFIX         the pod whose UID starts with PREFIX, of those named POD
   -f, --follow             keep streaming new lines until the container stops (Ctrl-C to stop)
   -p, --previous           the previous (terminated) instance of the container
       --tail N             only the last N lines (-1: all)
@@ -35,24 +38,6 @@ function allContainers(pod: V1Pod): Array<V1Container & { kind: 'init' | 'app' |
   ];
 }
 
-/** Finds the pod by name or static name (`<name>-<node>`), in the namespace or, without one, in "default" first. */
-function findPod(pods: V1Pod[], name: string, namespace: string | undefined): V1Pod | V1Pod[] | undefined {
-  const matches = pods.filter((p) => {
-    const n = p.metadata?.name;
-    const node = p.spec?.nodeName?.toLowerCase();
-    return n === name || (node !== undefined && n === `${name}-${node}`);
-  });
-  const ns = (p: V1Pod) => p.metadata?.namespace ?? 'default';
-  if (namespace !== undefined) return matches.find((p) => ns(p) === namespace);
-  const inDefault = matches.filter((p) => ns(p) === 'default');
-  const pool = inDefault.length ? inDefault : matches;
-  // An exact name beats a static-name match.
-  const exact = pool.filter((p) => p.metadata?.name === name);
-  const pick = exact.length ? exact : pool;
-  if (pick.length === 1) return pick[0];
-  return pick.length ? pick : undefined;
-}
-
 /**
  * `kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--previous] [--tail N] [--timestamps]`:
  * resolves the pod (GET /pods) and the container, then streams
@@ -72,31 +57,29 @@ export async function logsCommand(
 
   let values, positionals;
   try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        container: { type: 'string', short: 'c' },
-        namespace: { type: 'string', short: 'n' },
-        follow: { type: 'boolean', short: 'f' },
-        previous: { type: 'boolean', short: 'p' },
-        tail: { type: 'string' },
-        timestamps: { type: 'boolean' },
-        'limit-bytes': { type: 'string' },
-        since: { type: 'string' },
-        'since-time': { type: 'string' },
-        'root-dir': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
+    ({ values, positionals } = parseCommandArgs(argv, {
+      container: { type: 'string', short: 'c' },
+      namespace: { type: 'string', short: 'n' },
+      uid: { type: 'string' },
+      follow: { type: 'boolean', short: 'f' },
+      previous: { type: 'boolean', short: 'p' },
+      tail: { type: 'string' },
+      timestamps: { type: 'boolean' },
+      'limit-bytes': { type: 'string' },
+      since: { type: 'string' },
+      'since-time': { type: 'string' },
+      'root-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    }, 2));
   } catch (err) {
-    return fail(`kubelet-ts logs: ${(err as Error).message}\n\n${LOGS_USAGE}`, 2);
+    if (!(err instanceof UsageError)) throw err;
+    return fail(`kubelet-ts logs: ${err.message}\n\n${LOGS_USAGE}`, 2);
   }
   if (values.help) {
     stdout.write(LOGS_USAGE);
     return 0;
   }
-  if (positionals.length < 1 || positionals.length > 2) return fail(`kubelet-ts logs: expected POD [CONTAINER], got ${positionals.length} arguments\n\n${LOGS_USAGE}`, 2);
+  if (positionals.length < 1) return fail(`kubelet-ts logs: a pod name (or UID prefix) is required\n\n${LOGS_USAGE}`, 2);
   const podArg = positionals[0]!.replace(/^pods?\//, '');
   const containerArg = values.container ?? positionals[1];
 
@@ -142,13 +125,10 @@ export async function logsCommand(
     if ((err as Error).name === 'AbortError') return 0;
     return fail(`kubelet-ts logs: GET /pods: ${(err as Error).message}`);
   }
-  const found = findPod(pods, podArg, values.namespace);
-  if (!found) return fail(`Error from server (NotFound): pods "${podArg}" not found${values.namespace ? ` in namespace "${values.namespace}"` : ''}`);
-  if (Array.isArray(found)) {
-    const where = found.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ');
-    return fail(`kubelet-ts logs: pod "${podArg}" is ambiguous: ${where}; choose one with -n NAMESPACE`);
-  }
-  const pod = found;
+  const found = lookupPod(pods, podArg, { command: 'logs', ...(values.namespace !== undefined ? { namespace: values.namespace } : {}), ...(values.uid !== undefined ? { uid: values.uid } : {}) });
+  if ('notFound' in found) return fail(`Error from server (NotFound): ${found.notFound}`);
+  if ('ambiguous' in found) return fail(`kubelet-ts logs: ${found.ambiguous}`);
+  const pod = found.pod;
   const podName = pod.metadata!.name!;
   const namespace = pod.metadata?.namespace ?? 'default';
   const containers = allContainers(pod);

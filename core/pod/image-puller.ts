@@ -73,9 +73,11 @@ export class ImagePuller {
     if (problems.length > 0) event('Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${problems.join('; ')}); attempting to pull the image may not succeed.`);
     event('Normal', 'Pulling', `Pulling image "${image}"`);
     try {
-      const { imageRef, pullMs } = await this.pullWith(image, credentials, sandboxConfig);
+      const { imageRef, pullMs, sizeBytes } = await this.pullWith(image, credentials, sandboxConfig);
       const waited = (performance.now() - started) / 1000;
-      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatSeconds(pullMs / 1000)} (${formatSeconds(waited)} including waiting)`);
+      // Upstream's wording (1.29+), the size as the runtime reports the pulled image.
+      const size = sizeBytes !== undefined ? ` Image size: ${sizeBytes} bytes.` : '';
+      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatSeconds(pullMs / 1000)} (${formatSeconds(waited)} including waiting).${size}`);
       return { imageRef };
     } catch (err) {
       this.deps.backoff.next(key, now);
@@ -91,7 +93,7 @@ export class ImagePuller {
   }
 
   /** Tries each credential in turn (most specific first), then none when there are none: the last failure is the pull's. */
-  private async pullWith(image: string, credentials: RegistryCredential[], sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string; pullMs: number }> {
+  private async pullWith(image: string, credentials: RegistryCredential[], sandboxConfig: PodSandboxConfig): Promise<PullResult> {
     if (credentials.length === 0) return this.pull(image, undefined, sandboxConfig);
     let last: unknown;
     for (const cred of credentials) {
@@ -108,7 +110,7 @@ export class ImagePuller {
    * Pulls once for all pods that need `image` with the same credential now; `pullMs` is the
    * pull's own time (without the wait for a slot).
    */
-  private pull(image: string, cred: RegistryCredential | undefined, sandboxConfig: PodSandboxConfig): Promise<{ imageRef: string; pullMs: number }> {
+  private pull(image: string, cred: RegistryCredential | undefined, sandboxConfig: PodSandboxConfig): Promise<PullResult> {
     const key = cred ? `${image}\0${cred.from}\0${cred.serverAddress}\0${cred.username ?? ''}` : image;
     let p = this.inflight.get(key);
     if (!p) {
@@ -117,8 +119,10 @@ export class ImagePuller {
         const started = performance.now();
         const imageRef = await this.deps.runtime.pullImage(image, cred ? auth : undefined, sandboxConfig);
         const pullMs = performance.now() - started;
-        this.deps.logger.info({ image, ms: Math.round(pullMs) }, 'pulled image');
-        return { imageRef, pullMs };
+        // The size is for the Pulled event only: a runtime that cannot tell it fails no pull.
+        const sizeBytes = (await this.deps.runtime.imageStatus(imageRef).catch(() => null))?.size;
+        this.deps.logger.info({ image, ms: Math.round(pullMs), ...(sizeBytes !== undefined ? { bytes: sizeBytes } : {}) }, 'pulled image');
+        return { imageRef, pullMs, ...(sizeBytes !== undefined ? { sizeBytes } : {}) };
       };
       p = (this.limiter ? this.limiter.run(pull) : pull()).finally(() => this.inflight.delete(key));
       this.inflight.set(key, p);
@@ -126,6 +130,9 @@ export class ImagePuller {
     return p;
   }
 }
+
+/** A finished pull: the image reference, the pull's own time, and the image's size when the runtime says it. */
+interface PullResult { imageRef: string; pullMs: number; sizeBytes?: number }
 
 /** Seconds as Go's time.Duration prints them in upstream's Pulled message: `1.234s`, `850ms`. */
 function formatSeconds(s: number): string {

@@ -289,7 +289,8 @@ export class PodSyncer {
     const what = init ? `init ${c.name}` : c.name;
     const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message, init);
     const objects = this.deps.objects?.(pod);
-    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`);
+    // A pull that failed or waits in back-off is a failed step of the start, with its reason.
+    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`, (r) => ('reason' in r ? `${r.reason}: ${r.message}` : undefined));
     if ('reason' in image) {
       waiting.set(c.name, image);
       return;
@@ -371,8 +372,8 @@ export class PodSyncer {
   }
 
   /** Runs `fn` as a step of the pod's start timeline (recorded until the pod is first Ready). */
-  private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string): Promise<T> {
-    return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail) : fn();
+  private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string, failureOf?: (result: T) => string | undefined): Promise<T> {
+    return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail, failureOf) : fn();
   }
 
   /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */

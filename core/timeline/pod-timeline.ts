@@ -9,6 +9,13 @@ export interface TimelineStep {
   detail?: string;
   /** The step failed (the pod retries it); the message. */
   error?: string;
+  /**
+   * How many times it failed so in a row (absent: once). A step retried every second (a pull
+   * in back-off) is one entry, its durationMs summed over the attempts, `lastEndMs` when the
+   * last attempt ended: the timeline stays bounded and its later steps are still recorded.
+   */
+  attempts?: number;
+  lastEndMs?: number;
 }
 
 /** A pod's start, as served on /debug/pods/{ns}/{name}/timeline. */
@@ -44,16 +51,29 @@ export class PodTimelines {
   /** Records a finished step (ignored once the pod was Ready, or for pods not being timed). */
   record(uid: string, step: TimelineStep): void {
     const t = this.pods.get(uid);
-    if (!t || t.readyMs !== undefined || t.steps.length >= MAX_STEPS) return;
-    t.steps.push({ ...step, startMs: Math.round(step.startMs), durationMs: Math.max(0, Math.round(step.durationMs)) });
+    if (!t || t.readyMs !== undefined) return;
+    const durationMs = Math.max(0, Math.round(step.durationMs));
+    const last = t.steps[t.steps.length - 1];
+    if (last && step.error !== undefined && last.error === step.error && last.step === step.step && last.detail === step.detail) {
+      last.attempts = (last.attempts ?? 1) + 1;
+      last.durationMs += durationMs;
+      last.lastEndMs = Math.round(step.startMs) + durationMs;
+      return;
+    }
+    if (t.steps.length >= MAX_STEPS) return;
+    t.steps.push({ ...step, startMs: Math.round(step.startMs), durationMs });
   }
 
-  /** Times `fn` as a step of the pod's start; a throw is recorded with its message and rethrown. */
-  async time<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string): Promise<T> {
+  /**
+   * Times `fn` as a step of the pod's start; a throw is recorded with its message and rethrown.
+   * `failureOf` tells a result that is a failure (a pull answered with ErrImagePull) by its message.
+   */
+  async time<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string, failureOf?: (result: T) => string | undefined): Promise<T> {
     const startMs = Date.now();
     try {
       const result = await fn();
-      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}) });
+      const error = failureOf?.(result);
+      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), ...(error ? { error } : {}) });
       return result;
     } catch (err) {
       this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), error: err instanceof Error ? err.message : String(err) });

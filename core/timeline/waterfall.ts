@@ -1,28 +1,93 @@
-import type { PodStartTimeline } from './pod-timeline.ts';
+import type { PodStartTimeline, TimelineStep } from './pod-timeline.ts';
 
 const BAR_WIDTH = 40;
+/** The step column's width at most; a longer label gets a line of its own, never cut. */
+const MAX_LABEL_WIDTH = 48;
+
+/** One row of the waterfall: a step, or a step tried again and again merged into one. */
+interface Row {
+  label: string;
+  startMs: number;
+  endMs: number;
+  /** Time spent in the step, summed over its attempts. */
+  durationMs: number;
+  attempts: number;
+  failures: number;
+  /** The last failure's message. */
+  error: string | undefined;
+  /** The last failure that says why (a back-off only says that an earlier failure is waited out). */
+  cause: string | undefined;
+  /** Whether the last attempt failed (the step has not succeeded since). */
+  failing: boolean;
+}
+
+const labelOf = (s: TimelineStep) => (s.detail ? `${s.step} (${s.detail})` : s.step);
+
+/**
+ * Merges the attempts of one step (the same step of the same thing: an image pull in
+ * back-off, a volume retried every second) into one row, placed where the first began.
+ */
+function mergeAttempts(steps: TimelineStep[]): Row[] {
+  const rows = new Map<string, Row>();
+  for (const s of steps) {
+    const label = labelOf(s);
+    const end = s.lastEndMs ?? s.startMs + s.durationMs;
+    // An entry may already stand for several failed attempts in a row (PodTimelines.record).
+    const attempts = s.attempts ?? 1;
+    const row = rows.get(label);
+    if (!row) {
+      rows.set(label, { label, startMs: s.startMs, endMs: end, durationMs: s.durationMs, attempts, failures: s.error ? attempts : 0, error: s.error, cause: causeOf(s.error), failing: !!s.error });
+      continue;
+    }
+    row.attempts += attempts;
+    row.durationMs += s.durationMs;
+    row.endMs = Math.max(row.endMs, end);
+    if (s.error) {
+      row.failures += attempts;
+      row.error = s.error;
+      row.cause = causeOf(s.error) ?? row.cause;
+    }
+    row.failing = !!s.error;
+  }
+  return [...rows.values()];
+}
+
+const causeOf = (error: string | undefined) => (error && !/back-?off/i.test(error) ? error : undefined);
+
+/** `failed: why` for a step that has not succeeded; `failed 3 of 4 tries, then succeeded` for one that did. */
+function outcome(r: Row): string {
+  if (!r.failures) return '';
+  const tries = r.attempts > 1 ? ` ${r.failures === r.attempts ? `all ${r.attempts} tries` : `${r.failures} of ${r.attempts} tries`}` : '';
+  const why = r.cause && r.cause !== r.error ? `${r.cause} (now ${r.error})` : r.error;
+  return r.failing ? `  failed${tries}: ${why}` : `  failed${tries}, then succeeded (last error: ${r.cause ?? r.error})`;
+}
 
 /**
  * Renders a start timeline as a terminal waterfall: one line per step with its offset from
- * when the kubelet saw the pod, its duration, and a bar placed on a common time axis.
+ * when the kubelet saw the pod, its duration, and a bar placed on a common time axis. Repeated
+ * attempts of a step are one row with their count (`×37`); a failed step says so and why.
  */
 export function renderWaterfall(t: PodStartTimeline, opts: { color?: boolean } = {}): string {
   const end = Math.max(t.readyMs ?? 0, ...t.steps.map((s) => s.startMs + s.durationMs), t.seenMs + 1);
   const span = end - t.seenMs;
-  const label = (s: PodStartTimeline['steps'][number]) => (s.detail ? `${s.step} (${s.detail})` : s.step);
-  const width = Math.min(48, Math.max(12, ...t.steps.map((s) => label(s).length)));
+  const rows = mergeAttempts(t.steps);
+  const title = (r: Row) => (r.attempts > 1 ? `${r.label} ×${r.attempts}` : r.label);
+  const width = Math.min(MAX_LABEL_WIDTH, Math.max(12, ...rows.map((r) => title(r).length).filter((n) => n <= MAX_LABEL_WIDTH)));
   const lines: string[] = [];
   const total = t.readyMs !== undefined ? `Ready after ${t.readyMs - t.seenMs} ms` : `not Ready yet (${span} ms so far)`;
   lines.push(`${t.namespace}/${t.name}  seen ${new Date(t.seenMs).toISOString()}  ${total}`);
   lines.push(`  ${'step'.padEnd(width)}  ${'start'.padStart(8)}  ${'took'.padStart(8)}`);
-  for (const s of t.steps) {
-    const offset = s.startMs - t.seenMs;
-    const from = Math.floor((offset / span) * BAR_WIDTH);
-    const len = Math.max(1, Math.round((s.durationMs / span) * BAR_WIDTH));
-    const bar = ' '.repeat(Math.min(from, BAR_WIDTH - 1)) + (s.error ? 'x' : '█').repeat(Math.min(len, BAR_WIDTH - Math.min(from, BAR_WIDTH - 1)));
-    const text = `  ${label(s).slice(0, width).padEnd(width)}  ${`${offset} ms`.padStart(8)}  ${`${s.durationMs} ms`.padStart(8)}  |${bar.padEnd(BAR_WIDTH)}|`;
-    lines.push(s.error ? `${text}  failed: ${s.error}` : text);
-    if (opts.color && s.error) lines[lines.length - 1] = `\x1b[31m${lines[lines.length - 1]}\x1b[0m`;
+  for (const r of rows) {
+    const offset = r.startMs - t.seenMs;
+    const from = Math.min(Math.floor((offset / span) * BAR_WIDTH), BAR_WIDTH - 1);
+    // A merged row's bar covers its first attempt's start to its last attempt's end.
+    const len = Math.max(1, Math.round(((r.attempts > 1 ? r.endMs - r.startMs : r.durationMs) / span) * BAR_WIDTH));
+    const bar = ' '.repeat(from) + (r.failing ? 'x' : '█').repeat(Math.min(len, BAR_WIDTH - from));
+    const name = title(r);
+    // Too long for the column: the label on a line of its own, the figures below it.
+    if (name.length > width) lines.push(`  ${name}`);
+    const text = `  ${(name.length > width ? '' : name).padEnd(width)}  ${`${offset} ms`.padStart(8)}  ${`${r.durationMs} ms`.padStart(8)}  |${bar.padEnd(BAR_WIDTH)}|${outcome(r)}`;
+    lines.push(opts.color && r.failing ? `\x1b[31m${text}\x1b[0m` : text);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -57,7 +57,7 @@ describe('events: a pod tells its story (standalone)', function () {
     assert.deepEqual(reasons('story'), ['Pulling', 'Pulled', 'Created', 'Started', 'Killing']);
     const byReason = new Map(of('story').map((e) => [e.reason, e]));
     assert.equal(byReason.get('Pulling')!.message, `Pulling image "${env.images.busybox}"`);
-    assert.match(byReason.get('Pulled')!.message, new RegExp(`^Successfully pulled image "${env.images.busybox.replace(/[.]/g, '\\.')}" in [\\d.]+m?s \\([\\d.]+m?s including waiting\\)$`));
+    assert.match(byReason.get('Pulled')!.message, new RegExp(`^Successfully pulled image "${env.images.busybox.replace(/[.]/g, '\\.')}" in [\\d.]+m?s \\([\\d.]+m?s including waiting\\)\\. Image size: \\d+ bytes\\.$`));
     assert.equal(byReason.get('Created')!.message, 'Created container app');
     assert.equal(byReason.get('Started')!.message, 'Started container app');
     assert.equal(byReason.get('Killing')!.message, 'Stopping container app');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -51,12 +52,62 @@ describe('kubelet-ts CLI', function () {
     assert.equal(r.stderr, '');
   });
 
-  it('an unknown flag exits 2 naming the flag, with usage', async function () {
+  it('an unknown flag exits 2 naming the flag and the nearest known one, in plain words, with usage', async function () {
     const r = await kubeletTs(['--pod-manifest-dir', '/tmp']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /^kubelet-ts: Unknown option '--pod-manifest-dir'/);
-    assert.match(r.stderr, /Usage: kubelet-ts/);
+    assert.match(r.stderr, /^kubelet-ts: unknown flag '--pod-manifest-dir' \(did you mean --pod-manifest-path\?\)\n\nUsage: kubelet-ts/);
+    assert.doesNotMatch(r.stderr, /positional argument|To specify/, 'not parseArgs\' own text');
     assert.equal(r.stdout, '');
+  });
+
+  it('a flag without its value, and extra words, are refused, not ignored', async function () {
+    const missing = await kubeletTs(['--root-dir']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /^kubelet-ts: flag --root-dir needs a value\n/);
+    const extra = await kubeletTs(['run', 'examples', '--root-dir', dir]);
+    assert.equal(extra.code, 2);
+    assert.match(extra.stderr, /^kubelet-ts: unexpected argument 'examples'\n/);
+    const logs = await kubeletTs(['logs', 'web', 'app', 'more', '--root-dir', dir]);
+    assert.equal(logs.code, 2);
+    assert.match(logs.stderr, /^kubelet-ts logs: unexpected argument 'more'\n/);
+  });
+
+  it('--help lists every log level the config accepts, and the pods command', async function () {
+    const { configSchema } = await import('../../core/config/schema.ts');
+    const r = await kubeletTs(['--help']);
+    const levels = configSchema.properties.logging.properties.level.enum as readonly string[];
+    assert.ok(levels.includes('fatal') && levels.includes('silent'));
+    assert.match(r.stdout, new RegExp(`--log-level LEVEL +${levels.join('\\|')} `));
+    assert.match(r.stdout, /kubelet-ts pods \[NAME\.\.\.\] \[-n NAMESPACE \| -A\]/);
+  });
+
+  it('`pods` and `get pods` reach the kubelet on its local socket; `get` of anything else is refused', async function () {
+    for (const args of [['pods'], ['get', 'pods'], ['get', 'po', '-w']]) {
+      const r = await kubeletTs([...args, '--root-dir', dir]);
+      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr, `kubelet-ts pods: cannot reach the kubelet at ${path.join(dir, 'kubelet-ts.sock')} (no socket there); is it running with this root dir? (--root-dir DIR)\n`);
+    }
+    const nodes = await kubeletTs(['get', 'nodes']);
+    assert.equal(nodes.code, 2);
+    assert.match(nodes.stderr, /only 'get pods' is known here/);
+  });
+
+  it('`plugins` lists the plugins without touching the node: no runtime, no socket, no CNI config written', async function () {
+    const config = path.join(dir, 'kubelet.config.json');
+    const runtimeConfDir = path.join(dir, 'runtime-net.d');
+    const socketPath = path.join(dir, 'cni.sock');
+    // A runtime endpoint where nothing listens, and cni-exec pointed at files it would write when started.
+    await fs.writeFile(config, JSON.stringify({
+      podLogsDir: './logs', containerRuntimeEndpoint: `unix://${path.join(dir, 'no-containerd.sock')}`,
+      plugins: ['cri-containerd', ['cni-exec', { runtimeConfDir, runtimeBinDir: path.join(dir, 'runtime-bin'), socketPath, confDir: path.join(dir, 'net.d') }], 'probes'],
+    }));
+    const r = await kubeletTs(['plugins', '--config', config, '--root-dir', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^cri-containerd {2}\(runtime, builtin: .*\n {2}provides: runtime\n/);
+    assert.match(r.stdout, /^cni-exec {2}\(network, builtin: .*\n {2}provides: network\n/m);
+    assert.match(r.stdout, /^probes {2}\(probe, builtin: /m);
+    assert.equal(existsSync(runtimeConfDir), false, 'no CNI config written for the runtime');
+    assert.equal(existsSync(socketPath), false, 'no delegate socket bound');
   });
 
   it('an unknown command exits 2 naming it', async function () {

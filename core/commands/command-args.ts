@@ -1,0 +1,78 @@
+/**
+ * Flag parsing for every kubelet-ts command, on top of node:util parseArgs, with errors in the
+ * words an operator expects (`unknown flag '--pod-manifest-dir' (did you mean
+ * --pod-manifest-path?)`) instead of parseArgs' own text, which talks about "options" and
+ * "positional arguments" and suggests `--` quoting that no kubelet-ts command needs.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/** A command line that cannot be run: the message says what is wrong, in one line. */
+export class UsageError extends Error {}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * Parses `argv` against `options`. Throws UsageError for an unknown flag (naming the closest
+ * known one), a flag without its value, a value given to a boolean flag, or more positional
+ * arguments than `maxPositionals` (extra words are refused, never ignored).
+ */
+export function parseCommandArgs<O extends Options>(argv: string[], options: O, maxPositionals: number) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError(describeParseError(err as NodeJS.ErrnoException, options));
+  }
+  if (parsed.positionals.length > maxPositionals) {
+    const extra = parsed.positionals.slice(maxPositionals).map((a) => `'${a}'`).join(', ');
+    throw new UsageError(maxPositionals === 0 ? `unexpected argument ${extra}: this command takes flags only` : `unexpected argument${parsed.positionals.length - maxPositionals > 1 ? 's' : ''} ${extra}`);
+  }
+  return parsed;
+}
+
+function describeParseError(err: NodeJS.ErrnoException, options: Options): string {
+  switch (err.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const name = /Unknown option '([^']+)'/.exec(err.message)?.[1] ?? '?';
+      const near = closestFlag(name, options);
+      return `unknown flag '${name}'${near ? ` (did you mean ${near}?)` : ''}`;
+    }
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+      // parseArgs says "argument missing" for a string flag without its value, and "does not
+      // take an argument" for --bool=value.
+      const long = /--([\w-]+)/.exec(err.message)?.[1];
+      const flag = long ? `--${long}` : 'a flag';
+      return /does not take an argument/.test(err.message) ? `flag ${flag} takes no value` : `flag ${flag} needs a value`;
+    }
+    default:
+      return err.message;
+  }
+}
+
+/** The known flag nearest to `given` by edit distance, when it is close enough to be a typo. */
+function closestFlag(given: string, options: Options): string | undefined {
+  const bare = given.replace(/^-+/, '').split('=')[0]!;
+  let best: { name: string; d: number } | undefined;
+  for (const name of Object.keys(options)) {
+    const d = editDistance(bare, name);
+    if (!best || d < best.d) best = { name, d };
+  }
+  if (!best) return undefined;
+  // A prefix (--pod-manifest for --pod-manifest-path) or a few edits away.
+  const close = best.d <= Math.max(2, Math.floor(best.name.length / 4)) || (bare.length >= 3 && best.name.startsWith(bare));
+  return close ? `--${best.name}` : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
+}

@@ -1,0 +1,28 @@
+/**
+ * `kubelet-ts plugins`: applies the configured plugins as the kubelet would (resolution, host
+ * version ranges, options, order, slots, taps) and prints what each provides and taps (avvio's
+ * boot tree, for kubelet-ts). It never runs their start phase, so it touches nothing of the
+ * node: no runtime connection, no socket, no file a plugin writes when it starts.
+ */
+import type { Writable } from 'node:stream';
+import { loadConfig, type ConfigFlags } from '../config/load.ts';
+import { createLogger } from '../logger.ts';
+import { Kubelet } from '../kubelet.ts';
+
+/** Prints the plugin tree; returns the exit code. Load errors propagate (the CLI names them). */
+export async function pluginsCommand(args: { configFile?: string; flags: ConfigFlags }, out: Writable = process.stdout): Promise<number> {
+  const config = await loadConfig({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
+  const kubelet = new Kubelet(config, createLogger({ level: 'warn' }));
+  try {
+    await kubelet.plugins.loadAll(config.plugins);
+    for (const p of kubelet.plugins.loaded) {
+      out.write(`${p.name}  (${p.kind}, ${p.origin}: ${p.location})  apply ${p.applyMs.toFixed(1)} ms\n`);
+      if (p.slots.length) out.write(`  provides: ${p.slots.join(', ')}\n`);
+      for (const t of p.taps) out.write(`  taps: ${t.hook}${t.stage ? ` (stage ${t.stage})` : ''}\n`);
+    }
+    for (const s of kubelet.plugins.skipped) out.write(`${s.name}  skipped: ${s.reason}\n`);
+  } finally {
+    await kubelet.plugins.close();
+  }
+  return 0;
+}

@@ -38,18 +38,30 @@ export function isNotFound(err: unknown): boolean {
   return isKubeletError(err) && err.code === 'NotFound';
 }
 
-/** An error raised by a plugin, named for the plugin (and the hook, when a tap threw). */
+/**
+ * An error raised by a plugin, named for the plugin (and the hook, when a tap threw). Its
+ * `code` is its cause's when the plugin threw a coded error, else `Internal`, so the core acts
+ * on a plugin's error as on a runtime's.
+ */
 export class PluginError extends Error {
   readonly [PLUGIN_ERROR] = true;
   readonly plugin: string;
   readonly hook: string | undefined;
-  constructor(plugin: string, message: string, options?: { hook?: string; cause?: unknown }) {
+  readonly code: ErrorCode;
+  constructor(plugin: string, message: string, options?: { hook?: string; cause?: unknown; code?: ErrorCode }) {
     const where = options?.hook ? `plugin '${plugin}' (hook ${options.hook})` : `plugin '${plugin}'`;
     super(`${where}: ${message}`, { cause: options?.cause });
     this.plugin = plugin;
     this.hook = options?.hook;
+    this.code = options?.code ?? errorCode(options?.cause);
     this.name = 'PluginError';
   }
+}
+
+/** The code of a coded error (a KubeletError, or a PluginError carrying one); `Internal` for anything else. */
+export function errorCode(err: unknown): ErrorCode {
+  if (isKubeletError(err) || isPluginError(err)) return (err as { code?: ErrorCode }).code ?? 'Internal';
+  return 'Internal';
 }
 
 /** The configuration (file or flags) is invalid; the message names the source and field. */

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from './logger.ts';
-import { errorMessage } from './errors.ts';
+import { errorCode, errorMessage } from './errors.ts';
 import type { SyncOutcome } from './pod/pod-sync.ts';
 import { Backoff } from './pod/backoff.ts';
 
@@ -124,9 +124,18 @@ export class PodWorkers {
           this.errorBackoff.forgetPrefix(uid);
           if (outcome.requeueAfterMs !== undefined) this.handlers.requeue(uid, outcome.requeueAfterMs);
         } catch (err) {
-          const delay = this.errorBackoff.next(uid, Date.now());
-          this.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, op, err: errorMessage(err), retryInMs: delay }, 'pod worker operation failed');
-          this.handlers.requeue(uid, delay);
+          const code = errorCode(err);
+          // The runtime error contract: a spec the runtime or a plugin refuses (InvalidInput)
+          // fails the same way until the pod changes, so it is not retried on the error
+          // back-off; a change of the pod or the periodic resync runs it again. A termination
+          // is always retried: what it holds must be released.
+          if (op === 'sync' && code === 'InvalidInput') {
+            this.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, op, code, err: errorMessage(err) }, 'pod refused as invalid: not retried until it changes (or the periodic resync)');
+          } else {
+            const delay = this.errorBackoff.next(uid, Date.now());
+            this.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, op, code, err: errorMessage(err), retryInMs: delay }, 'pod worker operation failed');
+            this.handlers.requeue(uid, delay);
+          }
         } finally {
           this.handlers.observe?.(op, performance.now() - started);
         }

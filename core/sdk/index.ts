@@ -36,7 +36,7 @@ export type * from '../runtime/types.ts';
 export { LABEL, ANNOTATION } from '../runtime/labels.ts';
 
 // Coded errors.
-export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorMessage } from '../errors.ts';
+export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorCode, errorMessage } from '../errors.ts';
 export type { ErrorCode } from '../errors.ts';
 
 // Helpers.

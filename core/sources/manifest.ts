@@ -65,14 +65,7 @@ export function parseManifest(text: string, file: string): V1Pod {
   const fail = (reason: string): never => {
     throw invalidInput(`static pod manifest ${file}: ${reason}`);
   };
-  if (text.length > MAX_MANIFEST_BYTES || Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) fail(`file is larger than ${MAX_MANIFEST_BYTES} bytes`);
-  let docs: unknown[] = [];
-  try {
-    docs = parseYamlDocuments(text);
-  } catch (err) {
-    if (err instanceof DocumentError) fail(`not valid YAML or JSON: ${err.message}`);
-    throw err;
-  }
+  const docs = boundedDocuments(text, fail, 'file');
   if (docs.length === 0) fail('file is empty (expected one Pod)');
   if (docs.length > 1) fail(`file holds ${docs.length} YAML documents; a manifest must hold exactly one Pod`);
   return podFromObject(docs[0], fail, true);
@@ -97,6 +90,17 @@ function podFromObject(obj: unknown, fail: (reason: string) => never, needKind: 
   return pod;
 }
 
+/** The YAML documents of a manifest text, after the size check; a size or syntax problem goes to `fail` (which throws). */
+function boundedDocuments(text: string, fail: (reason: string) => never, what: string): unknown[] {
+  if (text.length > MAX_MANIFEST_BYTES || Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) fail(`${what} is larger than ${MAX_MANIFEST_BYTES} bytes`);
+  try {
+    return parseYamlDocuments(text);
+  } catch (err) {
+    if (err instanceof DocumentError) fail(`not valid YAML or JSON: ${err.message}`);
+    throw err;
+  }
+}
+
 /**
  * What a static pod URL serves (upstream's http source): one Pod, or a PodList (`kind: PodList`
  * or `List`) whose items are Pods. Any invalid item refuses the whole answer, as upstream
@@ -106,14 +110,7 @@ export function parsePodsDocument(text: string, url: string): V1Pod[] {
   const fail = (reason: string): never => {
     throw invalidInput(`static pod manifest URL ${url}: ${reason}`);
   };
-  if (text.length > MAX_MANIFEST_BYTES || Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) fail(`the answer is larger than ${MAX_MANIFEST_BYTES} bytes`);
-  let docs: unknown[] = [];
-  try {
-    docs = parseYamlDocuments(text);
-  } catch (err) {
-    if (err instanceof DocumentError) fail(`not valid YAML or JSON: ${err.message}`);
-    throw err;
-  }
+  const docs = boundedDocuments(text, fail, 'the answer');
   if (docs.length !== 1) fail(`the answer holds ${docs.length} YAML documents; expected one Pod or one PodList`);
   const obj = docs[0];
   if (!isObject(obj)) fail(`expected a Pod or a PodList, got ${Array.isArray(obj) ? 'a list' : typeof obj}`);

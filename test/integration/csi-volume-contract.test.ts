@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeVolumeContract, startPluginsForTest } from '../../core/sdk/testing/index.ts';
+import { describeVolumeContract, startPluginsForTest, type PluginsUnderTest } from '../../core/sdk/testing/index.ts';
 import { FakeCsiDriver } from '../fakes/csi-hostpath-driver.ts';
 import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
 
@@ -15,6 +15,14 @@ import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../suppor
 async function registered(countNodeGetInfo: () => Promise<number>, before: number): Promise<void> {
   for (let i = 0; i < 200 && (await countNodeGetInfo()) <= before; i++) await sleep(50);
   if ((await countNodeGetInfo()) <= before) throw new Error('the CSI driver did not register within 10 s');
+}
+
+/** csi-grpc applied and started as a kubelet (re)start does, once the driver registered with it. */
+async function startCsiGrpc(rootDir: string, countNodeGetInfo: () => Promise<number>): Promise<PluginsUnderTest> {
+  const n = await countNodeGetInfo();
+  const plugins = await startPluginsForTest([['csi-grpc', { rescanSeconds: 0.2, callTimeoutSeconds: 10 }]], { rootDir });
+  await registered(countNodeGetInfo, n);
+  return plugins;
 }
 
 describe('csi-grpc keeps the volume-provider contract', function () {
@@ -46,12 +54,7 @@ describe('csi-grpc keeps the volume-provider contract', function () {
         type: 'csi',
         volume: (name) => ({ name, csi: { driver: real!.driverName } }),
         rootDir,
-        start: async () => {
-          const n = await count();
-          const plugins = await startPluginsForTest([['csi-grpc', { rescanSeconds: 0.2, callTimeoutSeconds: 10 }]], { rootDir });
-          await registered(count, n);
-          return plugins;
-        },
+        start: () => startCsiGrpc(rootDir, count),
       };
     });
   });
@@ -66,12 +69,7 @@ describe('csi-grpc keeps the volume-provider contract', function () {
         type: 'csi',
         volume: (name) => ({ name, csi: { driver: 'contract.csi.test' } }),
         rootDir,
-        start: async () => {
-          const n = await count();
-          const plugins = await startPluginsForTest([['csi-grpc', { rescanSeconds: 0.2, callTimeoutSeconds: 10 }]], { rootDir });
-          await registered(count, n);
-          return plugins;
-        },
+        start: () => startCsiGrpc(rootDir, count),
       };
     });
   });

@@ -13,6 +13,7 @@ import { kubectl, kubectlOrSkip, type Kubectl, type RunningCommand } from '../su
 import { kubeletRequest, websocketChannels } from '../support/kubelet-https.ts';
 import { startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 import type { Summary } from '../../core/stats/summary-types.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * The kubelet's main port as a cluster uses it: the real API server (../shared/k8s) calls it for
@@ -38,21 +39,6 @@ describe('the main port: kubectl logs, exec, attach, port-forward, cp; stats; au
   const nobody = 'mp-nobody';
   const role = `mp-stats-reader-${tag}`;
   const running = new Set<RunningCommand>();
-
-  async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown;
-    for (;;) {
-      try {
-        const v = await check();
-        if (v) return v;
-      } catch (err) {
-        last = err;
-      }
-      if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
-      await sleep(250);
-    }
-  }
 
   const pod = (name: string, containers: object[], spec: object = {}): V1Pod => ({
     metadata: { name },

@@ -5,11 +5,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LABEL } from '../../core/runtime/labels.ts';
-import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
-import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
-import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { nodeEnvOrSkip } from '../support/node-env.ts';
-import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+import { containerdSuite } from '../support/containerd-suite.ts';
+import { isRunning, podManifest } from '../support/test-kubelet.ts';
 
 /** Parses CRI log lines (`<time> <stream> <tag> <text>`) into [time ms, text]. */
 async function logLines(file: string): Promise<Array<[number, string]>> {
@@ -27,38 +24,23 @@ async function logLines(file: string): Promise<Array<[number, string]>> {
  */
 describe('pod lifecycle on containerd', function () {
   this.timeout(120_000);
-  let env: NodeEnv;
-  let t: TestKubelet;
-  let cri: CriRuntime;
   const ns = 'pod-lifecycle-test';
 
-  before(async function () {
-    env = await nodeEnvOrSkip(this);
-    cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
-    t = await startTestKubelet({
-      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]],
-      config: { crashLoopBackOff: { initialMs: 1000, maxMs: 4000 }, maxPerPodContainer: 1 },
-    });
-  });
+  const suite = containerdSuite({ config: { crashLoopBackOff: { initialMs: 1000, maxMs: 4000 }, maxPerPodContainer: 1 } });
 
-  after(async () => {
-    await t.dispose();
-    await cri.close();
-  });
-
-  const logOf = (pod: string, uid: string, container: string, n = 0) => path.join(t.config.podLogsDir, `${ns}_${pod}-test-node_${uid}`, container, `${n}.log`);
+  const logOf = (pod: string, uid: string, container: string, n = 0) => path.join(suite.t.config.podLogsDir, `${ns}_${pod}-test-node_${uid}`, container, `${n}.log`);
   const remove = async (file: string, name: string) => {
-    await t.removeManifest(file);
-    await t.waitForPod(name, (p) => p === undefined, 30_000, 'removed');
+    await suite.t.removeManifest(file);
+    await suite.t.waitForPod(name, (p) => p === undefined, 30_000, 'removed');
   };
 
   it('runs init containers one at a time in order, then the app', async () => {
-    const sh = (name: string, script: string) => ({ name, image: env.images.busybox, command: ['sh', '-c', script] });
-    await t.writeManifest('inits.json', podManifest('inits', [sh('app', 'echo app-start; exec sleep 3600')], {
+    const sh = (name: string, script: string) => ({ name, image: suite.env.images.busybox, command: ['sh', '-c', script] });
+    await suite.t.writeManifest('inits.json', podManifest('inits', [sh('app', 'echo app-start; exec sleep 3600')], {
       initContainers: [sh('first', 'echo first-start; sleep 1; echo first-end'), sh('second', 'echo second-start; sleep 0.5; echo second-end')],
       terminationGracePeriodSeconds: 1,
     }, { namespace: ns }));
-    const pod = (await t.waitForPod('inits', isRunning, 40_000, 'Running'))!;
+    const pod = (await suite.t.waitForPod('inits', isRunning, 40_000, 'Running'))!;
     const uid = pod.metadata!.uid!;
     const first = await logLines(logOf('inits', uid, 'first'));
     const second = await logLines(logOf('inits', uid, 'second'));
@@ -83,17 +65,17 @@ describe('pod lifecycle on containerd', function () {
     try {
       // hostNetwork so the preStop handlers reach the test's server on 127.0.0.1.
       const preStop = (p: string) => ({ preStop: { httpGet: { path: p, port } } });
-      await t.writeManifest('sidecar.json', podManifest('sidecar', [
-        { name: 'app', image: env.images.busybox, command: ['sh', '-c', 'trap "sleep 1; exit 0" TERM; while true; do sleep 0.2; done'], lifecycle: preStop('/app') },
+      await suite.t.writeManifest('sidecar.json', podManifest('sidecar', [
+        { name: 'app', image: suite.env.images.busybox, command: ['sh', '-c', 'trap "sleep 1; exit 0" TERM; while true; do sleep 0.2; done'], lifecycle: preStop('/app') },
       ], {
         hostNetwork: true,
         terminationGracePeriodSeconds: 10,
         initContainers: [
-          { name: 'proxy', image: env.images.busybox, restartPolicy: 'Always', command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 0.2; done'], lifecycle: preStop('/proxy') },
-          { name: 'setup', image: env.images.busybox, command: ['sh', '-c', 'echo setup-done'] },
+          { name: 'proxy', image: suite.env.images.busybox, restartPolicy: 'Always', command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 0.2; done'], lifecycle: preStop('/proxy') },
+          { name: 'setup', image: suite.env.images.busybox, command: ['sh', '-c', 'echo setup-done'] },
         ],
       }, { namespace: ns }));
-      const pod = (await t.waitForPod('sidecar', isRunning, 40_000, 'Running'))!;
+      const pod = (await suite.t.waitForPod('sidecar', isRunning, 40_000, 'Running'))!;
       const [proxy, setup] = pod.status!.initContainerStatuses!;
       assert.ok(proxy!.state?.running, 'the sidecar keeps running after init');
       assert.equal(proxy!.started, true);
@@ -110,13 +92,13 @@ describe('pod lifecycle on containerd', function () {
   });
 
   it('restarts a crash-looping container with the configured delays and keeps only the allowed dead containers', async () => {
-    await t.writeManifest('loop.json', podManifest('loop', [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'sleep 0.4; exit 2'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
+    await suite.t.writeManifest('loop.json', podManifest('loop', [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'sleep 0.4; exit 2'] }], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
     const gaps = new Map<number, number>();
     let uid = '';
     const deadline = Date.now() + 40_000;
     while (gaps.size < 4 && Date.now() < deadline) {
-      const cs = t.pod('loop')?.status?.containerStatuses?.[0];
-      uid = t.pod('loop')?.metadata?.uid ?? uid;
+      const cs = suite.t.pod('loop')?.status?.containerStatuses?.[0];
+      uid = suite.t.pod('loop')?.metadata?.uid ?? uid;
       if (cs?.state?.running && cs.lastState?.terminated && !gaps.has(cs.restartCount)) {
         gaps.set(cs.restartCount, new Date(cs.state.running.startedAt!).getTime() - new Date(cs.lastState.terminated.finishedAt!).getTime());
       }
@@ -130,42 +112,42 @@ describe('pod lifecycle on containerd', function () {
       assert.ok(got >= want - 100 && got <= want + 1500, `restart ${n} came ${got} ms after the exit; configured ${want} ms`);
     }
     // maxPerPodContainer 1: after its syncs, the pod keeps the newest instance plus one older dead one.
-    const created = t.pod('loop')!.status!.containerStatuses![0]!.restartCount + 1;
+    const created = suite.t.pod('loop')!.status!.containerStatuses![0]!.restartCount + 1;
     let kept = Infinity;
     for (let i = 0; i < 30 && kept > 2; i++) {
-      kept = (await cri.listContainers({ labelSelector: { [LABEL.podUID]: uid } })).length;
+      kept = (await suite.cri.listContainers({ labelSelector: { [LABEL.podUID]: uid } })).length;
       if (kept > 2) await sleep(100);
     }
     assert.ok(created >= 5, `${created} containers were created`);
     assert.ok(kept <= 2, `${kept} of ${created} containers kept; allowed: the newest and one dead`);
-    const logs = await fs.readdir(path.join(t.config.podLogsDir, `${ns}_loop-test-node_${uid}`, 'main'));
+    const logs = await fs.readdir(path.join(suite.t.config.podLogsDir, `${ns}_loop-test-node_${uid}`, 'main'));
     assert.ok(logs.length <= 3, `log files follow their containers: ${logs.join(', ')}`);
     await remove('loop.json', 'loop');
   });
 
   it('applies the phase rules of restartPolicy Never and OnFailure', async () => {
     const job = (name: string, code: number, policy: string) =>
-      podManifest(name, [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', `exit ${code}`] }], { restartPolicy: policy, terminationGracePeriodSeconds: 1 }, { namespace: ns });
-    await t.writeManifest('never-ok.json', job('never-ok', 0, 'Never'));
-    await t.writeManifest('never-fail.json', job('never-fail', 1, 'Never'));
-    await t.writeManifest('onfailure-ok.json', job('onfailure-ok', 0, 'OnFailure'));
-    await t.writeManifest('onfailure-fail.json', job('onfailure-fail', 1, 'OnFailure'));
-    await t.waitForPod('never-ok', (p) => p?.status?.phase === 'Succeeded', 30_000, 'Succeeded');
-    const failed = await t.waitForPod('never-fail', (p) => p?.status?.phase === 'Failed', 30_000, 'Failed');
+      podManifest(name, [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', `exit ${code}`] }], { restartPolicy: policy, terminationGracePeriodSeconds: 1 }, { namespace: ns });
+    await suite.t.writeManifest('never-ok.json', job('never-ok', 0, 'Never'));
+    await suite.t.writeManifest('never-fail.json', job('never-fail', 1, 'Never'));
+    await suite.t.writeManifest('onfailure-ok.json', job('onfailure-ok', 0, 'OnFailure'));
+    await suite.t.writeManifest('onfailure-fail.json', job('onfailure-fail', 1, 'OnFailure'));
+    await suite.t.waitForPod('never-ok', (p) => p?.status?.phase === 'Succeeded', 30_000, 'Succeeded');
+    const failed = await suite.t.waitForPod('never-fail', (p) => p?.status?.phase === 'Failed', 30_000, 'Failed');
     assert.equal(failed!.status!.containerStatuses![0]!.restartCount, 0);
-    await t.waitForPod('onfailure-ok', (p) => p?.status?.phase === 'Succeeded', 30_000, 'Succeeded');
-    const restarting = await t.waitForPod('onfailure-fail', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, 30_000, 'restarted');
+    await suite.t.waitForPod('onfailure-ok', (p) => p?.status?.phase === 'Succeeded', 30_000, 'Succeeded');
+    const restarting = await suite.t.waitForPod('onfailure-fail', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, 30_000, 'restarted');
     assert.equal(restarting!.status!.phase, 'Running', 'OnFailure restarts a failed container: the pod stays Running');
     // A finished pod's sandbox is stopped, its containers kept for logs.
-    const uid = t.pod('never-ok')!.metadata!.uid!;
-    await t.waitForPod('never-ok', () => true);
+    const uid = suite.t.pod('never-ok')!.metadata!.uid!;
+    await suite.t.waitForPod('never-ok', () => true);
     for (let i = 0; i < 30; i++) {
-      const sbs = await cri.listPodSandboxes({ labelSelector: { [LABEL.podUID]: uid } });
+      const sbs = await suite.cri.listPodSandboxes({ labelSelector: { [LABEL.podUID]: uid } });
       if (sbs.every((s) => s.state === 'SANDBOX_NOTREADY')) break;
       await sleep(100);
     }
-    assert.ok((await cri.listPodSandboxes({ labelSelector: { [LABEL.podUID]: uid } })).every((s) => s.state === 'SANDBOX_NOTREADY'));
-    assert.equal((await cri.listContainers({ labelSelector: { [LABEL.podUID]: uid } })).length, 1);
+    assert.ok((await suite.cri.listPodSandboxes({ labelSelector: { [LABEL.podUID]: uid } })).every((s) => s.state === 'SANDBOX_NOTREADY'));
+    assert.equal((await suite.cri.listContainers({ labelSelector: { [LABEL.podUID]: uid } })).length, 1);
     for (const n of ['never-ok', 'never-fail', 'onfailure-ok', 'onfailure-fail']) await remove(`${n}.json`, n);
   });
 });

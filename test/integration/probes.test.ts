@@ -5,11 +5,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ProbeResultEvent } from '../../core/hooks.ts';
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
-import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
-import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { loadHealthService } from '../../plugins/probes/handlers/grpc.ts';
-import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { nodeEnvOrSkip } from '../support/node-env.ts';
+import { containerdSuite } from '../support/containerd-suite.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 type Ev = Pick<ProbeResultEvent, 'containerName' | 'containerId' | 'probe' | 'result' | 'output'> & { pod: string; at: number };
@@ -37,43 +34,28 @@ const cond = (p: V1Pod | undefined, type: string) => p?.status?.conditions?.find
  */
 describe('probes plugin on containerd', function () {
   this.timeout(90_000);
-  let env: NodeEnv;
-  let t: TestKubelet;
-  let cri: CriRuntime;
   const events: Ev[] = [];
   const ns = 'probes-test';
   const eventsOf = (pod: string) => events.filter((e) => e.pod === `${pod}-test-node`);
 
-  before(async function () {
-    env = await nodeEnvOrSkip(this);
-    cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
-    t = await startTestKubelet({
-      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ['probes', { jitter: false }], probeRecorder(events)],
-      config: { crashLoopBackOff: { initialMs: 300, maxMs: 1000 } },
-    });
-  });
+  const suite = containerdSuite({ config: { crashLoopBackOff: { initialMs: 300, maxMs: 1000 } }, extraPlugins: [['probes', { jitter: false }], probeRecorder(events)] });
 
-  after(async () => {
-    await t.dispose();
-    await cri.close();
-  });
-
-  const containerId = (name: string, container: string) => cs(t.pod(name), container)!.containerID!.replace('containerd://', '');
+  const containerId = (name: string, container: string) => cs(suite.t.pod(name), container)!.containerID!.replace('containerd://', '');
   const remove = async (file: string, name: string) => {
-    await t.removeManifest(file);
-    await t.waitForPod(name, (p) => p === undefined, 30_000, 'removed');
+    await suite.t.removeManifest(file);
+    await suite.t.waitForPod(name, (p) => p === undefined, 30_000, 'removed');
   };
   const pod = (name: string, containers: object[], spec: object = {}) => podManifest(name, containers, { terminationGracePeriodSeconds: 1, ...spec }, { namespace: ns });
 
   it('exec liveness (the documentation\'s pattern): the file disappears, the container is killed and restarted', async () => {
-    await t.writeManifest('live-exec.json', pod('live-exec', [{
-      name: 'main', image: env.images.busybox,
+    await suite.t.writeManifest('live-exec.json', pod('live-exec', [{
+      name: 'main', image: suite.env.images.busybox,
       command: ['sh', '-c', 'touch /tmp/healthy; sleep 3; rm -f /tmp/healthy; sleep 600'],
       livenessProbe: { exec: { command: ['cat', '/tmp/healthy'] }, periodSeconds: 1, failureThreshold: 2 },
     }]));
-    const first = await t.waitForPod('live-exec', isRunning, 30_000, 'Running');
+    const first = await suite.t.waitForPod('live-exec', isRunning, 30_000, 'Running');
     const firstId = cs(first, 'main')!.containerID;
-    const restarted = await t.waitForPod('live-exec', (p) => (cs(p, 'main')?.restartCount ?? 0) >= 1 && !!cs(p, 'main')?.state?.running, 30_000, 'restarted by liveness');
+    const restarted = await suite.t.waitForPod('live-exec', (p) => (cs(p, 'main')?.restartCount ?? 0) >= 1 && !!cs(p, 'main')?.state?.running, 30_000, 'restarted by liveness');
     const c = cs(restarted, 'main')!;
     assert.notEqual(c.containerID, firstId);
     assert.equal(c.lastState?.terminated?.containerID, firstId);
@@ -82,7 +64,7 @@ describe('probes plugin on containerd', function () {
     assert.match(failure.output, /can't open '\/tmp\/healthy'/);
     assert.equal(failure.containerId, firstId!.replace('containerd://', ''));
     // Every run is counted on /metrics under upstream's name and labels, failures included.
-    const metrics = await t.kubelet.metrics.text();
+    const metrics = await suite.t.kubelet.metrics.text();
     const series = (result: string) => new RegExp(`prober_probe_total\\{[^}]*probe_type="Liveness"[^}]*result="${result}"[^}]*pod="live-exec-test-node"[^}]*\\} (\\d+)`).exec(metrics);
     assert.ok(Number(series('successful')?.[1]) >= 2, 'successful liveness runs counted');
     assert.ok(Number(series('failed')?.[1]) >= 2, 'failed liveness runs counted');
@@ -90,27 +72,27 @@ describe('probes plugin on containerd', function () {
   });
 
   it('httpGet readiness against busybox httpd: Ready follows the page appearing and going', async () => {
-    await t.writeManifest('ready-http.json', pod('ready-http', [{
-      name: 'web', image: env.images.busybox,
+    await suite.t.writeManifest('ready-http.json', pod('ready-http', [{
+      name: 'web', image: suite.env.images.busybox,
       command: ['sh', '-c', 'mkdir -p /www && exec httpd -f -p 8080 -h /www'],
       ports: [{ name: 'http', containerPort: 8080 }],
       readinessProbe: { httpGet: { path: '/ready.html', port: 'http', httpHeaders: [{ name: 'X-Probe', value: 'yes' }] }, periodSeconds: 1, failureThreshold: 1 },
     }]));
-    let p = await t.waitForPod('ready-http', isRunning, 30_000, 'Running');
+    let p = await suite.t.waitForPod('ready-http', isRunning, 30_000, 'Running');
     await sleep(2500);
-    p = t.pod('ready-http');
+    p = suite.t.pod('ready-http');
     assert.equal(cs(p, 'web')!.ready, false, 'not ready while the page is missing');
     assert.equal(cs(p, 'web')!.started, true);
     assert.equal(cond(p, 'ContainersReady'), 'False');
     assert.equal(cond(p, 'Ready'), 'False');
 
-    await cri.execSync(containerId('ready-http', 'web'), ['sh', '-c', 'echo ok > /www/ready.html'], 5);
-    p = await t.waitForPod('ready-http', (x) => cs(x, 'web')?.ready === true, 10_000, 'ready');
+    await suite.cri.execSync(containerId('ready-http', 'web'), ['sh', '-c', 'echo ok > /www/ready.html'], 5);
+    p = await suite.t.waitForPod('ready-http', (x) => cs(x, 'web')?.ready === true, 10_000, 'ready');
     assert.equal(cond(p, 'ContainersReady'), 'True');
     assert.equal(cond(p, 'Ready'), 'True');
 
-    await cri.execSync(containerId('ready-http', 'web'), ['rm', '/www/ready.html'], 5);
-    p = await t.waitForPod('ready-http', (x) => cs(x, 'web')?.ready === false, 10_000, 'not ready again');
+    await suite.cri.execSync(containerId('ready-http', 'web'), ['rm', '/www/ready.html'], 5);
+    p = await suite.t.waitForPod('ready-http', (x) => cs(x, 'web')?.ready === false, 10_000, 'not ready again');
     assert.equal(cond(p, 'Ready'), 'False');
     assert.equal(cs(p, 'web')!.restartCount, 0);
     const seq = eventsOf('ready-http').map((e) => `${e.probe}=${e.result}`);
@@ -120,55 +102,55 @@ describe('probes plugin on containerd', function () {
   });
 
   it('tcpSocket readiness against nc -l: ready once it listens; a port nobody listens on stays unready', async () => {
-    await t.writeManifest('ready-tcp.json', pod('ready-tcp', [
+    await suite.t.writeManifest('ready-tcp.json', pod('ready-tcp', [
       {
-        name: 'listener', image: env.images.busybox,
+        name: 'listener', image: suite.env.images.busybox,
         command: ['sh', '-c', 'sleep 2; exec nc -ll -p 9000 -e true'],
         ports: [{ name: 'nc', containerPort: 9000 }],
         readinessProbe: { tcpSocket: { port: 'nc' }, periodSeconds: 1, failureThreshold: 1 },
         livenessProbe: { tcpSocket: { port: 9000 }, initialDelaySeconds: 3, periodSeconds: 1, failureThreshold: 2 },
       },
-      { name: 'deaf', image: env.images.busybox, command: ['sleep', '600'], readinessProbe: { tcpSocket: { port: 9001 }, periodSeconds: 1 } },
+      { name: 'deaf', image: suite.env.images.busybox, command: ['sleep', '600'], readinessProbe: { tcpSocket: { port: 9001 }, periodSeconds: 1 } },
     ]));
-    await t.waitForPod('ready-tcp', isRunning, 30_000, 'Running');
-    const p = await t.waitForPod('ready-tcp', (x) => cs(x, 'listener')?.ready === true, 15_000, 'listener ready');
+    await suite.t.waitForPod('ready-tcp', isRunning, 30_000, 'Running');
+    const p = await suite.t.waitForPod('ready-tcp', (x) => cs(x, 'listener')?.ready === true, 15_000, 'listener ready');
     assert.equal(cs(p, 'deaf')!.ready, false);
     assert.equal(cond(p, 'ContainersReady'), 'False');
     assert.equal(p!.status!.conditions!.find((c) => c.type === 'Ready')!.message, 'containers with unready status: [deaf]');
     await sleep(3000);
-    assert.equal(cs(t.pod('ready-tcp'), 'listener')!.restartCount, 0, 'the tcp liveness probe keeps succeeding');
+    assert.equal(cs(suite.t.pod('ready-tcp'), 'listener')!.restartCount, 0, 'the tcp liveness probe keeps succeeding');
     assert.ok(!eventsOf('ready-tcp').some((e) => e.probe === 'liveness'));
     await remove('ready-tcp.json', 'ready-tcp');
   });
 
   it('a startup probe holds liveness off while a slow starter comes up', async () => {
-    await t.writeManifest('slow-start.json', pod('slow-start', [{
-      name: 'main', image: env.images.busybox,
+    await suite.t.writeManifest('slow-start.json', pod('slow-start', [{
+      name: 'main', image: suite.env.images.busybox,
       command: ['sh', '-c', 'sleep 5; touch /tmp/started; sleep 600'],
       startupProbe: { exec: { command: ['cat', '/tmp/started'] }, periodSeconds: 1, failureThreshold: 30 },
       // Without the startup probe this would kill the container on its first run.
       livenessProbe: { exec: { command: ['cat', '/tmp/started'] }, periodSeconds: 1, failureThreshold: 1 },
     }]));
-    let p = await t.waitForPod('slow-start', isRunning, 30_000, 'Running');
+    let p = await suite.t.waitForPod('slow-start', isRunning, 30_000, 'Running');
     assert.equal(cs(p, 'main')!.started, false);
     assert.equal(cs(p, 'main')!.ready, false);
-    p = await t.waitForPod('slow-start', (x) => cs(x, 'main')?.started === true, 20_000, 'started');
-    await t.waitForPod('slow-start', (x) => cs(x, 'main')?.ready === true, 5_000, 'ready');
+    p = await suite.t.waitForPod('slow-start', (x) => cs(x, 'main')?.started === true, 20_000, 'started');
+    await suite.t.waitForPod('slow-start', (x) => cs(x, 'main')?.ready === true, 5_000, 'ready');
     await sleep(2000);
-    p = t.pod('slow-start');
+    p = suite.t.pod('slow-start');
     assert.equal(cs(p, 'main')!.restartCount, 0);
     assert.deepEqual(eventsOf('slow-start').map((e) => `${e.probe}=${e.result}`), ['startup=success']);
     await remove('slow-start.json', 'slow-start');
   });
 
   it('an exec probe that hangs past its timeout is a failure (liveness restarts the container)', async () => {
-    await t.writeManifest('hang.json', pod('hang', [{
-      name: 'main', image: env.images.busybox, command: ['sleep', '600'],
+    await suite.t.writeManifest('hang.json', pod('hang', [{
+      name: 'main', image: suite.env.images.busybox, command: ['sleep', '600'],
       livenessProbe: { exec: { command: ['sh', '-c', 'sleep 30'] }, timeoutSeconds: 1, periodSeconds: 2, failureThreshold: 1 },
     }]));
-    await t.waitForPod('hang', isRunning, 30_000, 'Running');
+    await suite.t.waitForPod('hang', isRunning, 30_000, 'Running');
     const runningAt = Date.now();
-    await t.waitForPod('hang', (p) => (cs(p, 'main')?.restartCount ?? 0) >= 1, 20_000, 'restarted');
+    await suite.t.waitForPod('hang', (p) => (cs(p, 'main')?.restartCount ?? 0) >= 1, 20_000, 'restarted');
     const failure = eventsOf('hang').find((e) => e.probe === 'liveness' && e.result === 'failure')!;
     assert.equal(failure.output, 'command "sh -c sleep 30" timed out');
     assert.ok(failure.at - runningAt < 8000, `the failure came ${failure.at - runningAt} ms after Running, not after the command's 30 s`);
@@ -188,22 +170,22 @@ describe('probes plugin on containerd', function () {
     });
     const port = await new Promise<number>((r, j) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? j(e) : r(p))));
     try {
-      await t.writeManifest('grpc.json', pod('grpc', [{
-        name: 'main', image: env.images.busybox, command: ['sleep', '600'],
+      await suite.t.writeManifest('grpc.json', pod('grpc', [{
+        name: 'main', image: suite.env.images.busybox, command: ['sleep', '600'],
         readinessProbe: { grpc: { port, service: 'app' }, periodSeconds: 1, failureThreshold: 1 },
         livenessProbe: { grpc: { port }, periodSeconds: 1, failureThreshold: 1 },
       }], { hostNetwork: true }));
-      await t.waitForPod('grpc', isRunning, 30_000, 'Running');
+      await suite.t.waitForPod('grpc', isRunning, 30_000, 'Running');
       await sleep(2000);
-      assert.equal(cs(t.pod('grpc'), 'main')!.ready, false, 'NOT_SERVING is not ready');
+      assert.equal(cs(suite.t.pod('grpc'), 'main')!.ready, false, 'NOT_SERVING is not ready');
       statuses.set('app', 'SERVING');
-      await t.waitForPod('grpc', (p) => cs(p, 'main')?.ready === true && cond(p, 'Ready') === 'True', 10_000, 'ready');
+      await suite.t.waitForPod('grpc', (p) => cs(p, 'main')?.ready === true && cond(p, 'Ready') === 'True', 10_000, 'ready');
       statuses.set('app', 'NOT_SERVING');
-      await t.waitForPod('grpc', (p) => cs(p, 'main')?.ready === false, 10_000, 'not ready again');
+      await suite.t.waitForPod('grpc', (p) => cs(p, 'main')?.ready === false, 10_000, 'not ready again');
       const evs = eventsOf('grpc');
       assert.deepEqual(evs.map((e) => `${e.probe}=${e.result}`), ['readiness=success', 'readiness=failure']);
       assert.equal(evs[1]!.output, 'service unhealthy (responded with "NOT_SERVING")');
-      assert.equal(cs(t.pod('grpc'), 'main')!.restartCount, 0);
+      assert.equal(cs(suite.t.pod('grpc'), 'main')!.restartCount, 0);
       await remove('grpc.json', 'grpc');
     } finally {
       server.forceShutdown();
@@ -213,39 +195,39 @@ describe('probes plugin on containerd', function () {
   it('bad input: an undeclared port and a missing command give clear messages, no crash, no stuck worker', async () => {
     // A negative period is refused with the manifest (API validation, test/unit/pod-validation.test.ts):
     // no pod reaches the plugin with one.
-    await t.writeManifest('bad.json', pod('bad', [
-      { name: 'badport', image: env.images.busybox, command: ['sleep', '600'], ports: [{ name: 'web', containerPort: 8080 }], readinessProbe: { httpGet: { port: 'metrics', path: '/' }, periodSeconds: 1 } },
-      { name: 'nocmd', image: env.images.busybox, command: ['sleep', '600'], livenessProbe: { exec: { command: ['nosuchcmd'] }, periodSeconds: 1, failureThreshold: 1 } },
+    await suite.t.writeManifest('bad.json', pod('bad', [
+      { name: 'badport', image: suite.env.images.busybox, command: ['sleep', '600'], ports: [{ name: 'web', containerPort: 8080 }], readinessProbe: { httpGet: { port: 'metrics', path: '/' }, periodSeconds: 1 } },
+      { name: 'nocmd', image: suite.env.images.busybox, command: ['sleep', '600'], livenessProbe: { exec: { command: ['nosuchcmd'] }, periodSeconds: 1, failureThreshold: 1 } },
     ]));
-    await t.waitForPod('bad', (p) => (cs(p, 'nocmd')?.restartCount ?? 0) >= 1, 30_000, 'nocmd restarted');
+    await suite.t.waitForPod('bad', (p) => (cs(p, 'nocmd')?.restartCount ?? 0) >= 1, 30_000, 'nocmd restarted');
     const evs = eventsOf('bad');
     const of = (c: string) => evs.find((e) => e.containerName === c);
     assert.equal(of('badport')?.result, 'unknown');
     assert.equal(of('badport')?.output, 'couldn\'t find port: metrics in container badport');
     assert.equal(of('nocmd')?.result, 'failure');
     assert.match(of('nocmd')!.output, /executable file not found in \$PATH/);
-    const p = t.pod('bad');
+    const p = suite.t.pod('bad');
     assert.equal(cs(p, 'badport')!.ready, false);
     assert.equal(cs(p, 'badport')!.restartCount, 0);
-    assert.equal(t.kubelet.healthz(), 'ok');
+    assert.equal(suite.t.kubelet.healthz(), 'ok');
     await remove('bad.json', 'bad');
   });
 
   it('a restarted kubelet adopts a running pod and starts its probe workers afresh', async () => {
     const events2: Ev[] = [];
     const spec = pod('adopt-probe', [{
-      name: 'main', image: env.images.busybox, command: ['sh', '-c', 'touch /tmp/ready; sleep 600'],
+      name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'touch /tmp/ready; sleep 600'],
       readinessProbe: { exec: { command: ['cat', '/tmp/ready'] }, periodSeconds: 1 },
     }]);
     const a = await startTestKubelet({
-      plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ['probes', { jitter: false }], probeRecorder(events2)],
+      plugins: [['cri-containerd', { endpoint: suite.env.containerdEndpoint }], ['probes', { jitter: false }], probeRecorder(events2)],
     });
     let b: TestKubelet | undefined;
     try {
       await a.writeManifest('adopt-probe.json', spec);
       const before = await a.waitForPod('adopt-probe', (p) => cs(p, 'main')?.ready === true, 30_000, 'ready');
       await a.stop();
-      b = await startTestKubelet({ dir: a.dir, plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ['probes', {}], probeRecorder(events2)] });
+      b = await startTestKubelet({ dir: a.dir, plugins: [['cri-containerd', { endpoint: suite.env.containerdEndpoint }], ['probes', {}], probeRecorder(events2)] });
       const after = await b.waitForPod('adopt-probe', (p) => cs(p, 'main')?.ready === true, 20_000, 'ready after adoption');
       assert.equal(cs(after, 'main')!.containerID, cs(before, 'main')!.containerID, 'adopted, not restarted');
       assert.equal(cs(after, 'main')!.restartCount, 0);

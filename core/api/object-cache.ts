@@ -16,17 +16,15 @@ import { errorMessage } from '../errors.ts';
 import type { ApiClient } from './api-client.ts';
 import { isUnavailableError } from './api-errors.ts';
 import { Reflector } from './reflector.ts';
+import type { ObjectSource } from './object-source.ts';
+
+export type { ObjectSource } from './object-source.ts';
 
 export type ObjectKind = 'configmaps' | 'secrets';
 
 /** One object a pod refers to. */
 export interface ObjectRef { kind: ObjectKind; namespace: string; name: string }
 
-/** Reading referenced objects: the API cache in API-server mode, files under localObjectsDir standalone. */
-export interface ObjectSource {
-  configMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
-  secret(namespace: string, name: string): Promise<V1Secret | undefined>;
-}
 
 /** The API server's limit on a ConfigMap or Secret (etcd's request limit). */
 const MAX_OBJECT_BYTES = 1024 * 1024;

@@ -29,7 +29,7 @@ export type { Logger } from '../logger.ts';
 // Hooks and their events.
 export { STAGE } from '../hooks.ts';
 export type * from '../hooks.ts';
-export type { ObjectSource } from '../api/object-cache.ts';
+export type { ObjectSource } from '../api/object-source.ts';
 
 // The runtime slot: its interface and the labels adoption depends on.
 export type * from '../runtime/types.ts';

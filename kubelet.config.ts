@@ -12,5 +12,6 @@ export default defineConfig({
     ['cri-containerd', { pullTimeoutSeconds: 600 }],
     ['probes'],
     ['csi-grpc'],
+    ['eviction-default'],
   ],
 });

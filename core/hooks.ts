@@ -34,10 +34,47 @@ export type ProbeOutcome = 'success' | 'failure' | 'unknown';
 /** What `onProbe` sees: a probe's result changed for one container. */
 export interface ProbeResultEvent { pod: V1Pod; containerName: string; containerId: string; probe: ProbeType; result: ProbeOutcome; output: string }
 
-/** What `onPressure` sees: an eviction signal crossed its threshold. */
-export interface PressureEvent { signal: string; threshold: string; observed: string; pods: V1Pod[] }
+/** One container's use and requests, as an eviction policy ranks and explains it (bytes). */
+export interface ContainerUsage { name: string; memoryBytes?: number; memoryRequestBytes: number; ephemeralStorageBytes?: number; ephemeralStorageRequestBytes: number }
 
-/** What an `onPressure` tap returns: the pods the policy chose to evict, with the reason shown to users. */
+/** One candidate pod's use and requests, from the stats service (bytes; processes as a count). */
+export interface PodUsage {
+  memoryBytes?: number;
+  memoryRequestBytes: number;
+  /** Local ephemeral storage: writable layers, logs and local volumes (emptyDir, ...). */
+  ephemeralStorageBytes?: number;
+  ephemeralStorageRequestBytes: number;
+  inodes?: number;
+  processes?: number;
+  containers: ContainerUsage[];
+}
+
+/**
+ * What `onPressure` sees: an eviction signal crossed its threshold (hard, or soft past its grace
+ * period) after the node-level reclaim the core does first (dead containers; unused images for imagefs).
+ */
+export interface PressureEvent {
+  /** The signal: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available. */
+  signal: string;
+  /** The threshold as configured ('100Mi', '10%'), and what it is in units of the signal ('104857600'). */
+  threshold: string;
+  thresholdQuantity: string;
+  /** What is available now, as a quantity ('87Mi' as bytes: '91226112'). */
+  observed: string;
+  /** The resource being reclaimed, as upstream names it in messages: memory, ephemeral-storage, inodes, pids. */
+  resource: 'memory' | 'ephemeral-storage' | 'inodes' | 'pids';
+  /** A hard threshold: the evicted pod gets no grace period; a soft one: min(evictionMaxPodGracePeriod, the pod's). */
+  hard: boolean;
+  /** The pods the policy may evict: active and not critical (critical pods are never offered). */
+  pods: V1Pod[];
+  /** Each candidate's use by pod UID (missing when the stats service has no figures for it yet). */
+  usage: Record<string, PodUsage>;
+}
+
+/**
+ * What an `onPressure` tap returns: the pods the policy chose to evict (upstream: one a round),
+ * with the message shown on the pod and its event; `reason` is upstream's `Evicted`.
+ */
 export interface EvictionDecision { evict: Array<{ pod: V1Pod; reason: string; message: string }> }
 
 /**
@@ -159,7 +196,7 @@ export function createHooks() {
     // Health and pressure
     /** A probe result changed (a notification: the core has already recorded it and synced the pod; a throw is logged). */
     onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
-    /** An eviction signal crossed a threshold: the first tap returning a decision chooses what to evict. Not fired yet: the eviction manager that observes signals is still to come. */
+    /** Bail (one policy decides): an eviction signal crossed a threshold (core/eviction, every evictionMonitoringPeriod); the first tap returning a decision chooses what to evict, and the core carries it out. A throw ends that round (logged); the next round asks again. */
     onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
     /** Waterfall: before each node status post, taps may change and must return the draft (pressure conditions, extra capacity, labels). A throw fails that post; the next update period tries again. */
     nodeStatus: new AsyncSeriesWaterfallHook<[NodeStatusDraft, NodeStatusContext]>(['status', 'context']),

@@ -45,7 +45,10 @@ import { TokenManager } from './api/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
 import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
 import type { DownwardInputs } from './pod/downward-api.ts';
-import { checkAdmission, type AdmissionNode } from './pod/admission.ts';
+import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
+import { EVICTED_REASON, EvictionManager, PRESSURE_CONDITION_TYPES } from './eviction/eviction-manager.ts';
+import { ImageGC } from './eviction/image-gc.ts';
+import { LogRotation } from './logs/log-rotation.ts';
 import { defaultNodeLabels } from './node/node-object.ts';
 import { goArch, goOS } from './node/machine-info.ts';
 import { StatsProvider } from './stats/stats-provider.ts';
@@ -122,6 +125,12 @@ export class Kubelet {
   readOnlyPort = 0;
   /** Node and pod resource use (CRI stats, cgroups, filesystems): /stats/summary, /metrics/resource, and eviction decisions. */
   stats!: StatsProvider;
+  /** Node pressure: eviction signals, the pressure conditions, evictions through `onPressure` (core/eviction). */
+  eviction!: EvictionManager;
+  /** Image garbage collection (imageGCHighThresholdPercent, ...), also the eviction manager's reclaim for imagefs. */
+  imageGC!: ImageGC;
+  /** Container log rotation (containerLogMaxSize, containerLogMaxFiles). */
+  logRotation!: LogRotation;
   /** The main port (HTTPS, authenticated and authorized) and the local socket of kubelet-ts commands. */
   mainServer: MainServer | undefined;
   /** The port the main server bound (reported as the Node's kubelet endpoint). */
@@ -305,6 +314,40 @@ export class Kubelet {
       nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroupRoot: cgroups ? config.cgroupRoot : undefined,
       runtime: () => this.runtimeImpl, pods: () => this.pods(), logger: logger.child({ component: 'stats' }),
     });
+    // Node pressure (core/eviction): the same stats, a round every evictionMonitoringPeriod once the sources run.
+    this.eviction = new EvictionManager({
+      evictionHard: config.evictionHard,
+      settings: config.eviction,
+      stats: this.stats,
+      activePods: () => this.activePods(),
+      decide: (event) => this.hooks.onPressure.promise(event),
+      evict: (pod, message, grace) => this.evictPod(pod, message, grace),
+      reclaimNodeLevel: (signal) => this.reclaimNodeLevel(signal),
+      nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
+      logger: logger.child({ component: 'eviction' }),
+    });
+    this.imageGC = new ImageGC({
+      settings: config.imageGC,
+      runtime: () => this.runtimeImpl,
+      imageFs: async () => {
+        const fs = (await this.stats.snapshot(0)).summary.node.runtime?.imageFs;
+        return fs?.capacityBytes !== undefined && fs.availableBytes !== undefined ? { capacity: fs.capacityBytes, available: fs.availableBytes } : undefined;
+      },
+      nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
+      logger: logger.child({ component: 'image-gc' }),
+    });
+    this.logRotation = new LogRotation({
+      policy: config.containerLogs,
+      runtime: () => this.runtimeImpl,
+      runningContainers: () => this.cache.all().flatMap((rs) => rs.containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => ({ id: c.id, logPath: c.logPath }))),
+      logger: logger.child({ component: 'log-rotation' }),
+    });
+    // The node's pressure conditions are the eviction manager's; plugins tapping later may still change them.
+    this.hooks.nodeStatus.tap({ name: 'kubelet:eviction', stage: -1000 }, (draft) => {
+      const pressure = this.eviction.conditionDrafts();
+      const others = draft.conditions.filter((c) => !(PRESSURE_CONDITION_TYPES as readonly string[]).includes(c.type));
+      return { ...draft, conditions: [...pressure, ...others] };
+    });
     const routeDeps: KubeletRouteDeps = {
       config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
       metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
@@ -334,6 +377,9 @@ export class Kubelet {
     this.timers.push(setInterval(() => void this.housekeeping(), HOUSEKEEPING_MS));
     this.timers.push(setInterval(() => this.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
+    this.eviction.start();
+    this.imageGC.start();
+    this.logRotation.start();
 
     // Only what upstream's read-only port serves: no logs, no exec, no debugging views.
     for (const [route, handler] of readOnlyRoutes(routeDeps)) this.server.route(route, handler);
@@ -350,6 +396,9 @@ export class Kubelet {
    */
   async stop(): Promise<void> {
     for (const t of this.timers.splice(0)) clearInterval(t);
+    await this.eviction?.stop();
+    await this.imageGC?.stop();
+    await this.logRotation?.stop();
     await Promise.all(this.sources.map((s) => s.stop().catch(() => {})));
     this.reporter?.stop();
     this.tokens?.stop();
@@ -437,6 +486,44 @@ export class Kubelet {
       out.push(p);
     }
     return out;
+  }
+
+  /** The pods active on the node: wanted, admitted, not failed by the kubelet, not terminal, not terminating (eviction's candidates). */
+  private activePods(): V1Pod[] {
+    return this.pods().filter((p) => {
+      const uid = p.metadata!.uid!;
+      return this.desired.has(uid) && !this.terminating.has(uid) && !this.status.rejection(uid) && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
+    });
+  }
+
+  /**
+   * Evicts a pod the eviction manager chose: Failed with reason Evicted and the policy's
+   * message (upstream's wording), a Warning event, and its containers killed with `gracePeriodSeconds`
+   * by its worker (the path of a pod past its active deadline). False when it is no longer active.
+   */
+  private evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number): boolean {
+    const uid = pod.metadata!.uid!;
+    const current = this.desired.get(uid);
+    if (!current || this.status.rejection(uid)) return false;
+    this.status.reject(uid, EVICTED_REASON, message, gracePeriodSeconds);
+    this.events.record(podRef(current), 'Warning', EVICTED_REASON, message);
+    this.logger.warn({ pod: podFullName(current), uid, gracePeriodSeconds, message }, 'pod evicted');
+    this.workers.update(current);
+    return true;
+  }
+
+  /**
+   * Node-level reclaim before evicting pods for disk (upstream deleteAllUnusedContainers): every
+   * dead container of a pod the kubelet failed (an evicted pod's container and log are what
+   * fills the disk), and every other dead container but each name's newest (restart counts);
+   * for the image filesystem, then every unused image (upstream deleteAllUnusedImages).
+   */
+  private async reclaimNodeLevel(signal: string): Promise<void> {
+    const dead = this.cache.all().flatMap((rs) => (this.status.rejection(rs.uid)
+      ? rs.containers.filter((c) => c.state === 'CONTAINER_EXITED')
+      : evictableContainers(rs).flatMap(([, list]) => list)));
+    for (const c of dead) await this.syncer.removeContainerAndLog(c);
+    if (signal.startsWith('imagefs.')) await this.imageGC.deleteAllUnused();
   }
 
   /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */
@@ -564,6 +651,7 @@ export class Kubelet {
     // Upstream's general predicates against the pods admitted before it (terminating ones still hold their resources).
     let rejection: { reason: string; message: string } | undefined = checkAdmission(pod, this.admittedPods(uid), this.admissionNode(), { nodeName: this.config.nodeName, isStatic: isStaticPod(pod) });
     rejection ??= this.securityAdmission.admit(pod);
+    rejection ??= checkPressureAdmission(pod, this.eviction.conditions(), { critical: this.eviction.isCritical(pod) });
     if (!rejection) {
       try {
         const reason = await this.hooks.admitPod.promise(pod);

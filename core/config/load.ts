@@ -5,7 +5,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, errorMessage } from '../errors.ts';
 import { formatAjvErrors } from './ajv-errors.ts';
+import { evictionConfigErrors, resolveEvictionSettings, resolveImageGCSettings } from '../eviction/thresholds.ts';
 import { parseDuration } from './duration.ts';
+import { quantityValue } from '../pod/quantity.ts';
 import { configSchema } from './schema.ts';
 import { importModule } from '../util/import-module.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
@@ -112,6 +114,8 @@ export async function loadConfig(options: { configFile?: string; flags?: ConfigF
   }
   checkNodeFields(flagged as KubeletConfigInput, file);
   checkServingFields(flagged as KubeletConfigInput, file);
+  const evictionErrors = evictionConfigErrors(flagged as KubeletConfigInput, file);
+  if (evictionErrors.length) throw new ConfigError(evictionErrors.join('\n'));
   return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
 }
 
@@ -216,6 +220,9 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     systemReserved: c.systemReserved,
     kubeReserved: c.kubeReserved,
     evictionHard: c.evictionHard ?? { ...DEFAULT_EVICTION_HARD },
+    eviction: resolveEvictionSettings(c),
+    imageGC: resolveImageGCSettings(c),
+    containerLogs: { maxSizeBytes: Math.floor(quantityValue(c.containerLogMaxSize ?? '10Mi') ?? 10 * 2 ** 20), maxFiles: c.containerLogMaxFiles ?? 5, monitorIntervalMs: parseDuration(c.containerLogMonitorInterval ?? '10s') },
     allowedUnsafeSysctls: c.allowedUnsafeSysctls,
     seccompDefault: c.seccompDefault,
     runtimeClassHandlers: c.runtimeClassHandlers,

@@ -35,6 +35,13 @@ const reserved = (description: string) => ({
 });
 const threshold = { type: 'string', pattern: THRESHOLD_PATTERN, 'x-allowed': "a quantity such as '100Mi' or a percentage such as '10%'" };
 
+/** A map keyed by eviction signal (upstream's Linux signals; any other key is an unknown field). */
+const signalMap = (value: object) => ({
+  type: 'object',
+  additionalProperties: false,
+  properties: Object.fromEntries(['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'].map((s) => [s, value])),
+});
+
 /** JSON schema of the config file; ajv checks it and fills the defaults. */
 export const configSchema = {
   type: 'object',
@@ -163,18 +170,21 @@ export const configSchema = {
     systemReserved: reserved('resources reserved for the OS'),
     kubeReserved: reserved('resources reserved for Kubernetes daemons'),
     // No schema default: a map given in the file replaces upstream's defaults whole (resolve() fills them).
-    evictionHard: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        'memory.available': threshold,
-        'nodefs.available': threshold,
-        'nodefs.inodesFree': threshold,
-        'imagefs.available': threshold,
-        'imagefs.inodesFree': threshold,
-        'pid.available': threshold,
-      },
-    },
+    evictionHard: signalMap(threshold),
+    evictionSoft: signalMap(threshold),
+    evictionSoftGracePeriod: signalMap(duration('how long a soft threshold must stay crossed')),
+    evictionMinimumReclaim: signalMap(threshold),
+    evictionPressureTransitionPeriod: { ...duration('how long a pressure condition stays True after its last crossing'), default: '5m' },
+    evictionMaxPodGracePeriod: { type: 'integer', minimum: 0, default: 0, 'x-allowed': "an integer number of seconds >= 0 (0: the pod's own)" },
+    evictionMonitoringPeriod: { ...duration('how often eviction signals are observed'), default: '10s' },
+    evictStaticPods: { type: 'boolean', default: false },
+    containerLogMaxSize: { ...quantity, default: '10Mi', 'x-allowed': "a quantity of bytes such as '10Mi'" },
+    containerLogMaxFiles: { type: 'integer', minimum: 2, default: 5, 'x-allowed': 'an integer >= 2 (the current file and at least one rotated one)' },
+    containerLogMonitorInterval: { ...duration('how often container log sizes are checked'), default: '10s' },
+    imageGCHighThresholdPercent: { type: 'integer', minimum: 0, maximum: 100, default: 85, 'x-allowed': 'an integer percentage 0-100' },
+    imageGCLowThresholdPercent: { type: 'integer', minimum: 0, maximum: 100, default: 80, 'x-allowed': 'an integer percentage 0-100, below imageGCHighThresholdPercent' },
+    imageMinimumGCAge: { ...duration('how long an image is on the node before it may be collected'), default: '2m' },
+    imageMaximumGCAge: { ...duration('how long an unused image is kept whatever the disk (0: for ever)'), default: '0s' },
     allowedUnsafeSysctls: {
       type: 'array',
       default: [],

@@ -146,9 +146,41 @@ export interface KubeletConfigInput {
    * Hard eviction thresholds by signal (upstream evictionHard): a quantity or a percentage of capacity.
    * Default (as upstream on Linux) memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%,
    * imagefs.available 15%; a map given here replaces the defaults whole, as upstream 1.28's config file does.
-   * Only memory.available and nodefs.available are used yet (node allocatable).
+   * memory.available and nodefs.available are also held back from allocatable.
    */
   evictionHard?: Partial<Record<EvictionSignal, string>>;
+  /** Soft eviction thresholds by signal (upstream evictionSoft): met once crossed for the signal's evictionSoftGracePeriod. Default none. */
+  evictionSoft?: Partial<Record<EvictionSignal, string>>;
+  /** How long each soft threshold must stay crossed before pods are evicted (upstream evictionSoftGracePeriod); required for every evictionSoft signal. */
+  evictionSoftGracePeriod?: Partial<Record<EvictionSignal, Duration>>;
+  /** How much beyond its threshold a signal must recover before eviction for it stops (upstream evictionMinimumReclaim): a quantity or a percentage. Default 0. */
+  evictionMinimumReclaim?: Partial<Record<EvictionSignal, string>>;
+  /** How long a pressure condition stays True after its last crossing (upstream evictionPressureTransitionPeriod). Default '5m'. */
+  evictionPressureTransitionPeriod?: Duration;
+  /** The most grace a pod evicted for a soft threshold gets, in seconds (upstream evictionMaxPodGracePeriod); 0: the pod's own. Default 0. */
+  evictionMaxPodGracePeriod?: number;
+  /** kubelet-ts (upstream hard-codes 10s): how often the eviction manager observes the signals. Default '10s'. */
+  evictionMonitoringPeriod?: Duration;
+  /**
+   * kubelet-ts: static pods may be evicted, and refused under pressure, by the same rules as API
+   * pods (upstream treats static and mirror pods as critical, never evicted). For standalone nodes,
+   * whose pods are all static. Default false.
+   */
+  evictStaticPods?: boolean;
+  /** A running container's log is rotated once larger than this (upstream containerLogMaxSize). Default '10Mi'. */
+  containerLogMaxSize?: string;
+  /** At most this many log files per container, the current one included (upstream containerLogMaxFiles, >= 2). Default 5. */
+  containerLogMaxFiles?: number;
+  /** How often log sizes are checked (upstream containerLogMonitorInterval). Default '10s'. */
+  containerLogMonitorInterval?: Duration;
+  /** Image GC runs when the image filesystem is at least this full, in percent (upstream imageGCHighThresholdPercent). Default 85; 100 turns it off. */
+  imageGCHighThresholdPercent?: number;
+  /** Image GC frees space down to this fullness, in percent (upstream imageGCLowThresholdPercent); below the high one. Default 80. */
+  imageGCLowThresholdPercent?: number;
+  /** An image is never collected before it has been on the node this long (upstream imageMinimumGCAge). Default '2m'. */
+  imageMinimumGCAge?: Duration;
+  /** An image unused for this long is collected whatever the disk (upstream imageMaximumGCAge). Default '0s': off. */
+  imageMaximumGCAge?: Duration;
   /**
    * Sysctls pods may set besides the safe ones (upstream allowedUnsafeSysctls): names, or
    * prefixes ending in `*` (`kernel.msg*`, `net.core.*`); only namespaced ones (kernel.shm*,
@@ -232,6 +264,12 @@ export interface KubeletConfig {
   kubeReserved: ReservedResources;
   /** The hard eviction thresholds in force (the defaults unless the file gave a map). */
   evictionHard: Partial<Record<EvictionSignal, string>>;
+  /** The eviction manager's settings besides evictionHard (core/eviction), resolved. */
+  eviction: EvictionSettings;
+  /** Image garbage collection (core/eviction/image-gc.ts), resolved. */
+  imageGC: ImageGCSettings;
+  /** Container log rotation (core/logs/log-rotation.ts), resolved. */
+  containerLogs: { maxSizeBytes: number; maxFiles: number; monitorIntervalMs: number };
   /** Sysctl names and `prefix*` patterns pods may set besides the safe ones. */
   allowedUnsafeSysctls: string[];
   seccompDefault: boolean;
@@ -241,6 +279,26 @@ export interface KubeletConfig {
   plugins: PluginEntry[];
   /** The file the config came from (for messages and resolving plugin paths). */
   configFile: string | undefined;
+}
+
+/** evictionSoft and the other eviction fields after defaults, durations in milliseconds. */
+export interface EvictionSettings {
+  soft: Partial<Record<EvictionSignal, string>>;
+  softGracePeriodMs: Partial<Record<EvictionSignal, number>>;
+  minimumReclaim: Partial<Record<EvictionSignal, string>>;
+  pressureTransitionPeriodMs: number;
+  maxPodGracePeriodSeconds: number;
+  monitoringPeriodMs: number;
+  evictStaticPods: boolean;
+}
+
+/** Image GC's policy (upstream ImageGCPolicy), durations in milliseconds. */
+export interface ImageGCSettings {
+  highThresholdPercent: number;
+  lowThresholdPercent: number;
+  minAgeMs: number;
+  /** 0: off. */
+  maxAgeMs: number;
 }
 
 /** Gives config file authors types and completion: `export default defineConfig({...})`. */

@@ -11,6 +11,7 @@
  */
 import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { parseQuantity } from './quantity.ts';
+import { qosClass } from '../status/pod-status.ts';
 
 /** What admission knows of the node. */
 export interface AdmissionNode {
@@ -156,4 +157,23 @@ export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNod
     if (untolerated) return { reason: 'TaintToleration', message: `Predicate TaintToleration failed: node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ''}}` };
   }
   return undefined;
+}
+
+/** The taint a BestEffort pod must tolerate to be admitted under memory pressure (upstream v1.TaintNodeMemoryPressure). */
+const MEMORY_PRESSURE_TAINT: V1Taint = { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' };
+
+/**
+ * Admission under node pressure, as upstream's eviction manager admits (eviction_manager.go
+ * Admit): critical pods always; under memory pressure alone, every pod but BestEffort ones
+ * (unless they tolerate the memory-pressure taint); under disk or PID pressure, none. The
+ * rejection is upstream's: reason `Evicted`, "The node had condition: [MemoryPressure]. ".
+ */
+export function checkPressureAdmission(pod: V1Pod, conditions: ReadonlySet<string>, opts: { critical: boolean }): Rejection | undefined {
+  if (conditions.size === 0 || opts.critical) return undefined;
+  if (conditions.size === 1 && conditions.has('MemoryPressure')) {
+    if (qosClass(pod) !== 'BestEffort') return undefined;
+    if ((pod.spec?.tolerations ?? []).some((t) => tolerates(t, MEMORY_PRESSURE_TAINT))) return undefined;
+  }
+  const order = ['MemoryPressure', 'DiskPressure', 'PIDPressure'].filter((c) => conditions.has(c));
+  return { reason: 'Evicted', message: `The node had condition: [${order.join(' ')}]. ` };
 }

@@ -244,7 +244,8 @@ export class PodSyncer {
     const live = (rs?.containers ?? []).some((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED') || (rs?.sandboxes ?? []).some((s) => s.state === 'SANDBOX_READY');
     if (live) {
       this.actedAt.set(podUID(pod), Date.now());
-      await this.killPod(pod, rs, gracePeriodSeconds(pod));
+      // An eviction sets its own grace (0 for a hard threshold); others use the pod's.
+      await this.killPod(pod, rs, this.deps.status.rejection(podUID(pod))?.gracePeriodSeconds ?? gracePeriodSeconds(pod));
     }
     return this.finish(pod, new Map(), undefined, live);
   }

@@ -169,6 +169,8 @@ export interface ImageInfo {
   repoTags: string[];
   repoDigests: string[];
   size: number;
+  /** The runtime keeps it whatever happens (CRI Image.pinned: the sandbox image on containerd 1.7+): image GC never removes it. */
+  pinned?: boolean;
   /** The image's user when it is numeric (CRI Image.uid); runAsNonRoot is checked against it. */
   uid?: number;
   /** The image's user when it is a name (CRI Image.username). */
@@ -286,6 +288,12 @@ export interface ContainerRuntime {
   listPodSandboxStats?(filter?: { labelSelector?: Record<string, string> }): Promise<PodSandboxStats[]>;
   /** imageFsInfo returns the filesystems holding images (and container writable layers). */
   imageFsInfo?(): Promise<FilesystemUsage[]>;
+  /** removeImage removes an image from the node (image GC); removing an absent image is not an error. Optional: without it images are never collected. */
+  removeImage?(image: string): Promise<void>;
+  /** reopenContainerLog makes the runtime write a running container's log to a new file at its log path (after the kubelet renamed the old one). Optional: without it logs are not rotated. */
+  reopenContainerLog?(containerId: string): Promise<void>;
+  /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
+  sandboxImage?(): Promise<string | undefined>;
   /** close releases connections; called once at shutdown. */
   close(): Promise<void>;
 }

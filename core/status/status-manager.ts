@@ -9,7 +9,7 @@ interface PodEntry {
   status: V1PodStatus | undefined;
   startTime: Date;
   waiting: Map<string, { reason: string; message: string }>;
-  rejected?: { reason: string; message: string };
+  rejected?: { reason: string; message: string; gracePeriodSeconds?: number };
 }
 
 /**
@@ -43,16 +43,20 @@ export class StatusManager {
     this.entry(uid).waiting = waiting;
   }
 
-  /** Marks a pod rejected at admission: it reports phase Failed with this reason. */
-  reject(uid: string, reason: string, message: string): void {
-    this.entry(uid).rejected = { reason, message };
+  /**
+   * Marks a pod failed by the kubelet (rejected at admission, past its deadline, evicted): it
+   * reports phase Failed with this reason; what still runs of it is stopped with
+   * `gracePeriodSeconds` when given (an eviction's override), else the pod's own.
+   */
+  reject(uid: string, reason: string, message: string, gracePeriodSeconds?: number): void {
+    this.entry(uid).rejected = { reason, message, ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}) };
   }
 
   /**
    * Why the kubelet failed the pod for good (rejected at admission, or past its active
    * deadline), if it did: such a pod never runs a container again.
    */
-  rejection(uid: string): { reason: string; message: string } | undefined {
+  rejection(uid: string): { reason: string; message: string; gracePeriodSeconds?: number } | undefined {
     return this.pods.get(uid)?.rejected;
   }
 

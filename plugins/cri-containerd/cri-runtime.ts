@@ -147,7 +147,26 @@ export class CriRuntime implements ContainerRuntime {
 
   async listImages(): Promise<ImageInfo[]> {
     const r = await this.client.callImage('ListImages', { filter: null }, this.timeouts.requestTimeoutMs);
-    return (r.images ?? []).map((i: any) => ({ id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0) }));
+    return (r.images ?? []).map((i: any) => ({ id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0), ...(i.pinned ? { pinned: true } : {}) }));
+  }
+
+  async reopenContainerLog(containerId: string): Promise<void> {
+    await this.rt('ReopenContainerLog', { containerId });
+  }
+
+  async removeImage(image: string): Promise<void> {
+    await this.client.callImage('RemoveImage', { image: { image } }, this.timeouts.requestTimeoutMs);
+  }
+
+  /** containerd says its sandbox image in the verbose Status (`info.config`, its CRI plugin config). */
+  async sandboxImage(): Promise<string | undefined> {
+    const r = await this.rt('Status', { verbose: true });
+    try {
+      const cfg = JSON.parse(r.info?.config ?? '{}') as { sandboxImage?: unknown };
+      return typeof cfg.sandboxImage === 'string' && cfg.sandboxImage ? cfg.sandboxImage : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async status(): Promise<RuntimeCondition[]> {

@@ -96,7 +96,7 @@ describe('hooks', function () {
         tapping('policy', (h) => h.onPressure.tap('x', (e) => ({ evict: e.pods.map((p) => ({ pod: p, reason: 'Evicted', message: 'memory' })) }))),
         recorderPlugin('never', calls, ['onPressure'], STAGE.OBSERVE),
       ]);
-      const decision = await hooks.onPressure.promise({ signal: 'memory.available', threshold: '100Mi', observed: '50Mi', pods: [pod] });
+      const decision = await hooks.onPressure.promise({ signal: 'memory.available', threshold: '100Mi', thresholdQuantity: '104857600', observed: '52428800', resource: 'memory', hard: true, pods: [pod], usage: {} });
       assert.equal(decision?.evict[0]?.pod, pod);
       assert.deepEqual(calls, [['onPressure', 'observer-before']]);
     });

@@ -1,0 +1,135 @@
+/**
+ * Container log rotation, as upstream's containerLogManager does it
+ * (pkg/kubelet/logs/container_log_manager.go): every `containerLogMonitorInterval` each running
+ * container's log file larger than `containerLogMaxSize` is rotated:
+ *
+ *   1. leftovers of an interrupted rotation are removed (`*.tmp`, an uncompressed file whose
+ *      `.gz` exists);
+ *   2. the oldest rotated files are removed so that, with the current file and the one about to
+ *      be rotated, at most `containerLogMaxFiles` remain;
+ *   3. rotated files not yet compressed are gzipped (`<log>.<time>.gz`, written as `.tmp` first);
+ *   4. the current file is renamed `<log>.<YYYYMMDD-hhmmss>` and the runtime is asked to reopen
+ *      the log (CRI ReopenContainerLog); if it cannot, the rename is undone.
+ *
+ * Readers of the log (`/containerLogs`, `kubelet-ts logs -f`) notice the new file at the path
+ * and go on reading there.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { ContainerRuntime } from '../runtime/types.ts';
+
+const COMPRESS_SUFFIX = '.gz';
+const TMP_SUFFIX = '.tmp';
+
+export interface LogRotationPolicy { maxSizeBytes: number; maxFiles: number; monitorIntervalMs: number }
+
+export interface LogRotationDeps {
+  policy: LogRotationPolicy;
+  runtime: () => ContainerRuntime;
+  /** The running containers and their log files. */
+  runningContainers: () => Array<{ id: string; logPath: string }>;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/** `<YYYYMMDD-hhmmss>` of `d` in UTC (upstream's timestampFormat "20060102-150405"). */
+export function rotationTimestamp(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`;
+}
+
+export class LogRotation {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly deps: LogRotationDeps) {}
+
+  start(): void {
+    if (!this.deps.runtime().reopenContainerLog) {
+      this.deps.logger.info('the runtime cannot reopen container logs: they are not rotated');
+      return;
+    }
+    this.timer = setInterval(() => {
+      this.running ??= this.rotateAll().finally(() => {
+        this.running = undefined;
+      });
+    }, this.deps.policy.monitorIntervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass over the running containers (exported for tests). */
+  async rotateAll(): Promise<void> {
+    for (const c of this.deps.runningContainers()) {
+      if (!c.logPath) continue;
+      try {
+        const st = await fs.stat(c.logPath).catch(() => undefined);
+        if (!st || st.size < this.deps.policy.maxSizeBytes) continue;
+        await this.rotate(c.id, c.logPath);
+      } catch (err) {
+        this.deps.logger.warn({ containerId: c.id, log: c.logPath, err: errorMessage(err) }, 'container log rotation failed');
+      }
+    }
+  }
+
+  private async rotate(id: string, log: string): Promise<void> {
+    let rotated = await this.rotatedFiles(log);
+    rotated = await this.cleanupUnused(rotated);
+    rotated = await this.removeExcess(rotated);
+    for (const f of rotated) if (!f.endsWith(COMPRESS_SUFFIX)) await this.compress(f);
+    const target = `${log}.${rotationTimestamp(this.deps.now?.() ?? new Date())}`;
+    await fs.rename(log, target);
+    try {
+      await this.deps.runtime().reopenContainerLog!(id);
+    } catch (err) {
+      // The runtime still writes to the renamed file: put it back so readers find it.
+      await fs.rename(target, log).catch(() => {});
+      throw new Error(`reopen container log: ${errorMessage(err)}`, { cause: err });
+    }
+    this.deps.logger.debug({ containerId: id, log, rotated: target }, 'container log rotated');
+  }
+
+  /** The rotated files of `log` (`<log>.*`), oldest first (their names sort by time). */
+  private async rotatedFiles(log: string): Promise<string[]> {
+    const dir = path.dirname(log);
+    const base = `${path.basename(log)}.`;
+    const names = await fs.readdir(dir).catch(() => [] as string[]);
+    return names.filter((n) => n.startsWith(base)).sort().map((n) => path.join(dir, n));
+  }
+
+  /** Removes what an interrupted rotation left: temporary files, uncompressed files whose .gz exists. */
+  private async cleanupUnused(files: string[]): Promise<string[]> {
+    const set = new Set(files);
+    const keep: string[] = [];
+    for (const f of files) {
+      if (f.endsWith(TMP_SUFFIX) || (!f.endsWith(COMPRESS_SUFFIX) && set.has(f + COMPRESS_SUFFIX))) await fs.rm(f, { force: true });
+      else keep.push(f);
+    }
+    return keep;
+  }
+
+  /** Keeps at most maxFiles-2 rotated files (the current one and the one about to be rotated make maxFiles), removing the oldest. */
+  private async removeExcess(files: string[]): Promise<string[]> {
+    const keepCount = Math.max(0, this.deps.policy.maxFiles - 2);
+    const excess = files.length - keepCount;
+    for (const f of files.slice(0, Math.max(0, excess))) await fs.rm(f, { force: true });
+    return files.slice(Math.max(0, excess));
+  }
+
+  /** gzips `file` to `file.gz` (through a .tmp, so a crash never leaves a half file under the final name) and removes it. */
+  private async compress(file: string): Promise<void> {
+    const tmp = `${file}${COMPRESS_SUFFIX}${TMP_SUFFIX}`;
+    await pipeline(createReadStream(file), createGzip(), createWriteStream(tmp, { mode: 0o640 }));
+    await fs.rename(tmp, `${file}${COMPRESS_SUFFIX}`);
+    await fs.rm(file, { force: true });
+  }
+}

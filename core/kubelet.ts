@@ -21,9 +21,9 @@ import { PodSyncer, evictableContainers, orphanPod, SANDBOX_SLOT_MS } from './po
 import { Limiter } from './util/limiter.ts';
 import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { gracePeriodSeconds, podFullName } from './pod/pod-util.ts';
-import { PodWorkers } from './pod-workers.ts';
-import { WorkQueue } from './work-queue.ts';
-import { Pleg } from './pleg.ts';
+import { PodWorkers } from './pod/pod-workers.ts';
+import { WorkQueue } from './pod/work-queue.ts';
+import { Pleg } from './runtime/pleg.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { PluginError, errorCode, invalidInput, unavailable } from '../../core/errors.ts';
 import { silentLogger } from '../../core/logger.ts';
-import { PodWorkers } from '../../core/pod-workers.ts';
+import { PodWorkers } from '../../core/pod/pod-workers.ts';
 
 const pod = (uid: string): V1Pod => ({ metadata: { name: uid, namespace: 'default', uid }, spec: { containers: [] } });
 

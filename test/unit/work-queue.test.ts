@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { WorkQueue } from '../../core/work-queue.ts';
+import { WorkQueue } from '../../core/pod/work-queue.ts';
 
 /**
  * A fake clock with fake setTimeout/clearTimeout installed on globalThis for the duration of a

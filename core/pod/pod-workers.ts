@@ -1,8 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Logger } from './logger.ts';
-import { errorCode, errorMessage } from './errors.ts';
-import type { SyncOutcome } from './pod/pod-sync.ts';
-import { Backoff } from './pod/backoff.ts';
+import type { Logger } from '../logger.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import type { SyncOutcome } from './pod-sync.ts';
+import { Backoff } from './backoff.ts';
 
 /** What the workers call: the pod syncer's two operations. */
 export interface PodWorkHandlers {

@@ -1,6 +1,6 @@
-import type { Logger } from './logger.ts';
-import { errorMessage } from './errors.ts';
-import type { RuntimeCache } from './runtime/runtime-cache.ts';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { RuntimeCache } from './runtime-cache.ts';
 
 /** Upstream's relist threshold: PLEG is unhealthy when no relist finished for this long. */
 const RELIST_THRESHOLD_MS = 3 * 60_000;

@@ -1,4 +1,4 @@
-import { clampTimerMs } from './util/timeouts.ts';
+import { clampTimerMs } from '../util/timeouts.ts';
 
 /**
  * Pods to look at again later (a back-off expiring, a retry after an error), kept in one

@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { requestInfo } from '../../core/api/request-info.ts';
+import { requestInfo, type RequestInfo } from '../../core/api/request-info.ts';
 import type { KubeTls } from './kubeconfig-tls.ts';
 import type { ProxyPki } from './proxy-pki.ts';
 
@@ -24,20 +24,12 @@ import type { ProxyPki } from './proxy-pki.ts';
  * pod-start and density benchmarks run without it.
  */
 
-export interface ProxiedRequest {
+/** One request through the proxy: what it does (the API server's reading of it) and what it cost. */
+export interface ProxiedRequest extends RequestInfo {
   /** performance.now() at arrival. */
   at: number;
   /** performance.now() when the response ended (a watch: when it closed); undefined while open. */
   endAt: number | undefined;
-  method: string;
-  /** Path with query, as sent. */
-  path: string;
-  verb: string;
-  group: string;
-  resource: string;
-  subresource: string | undefined;
-  namespace: string | undefined;
-  name: string | undefined;
   watch: boolean;
   protocol: string;
   userAgent: string | undefined;
@@ -78,16 +70,10 @@ export async function startCountingProxy(opts: { upstream: KubeTls; pki: ProxyPk
     const url = req.url ?? '/';
     const info = requestInfo(req.method ?? 'GET', url);
     const rec: ProxiedRequest = {
+      ...info,
+      path: url,
       at: performance.now(),
       endAt: undefined,
-      method: info.method,
-      path: url,
-      verb: info.verb,
-      group: info.group,
-      resource: info.resource,
-      subresource: info.subresource,
-      namespace: info.namespace,
-      name: info.name,
       watch: info.verb === 'watch',
       protocol: req.httpVersion === '2.0' ? 'h2' : 'http/1.1',
       userAgent: req.headers['user-agent'] as string | undefined,

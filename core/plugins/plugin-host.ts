@@ -48,9 +48,9 @@ interface ResolvedEntry {
   options: unknown;
   index: number;
   /** The slots it declared (it must fill each of them). */
+  declared: string[];
+  /** The slots it may fill: those declared, else its kind's slot (what the order counts it as providing). */
   provides: string[];
-  /** The slots it may fill: those declared, else its kind's slot; what the order counts as its provides. */
-  mayProvide: string[];
   requires: string[];
 }
 
@@ -104,13 +104,12 @@ export class PluginHost {
     const resolved: ResolvedEntry[] = [];
     for (const [index, entry] of entries.entries()) {
       const r = await this.resolveEntry(entry, index);
-      const twin = resolved.find((x) => x.name === r.name) ?? this.loaded.find((x) => x.name === r.name);
-      if (twin) throw new PluginError(r.name, `is listed twice in plugins (entries ${'index' in twin ? twin.index : '?'} and ${index})`);
+      const twin = resolved.find((x) => x.name === r.name);
+      if (twin) throw new PluginError(r.name, `is listed twice in plugins (entries ${twin.index} and ${index})`);
+      if (this.loaded.some((x) => x.name === r.name)) throw new PluginError(r.name, 'is already loaded');
       resolved.push(r);
     }
-    for (const r of orderPlugins(resolved.map((x) => ({ ...x, provides: x.mayProvide, declared: x.provides })))) {
-      await this.apply({ ...r, provides: r.declared });
-    }
+    for (const r of orderPlugins(resolved)) await this.apply(r);
     for (const slot of REQUIRED_SLOTS) {
       if (!this.slots.has(slot)) {
         const where = this.deps.config.configFile ? ` in ${this.deps.config.configFile}` : '';
@@ -190,15 +189,15 @@ export class PluginHost {
       if (!ok) throw new PluginError(name, `works with kubelet-ts ${plugin.kubeletTs}; this is kubelet-ts ${HOST_VERSION}`);
     }
     const kindSlot = Object.entries(SLOT_KINDS).find(([, kind]) => kind === plugin.kind)?.[0];
-    const provides = (plugin.provides as string[] | undefined) ?? [];
-    const mayProvide = plugin.provides ? provides : kindSlot ? [kindSlot] : [];
-    for (const slot of provides) {
+    const declared = (plugin.provides as string[] | undefined) ?? [];
+    const provides = plugin.provides ? declared : kindSlot ? [kindSlot] : [];
+    for (const slot of declared) {
       const kind = SLOT_KINDS[slot];
       if (kind && plugin.kind !== kind) throw new PluginError(name, `declares it provides the '${slot}' slot, which only a plugin of kind '${kind}' may fill (its kind is '${plugin.kind ?? 'other'}')`);
     }
     const requires = plugin.requires ?? [];
     if (!Array.isArray(requires) || requires.some((r) => typeof r !== 'string' || !r)) throw new PluginError(name, `requires must be a list of slot or plugin names (is ${JSON.stringify(requires)})`);
-    return { plugin, name, origin, location, options: this.validateOptions(plugin, options ?? {}), index, provides, mayProvide, requires };
+    return { plugin, name, origin, location, options: this.validateOptions(plugin, options ?? {}), index, declared, provides, requires };
   }
 
   /** Applies one resolved plugin with its own context: registration only (taps, slots, start and close work). */
@@ -235,7 +234,7 @@ export class PluginHost {
       },
       use: <K extends keyof Capabilities>(slot: K) => this.slots.get(slot)?.impl as Capabilities[K] | undefined,
       provide: <K extends keyof Capabilities>(slot: K, impl: Capabilities[K]) => {
-        if (!r.mayProvide.includes(slot)) {
+        if (!r.provides.includes(slot)) {
           const kind = SLOT_KINDS[slot];
           throw new PluginError(name, kind && plugin.kind !== kind
             ? `cannot provide the '${slot}' slot: only a plugin of kind '${kind}' may (its kind is '${plugin.kind ?? 'other'}')`
@@ -274,7 +273,7 @@ export class PluginHost {
       throw new PluginError(name, errorMessage(err), { cause: err });
     }
     record.applyMs = performance.now() - start;
-    const missing = r.provides.filter((slot) => !record.slots.includes(slot));
+    const missing = r.declared.filter((slot) => !record.slots.includes(slot));
     if (missing.length > 0) throw new PluginError(name, `declares it provides ${missing.map((m) => `'${m}'`).join(', ')} but did not fill ${missing.length > 1 ? 'them' : 'it'} in apply (ctx.provide)`);
     this.loaded.push(record);
     for (const fn of starts) this.starters.push({ record, fn });

@@ -14,6 +14,7 @@ import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
 import { pidAlive, run } from '../../tools/node-env/util.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 import { httpGet } from '../support/http.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /** A bridge and subnet of this test's own (not tools/node-env's kts<N> / 10.88.<N>.0/24), locked per process. */
 async function allocateCniTestNetwork(): Promise<{ bridge: string; subnet: string; prefix: string; release(): Promise<void> }> {
@@ -47,20 +48,8 @@ async function allocateCniTestNetwork(): Promise<{ bridge: string; subnet: strin
 
 const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
 
-async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** Polls every 200 ms until `fn` answers something truthy (test/support/wait-for.ts). */
+const eventually = <T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> => waitFor(what, fn, timeoutMs, 200);
 
 /**
  * cni-exec on real containerd with the Debian CNI plugins: containerd's CNI config holds only

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { mountsUnder, unmount } from '../../core/volumes/mount-utils.ts';
 import { buildImage } from '../../tools/node-env/images.ts';
-import { nodeEnvUnavailableReason, startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
+import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
+import { nodeEnvUsableOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 
 const execFileP = promisify(execFile);
@@ -28,11 +29,7 @@ describe('image garbage collection on containerd', function () {
 
   before(async function () {
     // The shared environment's checks (root, packages), without starting it: this test makes its own.
-    const reason = nodeEnvUnavailableReason();
-    if (reason) {
-      if (process.env.CI === 'true') throw new Error(`CI=true and the node environment cannot start: ${reason}`);
-      this.skip();
-    }
+    nodeEnvUsableOrSkip(this);
     dir = await fs.mkdtemp('/tmp/h15-gc-');
     img = path.join(dir, 'disk.img');
     mnt = path.join(dir, 'd');

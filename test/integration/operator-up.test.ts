@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
-import { nodeEnvUnavailableReason } from '../../tools/node-env/index.ts';
+import { nodeEnvUsableOrSkip } from '../support/node-env.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -51,11 +51,7 @@ describe('operator: scripts/up.sh under tee, then Ctrl-C', function () {
   let screen = '';
 
   before(function () {
-    const reason = nodeEnvUnavailableReason();
-    if (reason) {
-      if (process.env.CI === 'true') throw new Error(`CI=true and the node environment cannot start: ${reason}`);
-      this.skip();
-    }
+    nodeEnvUsableOrSkip(this);
   });
 
   afterEach(async () => {

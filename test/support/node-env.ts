@@ -86,15 +86,21 @@ function alive(pid: number): boolean {
 }
 
 /**
- * The shared environment for a test that needs it: with `CI=true` a machine that cannot run
- * it fails the test; elsewhere the test is skipped with a message saying what is missing.
+ * For a test that brings up a node stack of its own (its own containerd, or the launcher):
+ * the shared environment's checks (root, packages) without starting it. With `CI=true` a
+ * machine that cannot run it fails the test; elsewhere the test is skipped with a message
+ * saying what is missing.
  */
-export async function nodeEnvOrSkip(ctx: Mocha.Context): Promise<NodeEnv> {
+export function nodeEnvUsableOrSkip(ctx: Mocha.Context): void {
   const reason = nodeEnvUnavailableReason();
-  if (reason) {
-    if (process.env.CI === 'true') throw new Error(`CI=true and the node environment cannot start: ${reason}`);
-    process.stderr.write(`      skipped (no node environment): ${reason}\n`);
-    ctx.skip();
-  }
+  if (!reason) return;
+  if (process.env.CI === 'true') throw new Error(`CI=true and the node environment cannot start: ${reason}`);
+  process.stderr.write(`      skipped (no node environment): ${reason}\n`);
+  ctx.skip();
+}
+
+/** The shared environment for a test that needs it, started once per run (see nodeEnvUsableOrSkip for a machine that cannot run it). */
+export async function nodeEnvOrSkip(ctx: Mocha.Context): Promise<NodeEnv> {
+  nodeEnvUsableOrSkip(ctx);
   return getNodeEnv();
 }

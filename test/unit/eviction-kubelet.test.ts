@@ -9,6 +9,7 @@ import type { NodeStatusDraft, PressureEvent } from '../../core/hooks.ts';
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
 import { FakeCriServer } from '../fakes/fake-cri-server.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+import { waitFor as waitForShared } from '../support/wait-for.ts';
 
 const IMAGE = 'registry.test/h15/app:1';
 
@@ -112,12 +113,5 @@ describe('eviction in the kubelet (fake CRI)', function () {
   });
 });
 
-async function waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs = 8000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
-    await sleep(20);
-  }
-}
+/** Polls `check` every 20 ms until it returns a truthy value (test/support/wait-for.ts); fails after `timeoutMs`. */
+const waitFor = <T>(what: string, check: () => T | undefined | false, timeoutMs = 8000): Promise<T> => waitForShared(what, check, timeoutMs, 20);

@@ -13,19 +13,12 @@ import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { FakeCriServer } from '../fakes/fake-cri-server.ts';
 import { isRunning, podManifest, startTestKubelet, testConfig, type TestKubelet } from '../support/test-kubelet.ts';
 import { captureLogger } from '../support/capture-logger.ts';
+import { waitFor as waitForShared } from '../support/wait-for.ts';
 
 const IMAGE = 'busybox:1.36';
 
-/** Polls `check` every 20 ms until it returns a truthy value; fails after `timeoutMs`. */
-async function waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs = 8000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
-    await sleep(20);
-  }
-}
+/** Polls `check` every 20 ms until it returns a truthy value (test/support/wait-for.ts); fails after `timeoutMs`. */
+const waitFor = <T>(what: string, check: () => T | undefined | false, timeoutMs = 8000): Promise<T> => waitForShared(what, check, timeoutMs, 20);
 
 const app = (name = 'app', image = IMAGE, extra: object = {}) => ({ name, image, command: ['sleep', '3600'], ...extra });
 const cs = (p: V1Pod | undefined, name = 'app'): V1ContainerStatus | undefined => p?.status?.containerStatuses?.find((c) => c.name === name);

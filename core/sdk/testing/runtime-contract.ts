@@ -77,11 +77,16 @@ async function newSandbox(sc: Scenario, labels: Record<string, string> = {}): Pr
 }
 
 async function newContainer(sc: Scenario, sb: { id: string; config: PodSandboxConfig }, name: string, command: string[], start = true): Promise<string> {
-  sc.pulled ??= sc.s.runtime.pullImage(sc.s.image);
-  await sc.pulled;
+  await imagePulled(sc);
   const id = await sc.s.runtime.createContainer(sb.id, containerConfig(sc, sb.config, name, command), sb.config);
   if (start) await sc.s.runtime.startContainer(id);
   return id;
+}
+
+/** Pulls the subject's image once per run, for the first rule that needs it. */
+async function imagePulled(sc: Scenario): Promise<void> {
+  sc.pulled ??= sc.s.runtime.pullImage(sc.s.image);
+  await sc.pulled;
 }
 
 async function waitState(sc: Scenario, id: string, state: ContainerState): Promise<void> {
@@ -198,8 +203,7 @@ export const runtimeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
     async run(sc) {
       const sb = await newSandbox(sc);
       const config = containerConfig(sc, sb.config, 'labelled', sc.s.commands.run());
-      sc.pulled ??= sc.s.runtime.pullImage(sc.s.image);
-      await sc.pulled;
+      await imagePulled(sc);
       const id = await sc.s.runtime.createContainer(sb.id, config, sb.config);
       const st = await sc.s.runtime.containerStatus(id);
       const listed = (await sc.s.runtime.listContainers({ podSandboxId: sb.id })).find((c) => c.id === id);

@@ -1,9 +1,9 @@
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
 import { ConfigError, errorMessage } from './errors.ts';
-import { STAGE, createHooks, type KubeletHooks, type ProbeResultEvent } from './hooks.ts';
+import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
 import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
 import { RUNS_COMPILED } from './config/load.ts';
@@ -17,14 +17,11 @@ import { ProbeResults } from './status/probe-results.ts';
 import { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
-import { PodSyncer, evictableContainers, orphanPod, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
+import { PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
 import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
-import { gracePeriodSeconds, podFullName } from './pod/pod-util.ts';
-import { PodWorkers } from './pod/pod-workers.ts';
-import { WorkQueue } from './pod/work-queue.ts';
+import { SyncLoop } from './sync-loop.ts';
 import { Pleg } from './runtime/pleg.ts';
-import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';
 import { StaticPodUrlSource } from './sources/static-url.ts';
@@ -38,15 +35,14 @@ import { ApiEventSink } from './events/api-event-sink.ts';
 // generated APIs and models) costs ~70 MiB of RSS a static-only node has no use for.
 import type { ApiNode } from './node/api-node.ts';
 import { ApiPodReporter } from './api/api-pod-reporter.ts';
-import { isApiPod, isStaticPod } from './sources/pod-origin.ts';
-import { isMirrorPod } from './api/mirror-pods.ts';
-import { ApiObjectCache, objectRefsOf, type ObjectSource } from './api/object-cache.ts';
+import { isApiPod } from './sources/pod-origin.ts';
+import { ApiObjectCache, type ObjectSource } from './api/object-cache.ts';
 import { TokenManager } from './api/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
 import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
 import type { DownwardInputs } from './pod/downward-api.ts';
-import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
-import { EVICTED_REASON, EvictionManager, PRESSURE_CONDITION_TYPES } from './eviction/eviction-manager.ts';
+import type { AdmissionNode } from './pod/admission.ts';
+import { EvictionManager, PRESSURE_CONDITION_TYPES } from './eviction/eviction-manager.ts';
 import { ImageGC } from './eviction/image-gc.ts';
 import { LogRotation } from './logs/log-rotation.ts';
 import { defaultNodeLabels } from './node/node-object.ts';
@@ -71,21 +67,19 @@ function podUIDOf(args: readonly unknown[]): string | undefined {
 
 /** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
 const HOUSEKEEPING_MS = 2000;
-/** How soon a replacement static pod checks again whether its predecessor is gone. */
-const REPLACEMENT_WAIT_MS = 200;
 /**
  * How long shutdown waits for pod workers, and for the shutdown hook, before it goes on
  * without them: a stop must end even when a runtime call or a plugin hangs (pods keep
  * running; a restarted kubelet adopts them).
  */
 const SHUTDOWN_STEP_MS = 10_000;
-/** How long the kubelet remembers that a pod's termination finished. */
-const FINISHED_MEMORY_MS = 10 * 60_000;
 
 /**
- * The kubelet host: owns the hooks, the plugins, the pod sources and the sync machinery
- * (pod workers, PLEG, status manager, housekeeping) and the read-only server. It knows the
- * runtime only through the `runtime` slot a plugin fills.
+ * The composition root: builds the parts of a kubelet in the order they depend on each other
+ * (hooks and plugins, the runtime from the `runtime` slot, its cache and PLEG, the status
+ * manager, the pod sync, the sync loop it runs, node pressure, the servers, the pod sources
+ * and, with a kubeconfig, the API-server side), starts them, and stops them in reverse. What
+ * happens to pods is the sync loop's (sync-loop.ts); this file only wires.
  */
 export class Kubelet {
   readonly hooks: KubeletHooks = createHooks();
@@ -97,14 +91,7 @@ export class Kubelet {
   readonly timelines = new PodTimelines();
   /** Events about pods and the node: correlated, logged, kept for `kubelet-ts events`, sent to the API server when there is one. */
   readonly events: EventRecorder;
-  /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
-  private readonly startMeasured = new Set<string>();
-  /** Pods the sources want, by UID. */
-  private readonly desired = new Map<string, V1Pod>();
-  /** Pods being terminated (removed from their source), by UID. */
-  private readonly terminating = new Map<string, V1Pod>();
   private readonly sources: PodSource[] = [];
-  private readonly podConfig: PodConfig;
   private readonly probes = new ProbeResults();
   /** Sysctl and AppArmor admission (SysctlForbidden, AppArmor), built from the config at start. */
   private securityAdmission!: SecurityAdmission;
@@ -113,13 +100,12 @@ export class Kubelet {
   private cache!: RuntimeCache;
   private status!: StatusManager;
   private syncer!: PodSyncer;
-  private workers!: PodWorkers;
-  private queue!: WorkQueue;
+  /** The sync loop: desired and terminating pods, admission, pod workers, housekeeping. */
+  private loop!: SyncLoop;
   private pleg!: Pleg;
   /** The volume manager (desired and actual state of every pod's volumes). */
   volumes!: VolumeManager;
   private timers: NodeJS.Timeout[] = [];
-  private housekeepingBusy = false;
   private started = false;
   /** The port the read-only server bound (0 when disabled). */
   readOnlyPort = 0;
@@ -147,12 +133,6 @@ export class Kubelet {
   private tokens: TokenManager | undefined;
   /** The node's capacity and allocatable, read at start. */
   private nodeResources!: NodeResources;
-  /**
-   * Pods whose termination finished, by UID, with when: an API pod the kubelet deleted is then
-   * still listed until the watch reports the delete, and its removal is not a new termination.
-   * Forgotten after FINISHED_MEMORY_MS.
-   */
-  private readonly finished = new Map<string, number>();
 
   constructor(
     readonly config: KubeletConfig,
@@ -173,14 +153,13 @@ export class Kubelet {
           return this.runtimeImpl;
         },
         pods: () => this.pods(),
-        reportProbe: (event) => this.reportProbe(event),
+        reportProbe: async (event) => this.loop?.reportProbe(event),
         observeProbeRun: (run) => this.metrics.observeProbe(run),
         recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
       },
     });
     this.server = new KubeletServer(logger.child({ component: 'server' }));
-    this.podConfig = new PodConfig((u) => this.handleUpdate(u));
   }
 
   /** Every plugin tap's run, on the core's hooks and on hooks plugins isolate: metrics and start timeline. */
@@ -261,37 +240,15 @@ export class Kubelet {
       objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}),
       runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),
     });
-    this.queue = new WorkQueue((uid) => this.resync(uid));
-    this.workers = new PodWorkers(
-      {
-        sync: (pod) => this.syncPod(pod),
-        terminate: (pod) => this.syncer.terminate(pod),
-        requeue: (uid, ms) => this.queue.enqueue(uid, ms),
-        terminated: (pod) => {
-          this.terminating.delete(pod.metadata!.uid!);
-          this.finished.set(pod.metadata!.uid!, Date.now());
-          this.reporter?.terminated(pod);
-          this.reporter?.forget(pod.metadata!.uid!);
-          this.objectCache?.forgetPod(pod.metadata!.uid!);
-          this.tokens?.forgetPod(pod.metadata!.uid!);
-          this.startMeasured.delete(pod.metadata!.uid!);
-          this.metrics.forgetPod(pod.metadata!.uid!);
-          this.timelines.forget(pod.metadata!.uid!);
-          // Wanted again while it stopped (its manifest removed or broken, then back under the
-          // same UID): it starts now, not at the next periodic resync.
-          const again = this.desired.get(pod.metadata!.uid!);
-          if (again) {
-            this.finished.delete(pod.metadata!.uid!);
-            this.timelines.seen(pod.metadata!.uid!, again.metadata?.namespace ?? 'default', again.metadata?.name ?? '');
-            this.workers.update(again);
-          }
-        },
-        observe: this.metrics.observePodWorker,
-      },
-      logger.child({ component: 'pod-workers' }),
-    );
+    this.loop = new SyncLoop({
+      config, logger, hooks: this.hooks, cache: this.cache, status: this.status, syncer: this.syncer, probes: this.probes,
+      volumes: this.volumes, timelines: this.timelines, metrics: this.metrics, events: this.events, securityAdmission: this.securityAdmission,
+      admissionNode: () => this.admissionNode(),
+      pressure: () => this.eviction,
+      pulledMs: (uid) => puller.pulledMs(uid),
+    });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
-      this.measureStart(pod, status, puller);
+      this.loop.measureStart(pod, status);
       if (status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.timelines.ready(pod.metadata!.uid!);
     });
 
@@ -300,7 +257,7 @@ export class Kubelet {
       cache: this.cache,
       periodMs: config.plegRelistPeriodMs,
       logger,
-      onChange: (uids) => this.onPlegChange(uids),
+      onChange: (uids) => this.loop.onPlegChange(uids),
       observe: (durationMs, intervalMs) => {
         this.metrics.observeRelist(durationMs, intervalMs);
         this.metrics.setRunningFrom(this.cache.all());
@@ -319,9 +276,9 @@ export class Kubelet {
       evictionHard: config.evictionHard,
       settings: config.eviction,
       stats: this.stats,
-      activePods: () => this.activePods(),
+      activePods: () => this.loop.activePods(),
       decide: (event) => this.hooks.onPressure.promise(event),
-      evict: (pod, message, grace) => this.evictPod(pod, message, grace),
+      evict: (pod, message, grace) => this.loop.evictPod(pod, message, grace),
       reclaimNodeLevel: (signal) => this.reclaimNodeLevel(signal),
       nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
       logger: logger.child({ component: 'eviction' }),
@@ -372,10 +329,11 @@ export class Kubelet {
     }
     if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode);
     this.sources.push(...this.extraSources);
-    for (const source of this.sources) await source.start((pods) => this.onSourceSet(source.name, pods));
+    for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
 
-    this.timers.push(setInterval(() => void this.housekeeping(), HOUSEKEEPING_MS));
-    this.timers.push(setInterval(() => this.resyncAll(), config.syncFrequencyMs));
+    const sourceNames = this.sources.map((s) => s.name);
+    this.timers.push(setInterval(() => void this.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
+    this.timers.push(setInterval(() => this.loop.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
     this.eviction.start();
     this.imageGC.start();
@@ -406,11 +364,11 @@ export class Kubelet {
     this.events.setSink(undefined);
     await this.api?.stop();
     this.pleg?.stop();
-    this.queue?.stop();
+    this.loop?.stopQueue();
     await this.server.close();
     await this.mainServer?.close();
     if (this.started) {
-      const busy = await this.workers.drain(SHUTDOWN_STEP_MS);
+      const busy = await this.loop.drain(SHUTDOWN_STEP_MS);
       if (busy.length > 0) this.logger.warn({ pods: busy, waitedMs: SHUTDOWN_STEP_MS }, 'stopping while pod workers are still busy; a restarted kubelet takes their pods over');
     }
     const shutdown = this.hooks.shutdown.promise().then(
@@ -447,69 +405,17 @@ export class Kubelet {
       nodeName: config.nodeName,
       nodeUid: () => api.nodeStatus?.nodeUID,
       logger,
-      statusOf: (uid) => {
-        const pod = this.desired.get(uid) ?? this.terminating.get(uid);
-        const status = this.status.get(uid);
-        return pod && status ? { pod, status } : undefined;
-      },
+      statusOf: (uid) => this.loop.statusOf(uid),
     });
     this.events.setSink(new ApiEventSink({ client: api.events, logger: logger.child({ component: 'events' }) }));
     const resync = (uids: Iterable<string>) => {
-      for (const uid of uids) this.resync(uid);
+      for (const uid of uids) this.loop.resync(uid);
     };
     this.objectCache = new ApiObjectCache({ client: api.main, logger: logger.child({ component: 'api-objects' }), onChange: resync });
     this.tokens = new TokenManager({ client: api.main, logger: logger.child({ component: 'tokens' }), onRefreshDue: (uid) => resync([uid]), ...this.testHooks.tokens });
+    this.loop.attachApi({ reporter: this.reporter, objectCache: this.objectCache, tokens: this.tokens });
     api.start();
     this.sources.push(api.podSource);
-  }
-
-  /**
-   * A source's complete set: to the merger, except mirror pods (the API's copies of this
-   * node's static pods, which the kubelet keeps but never runs).
-   */
-  private onSourceSet(source: string, pods: V1Pod[]): void {
-    if (source === 'api') {
-      this.reporter?.mirrors.observe(pods.filter(isMirrorPod));
-      pods = pods.filter((p) => !isMirrorPod(p));
-    }
-    this.podConfig.set(source, pods);
-    this.reporter?.mirrors.setStatic([...this.desired.values()].filter(isStaticPod));
-  }
-
-  /** The pods admitted besides `except`: wanted and not rejected or finished, and those still terminating. */
-  private admittedPods(except: string): V1Pod[] {
-    const out: V1Pod[] = [];
-    for (const [uid, p] of [...this.desired, ...this.terminating]) {
-      if (uid === except || this.status.rejection(uid)) continue;
-      const phase = this.status.get(uid)?.phase ?? p.status?.phase;
-      if (phase === 'Succeeded' || phase === 'Failed') continue;
-      out.push(p);
-    }
-    return out;
-  }
-
-  /** The pods active on the node: wanted, admitted, not failed by the kubelet, not terminal, not terminating (eviction's candidates). */
-  private activePods(): V1Pod[] {
-    return this.pods().filter((p) => {
-      const uid = p.metadata!.uid!;
-      return this.desired.has(uid) && !this.terminating.has(uid) && !this.status.rejection(uid) && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
-    });
-  }
-
-  /**
-   * Evicts a pod the eviction manager chose: Failed with reason Evicted and the policy's
-   * message (upstream's wording), a Warning event, and its containers killed with `gracePeriodSeconds`
-   * by its worker (the path of a pod past its active deadline). False when it is no longer active.
-   */
-  private evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number): boolean {
-    const uid = pod.metadata!.uid!;
-    const current = this.desired.get(uid);
-    if (!current || this.status.rejection(uid)) return false;
-    this.status.reject(uid, EVICTED_REASON, message, gracePeriodSeconds);
-    this.events.record(podRef(current), 'Warning', EVICTED_REASON, message);
-    this.logger.warn({ pod: podFullName(current), uid, gracePeriodSeconds, message }, 'pod evicted');
-    this.workers.update(current);
-    return true;
   }
 
   /**
@@ -519,10 +425,7 @@ export class Kubelet {
    * for the image filesystem, then every unused image (upstream deleteAllUnusedImages).
    */
   private async reclaimNodeLevel(signal: string): Promise<void> {
-    const dead = this.cache.all().flatMap((rs) => (this.status.rejection(rs.uid)
-      ? rs.containers.filter((c) => c.state === 'CONTAINER_EXITED')
-      : evictableContainers(rs).flatMap(([, list]) => list)));
-    for (const c of dead) await this.syncer.removeContainerAndLog(c);
+    await this.loop.removeDeadContainers();
     if (signal.startsWith('imagefs.')) await this.imageGC.deleteAllUnused();
   }
 
@@ -535,18 +438,6 @@ export class Kubelet {
       labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
       taints: node?.spec?.taints ?? this.config.registerWithTaints,
     };
-  }
-
-  /**
-   * A probe result from the prober: the core records it and syncs the pod at once (readiness and
-   * startup feed its status; a liveness or startup failure makes the sync restart the container),
-   * then `onProbe` tells the plugins. A failing tap is logged; it changes nothing of the result.
-   */
-  private async reportProbe(e: ProbeResultEvent): Promise<void> {
-    this.probes.set(e.containerId, e.probe, e.result);
-    const pod = this.desired.get(e.pod.metadata!.uid!);
-    if (pod) this.workers.update(pod);
-    await this.hooks.onProbe.promise(e).catch((err) => this.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
   }
 
   /** Where a pod's ConfigMaps and Secrets come from: the API for API pods, localObjectsDir for static pods (upstream: static pods may not use API objects). */
@@ -568,14 +459,7 @@ export class Kubelet {
 
   /** The pods this kubelet runs or is terminating, with their current status. */
   pods(): V1Pod[] {
-    const out: V1Pod[] = [];
-    // One entry per UID: a pod its source wants again while it still stops is in both maps,
-    // and what runs of it is the stopping one until its worker is done.
-    for (const [uid, pod] of new Map([...this.desired, ...this.terminating])) {
-      const status = this.status?.get(uid) ?? pod.status;
-      out.push({ ...pod, apiVersion: 'v1', kind: 'Pod', ...(status ? { status } : {}) });
-    }
-    return out;
+    return this.loop?.pods() ?? [];
   }
 
   podList(): object {
@@ -589,179 +473,7 @@ export class Kubelet {
 
   /** Resolves when all pod workers are idle (tests use it to wait for quiescence). */
   async idle(): Promise<void> {
-    await this.workers.drain();
-  }
-
-  /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */
-  private measureStart(pod: V1Pod, status: V1PodStatus, puller: ImagePuller): void {
-    const uid = pod.metadata!.uid!;
-    if (this.startMeasured.has(uid) || status.phase !== 'Running') return;
-    if (!(status.containerStatuses ?? []).every((c) => c.state?.running)) return;
-    this.startMeasured.add(uid);
-    const seconds = (Date.now() - new Date(status.startTime ?? Date.now()).getTime()) / 1000;
-    // The SLI leaves out image pulls, as upstream's does.
-    this.metrics.observePodStart(seconds, Math.max(0, seconds - puller.pulledMs(uid) / 1000));
-  }
-
-  private handleUpdate(u: PodUpdate): void {
-    for (let pod of u.pods) {
-      const uid = pod.metadata!.uid!;
-      // An API pod being deleted (deletionTimestamp set): terminated with its deletion's grace
-      // period, then deleted from the API server by the kubelet (see ApiPodReporter.terminated).
-      const deleting = u.op !== 'REMOVE' && isApiPod(pod) && !!pod.metadata?.deletionTimestamp;
-      if (u.op === 'REMOVE' || deleting) {
-        // Gone from its source after the kubelet finished it (an API pod it deleted): nothing left to do.
-        if (!this.desired.has(uid) && !this.terminating.has(uid) && !this.workers.has(uid) && this.finished.has(uid)) {
-          if (u.op === 'REMOVE') this.finished.delete(uid);
-          continue;
-        }
-        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) continue;
-        this.desired.delete(uid);
-        this.queue.forget(uid);
-        if (!deleting) {
-          // Shown as Terminating (deletionTimestamp) while its containers get their grace period.
-          const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
-          pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
-        }
-        this.terminating.set(uid, pod);
-        void this.status.update(pod, this.cache.get(uid), true).catch(() => {});
-        this.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
-        this.workers.update(pod, true);
-        continue;
-      }
-      if (u.op === 'ADD') {
-        this.finished.delete(uid);
-        this.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
-        this.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
-        void this.admit(pod);
-        continue;
-      }
-      this.desired.set(uid, pod);
-      this.objectCache?.setPodRefs(uid, isApiPod(pod) ? objectRefsOf(pod) : []);
-      this.workers.update(pod);
-    }
-  }
-
-  private async admit(pod: V1Pod): Promise<void> {
-    const uid = pod.metadata!.uid!;
-    const admitStart = Date.now();
-    this.desired.set(uid, pod);
-    // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
-    if (isApiPod(pod)) this.objectCache?.setPodRefs(uid, objectRefsOf(pod));
-    // Upstream's general predicates against the pods admitted before it (terminating ones still hold their resources).
-    let rejection: { reason: string; message: string } | undefined = checkAdmission(pod, this.admittedPods(uid), this.admissionNode(), { nodeName: this.config.nodeName, isStatic: isStaticPod(pod) });
-    rejection ??= this.securityAdmission.admit(pod);
-    rejection ??= checkPressureAdmission(pod, this.eviction.conditions(), { critical: this.eviction.isCritical(pod) });
-    if (!rejection) {
-      try {
-        const reason = await this.hooks.admitPod.promise(pod);
-        if (reason) rejection = { reason: 'UnexpectedAdmissionError', message: reason };
-      } catch (err) {
-        rejection = { reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
-      }
-    }
-    if (rejection) {
-      this.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
-      this.status.reject(uid, rejection.reason, rejection.message);
-      await this.status.update(pod, undefined);
-      return;
-    }
-    this.timelines.record(uid, { step: 'admitted', startMs: admitStart, durationMs: Date.now() - admitStart });
-    if (this.desired.get(uid) === pod) this.workers.update(pod);
-  }
-
-  private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
-    // A pod replacing another of the same namespace/name (an edited static pod) waits until its
-    // predecessor has fully stopped: the two never run side by side (both may bind host ports).
-    const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);
-    others.push(...this.stopPredecessors(pod));
-    if (others.length > 0) {
-      await this.status.update(pod, undefined);
-      return { requeueAfterMs: REPLACEMENT_WAIT_MS };
-    }
-    // Rejected at admission (or failed for good): it never gets a sandbox, across resyncs too.
-    // The syncer still stops what runs of it (a pod past its active deadline whose kill failed is retried).
-    if (this.status.rejection(pod.metadata!.uid!)) return this.syncer.sync(pod);
-    // An API pod the server already has as Succeeded or Failed (it finished before a restart of
-    // the kubelet) is never started again, whatever the runtime still holds of it.
-    if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.status.get(pod.metadata!.uid!)) {
-      const rs = this.cache.get(pod.metadata!.uid!);
-      if (!rs?.containers.some((c) => c.state === 'CONTAINER_RUNNING')) return {};
-    }
-    return this.syncer.sync(pod);
-  }
-
-  /**
-   * UIDs of pods in the runtime with this pod's namespace and name that no source wants (an
-   * old version of an edited static pod, found running after a restart of the kubelet): their
-   * termination starts now, not at the next housekeeping.
-   */
-  private stopPredecessors(pod: V1Pod): string[] {
-    const uid = pod.metadata!.uid!;
-    const found: string[] = [];
-    for (const rs of this.cache.all()) {
-      if (rs.uid === uid || rs.name !== pod.metadata?.name || rs.namespace !== (pod.metadata?.namespace ?? 'default') || this.desired.has(rs.uid)) continue;
-      found.push(rs.uid);
-      if (this.workers.has(rs.uid)) continue;
-      this.logger.info({ pod: podFullName(pod), uid, predecessor: rs.uid }, 'stopping the earlier version of the pod before starting this one');
-      this.workers.update(orphanPod(rs), true);
-    }
-    return found;
-  }
-
-  /** Looks at a pod again: a wanted pod syncs; one whose termination failed tries it again. */
-  private resync(uid: string): void {
-    const pod = this.desired.get(uid);
-    if (pod) this.workers.update(pod);
-    else if (this.workers.isTerminating(uid)) this.workers.retry(uid);
-  }
-
-  private resyncAll(): void {
-    for (const pod of this.desired.values()) this.workers.update(pod);
-  }
-
-  private onPlegChange(uids: Set<string>): void {
-    for (const uid of uids) {
-      this.resync(uid);
-      // A worker busy for long (a slow postStart, a hanging plugin tap) publishes the pod's
-      // status only when it is done: meanwhile the status follows the runtime from here.
-      const pod = this.desired.get(uid);
-      if (pod && this.workers.isBusy(uid)) void this.status.update(pod, this.cache.get(uid)).catch(() => {});
-    }
-  }
-
-  /** Node-wide container GC: beyond `maxContainers` dead containers, the oldest go first. */
-  private async collectDeadContainers(): Promise<void> {
-    const limit = this.config.maxContainers;
-    if (limit < 0) return;
-    const dead = this.cache.all().flatMap((rs) => evictableContainers(rs).flatMap(([, list]) => list));
-    if (dead.length <= limit) return;
-    dead.sort((a, b) => a.createdAt - b.createdAt);
-    for (const c of dead.slice(0, dead.length - limit)) await this.syncer.removeContainerAndLog(c);
-  }
-
-  /** Terminates runtime pods that no source wants (after every source has reported once). */
-  private async housekeeping(): Promise<void> {
-    if (this.housekeepingBusy || !this.podConfig.seenAll(this.sources.map((s) => s.name))) return;
-    this.housekeepingBusy = true;
-    try {
-      for (const rs of this.cache.all()) {
-        if (this.desired.has(rs.uid) || this.workers.has(rs.uid)) continue;
-        const pod = orphanPod(rs);
-        this.logger.info({ pod: podFullName(pod), uid: rs.uid }, 'removing pod no source wants');
-        this.workers.update(pod, true);
-      }
-      await this.collectDeadContainers();
-      const now = Date.now();
-      for (const [uid, at] of this.finished) if (now - at > FINISHED_MEMORY_MS) this.finished.delete(uid);
-      // Volumes of pods nobody runs any more (gone while the kubelet was down, or a teardown that failed).
-      const runtimeUids = new Set(this.cache.uids());
-      await this.volumes.cleanupOrphans((uid) => this.desired.has(uid) || this.terminating.has(uid) || this.workers.has(uid) || runtimeUids.has(uid));
-    } catch (err) {
-      this.logger.warn({ err: errorMessage(err) }, 'housekeeping failed');
-    } finally {
-      this.housekeepingBusy = false;
-    }
+    await this.loop.drain();
   }
 }
 

@@ -1,0 +1,418 @@
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { Logger } from './logger.ts';
+import { errorMessage } from './errors.ts';
+import type { KubeletHooks, ProbeResultEvent } from './hooks.ts';
+import type { KubeletConfig } from './config/types.ts';
+import type { KubeletMetrics } from './metrics/kubelet-metrics.ts';
+import type { RuntimeCache } from './runtime/runtime-cache.ts';
+import type { StatusManager } from './status/status-manager.ts';
+import type { ProbeResults } from './status/probe-results.ts';
+import type { PodTimelines } from './timeline/pod-timeline.ts';
+import type { VolumeManager } from './volumes/volume-manager.ts';
+import { podRef, type EventRecorder } from './events/event-recorder.ts';
+import { evictableContainers, orphanPod, type PodSyncer } from './pod/pod-sync.ts';
+import { gracePeriodSeconds, podFullName } from './pod/pod-util.ts';
+import { PodWorkers } from './pod/pod-workers.ts';
+import { WorkQueue } from './pod/work-queue.ts';
+import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
+import type { SecurityAdmission } from './pod/security-admission.ts';
+import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
+import { isApiPod, isStaticPod } from './sources/pod-origin.ts';
+import { isMirrorPod } from './api/mirror-pods.ts';
+import { objectRefsOf, type ApiObjectCache } from './api/object-cache.ts';
+import type { ApiPodReporter } from './api/api-pod-reporter.ts';
+import type { TokenManager } from './api/token-manager.ts';
+import { EVICTED_REASON } from './eviction/eviction-manager.ts';
+
+/** How soon a replacement static pod checks again whether its predecessor is gone. */
+const REPLACEMENT_WAIT_MS = 200;
+/** How long the loop remembers that a pod's termination finished. */
+const FINISHED_MEMORY_MS = 10 * 60_000;
+
+/** What the API-server side gives the loop, once it runs: where statuses go and which objects to watch. */
+export interface SyncLoopApi {
+  reporter: ApiPodReporter;
+  objectCache: ApiObjectCache;
+  tokens: TokenManager;
+}
+
+/** What node pressure means for admission (the eviction manager's view). */
+export interface SyncLoopPressure {
+  conditions(): ReadonlySet<string>;
+  isCritical(pod: V1Pod): boolean;
+}
+
+export interface SyncLoopDeps {
+  config: KubeletConfig;
+  logger: Logger;
+  hooks: KubeletHooks;
+  cache: RuntimeCache;
+  status: StatusManager;
+  syncer: PodSyncer;
+  probes: ProbeResults;
+  volumes: VolumeManager;
+  timelines: PodTimelines;
+  metrics: KubeletMetrics;
+  events: EventRecorder;
+  securityAdmission: SecurityAdmission;
+  /** What admission fits pods against (allocatable, the Node's labels and taints). */
+  admissionNode: () => AdmissionNode;
+  /** Node pressure, for admission; known once the eviction manager exists. */
+  pressure: () => SyncLoopPressure;
+  /** Milliseconds a pod spent pulling images (the start SLI leaves them out). */
+  pulledMs: (uid: string) => number;
+}
+
+/**
+ * The sync loop: what the sources want (desired), what is being stopped (terminating), and
+ * the machinery that makes the runtime match: the source merger, admission, the per-pod
+ * workers and their queue, PLEG reactions, probe results, eviction of a chosen pod, and
+ * housekeeping of pods no source wants. The composition root (kubelet.ts) builds it from the
+ * parts it wires; it knows no plugin and no transport.
+ */
+export class SyncLoop {
+  /** Pods the sources want, by UID. */
+  private readonly desired = new Map<string, V1Pod>();
+  /** Pods being terminated (removed from their source), by UID. */
+  private readonly terminating = new Map<string, V1Pod>();
+  /**
+   * Pods whose termination finished, by UID, with when: an API pod the kubelet deleted is then
+   * still listed until the watch reports the delete, and its removal is not a new termination.
+   * Forgotten after FINISHED_MEMORY_MS.
+   */
+  private readonly finished = new Map<string, number>();
+  /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
+  private readonly startMeasured = new Set<string>();
+  private readonly podConfig = new PodConfig((u) => this.handleUpdate(u));
+  private readonly queue: WorkQueue;
+  private readonly workers: PodWorkers;
+  private api: SyncLoopApi | undefined;
+  private housekeepingBusy = false;
+
+  constructor(private readonly d: SyncLoopDeps) {
+    this.queue = new WorkQueue((uid) => this.resync(uid));
+    this.workers = new PodWorkers(
+      {
+        sync: (pod) => this.syncPod(pod),
+        terminate: (pod) => d.syncer.terminate(pod),
+        requeue: (uid, ms) => this.queue.enqueue(uid, ms),
+        terminated: (pod) => this.onTerminated(pod),
+        observe: d.metrics.observePodWorker,
+      },
+      d.logger.child({ component: 'pod-workers' }),
+    );
+  }
+
+  /** API-server mode: statuses, mirror pods and final deletes go to the reporter; API objects are watched per pod. */
+  attachApi(api: SyncLoopApi): void {
+    this.api = api;
+  }
+
+  /**
+   * A source's complete set: to the merger, except mirror pods (the API's copies of this
+   * node's static pods, which the kubelet keeps but never runs).
+   */
+  onSourceSet(source: string, pods: V1Pod[]): void {
+    if (source === 'api') {
+      this.api?.reporter.mirrors.observe(pods.filter(isMirrorPod));
+      pods = pods.filter((p) => !isMirrorPod(p));
+    }
+    this.podConfig.set(source, pods);
+    this.api?.reporter.mirrors.setStatic([...this.desired.values()].filter(isStaticPod));
+  }
+
+  /** The pods this kubelet runs or is terminating, with their current status. */
+  pods(): V1Pod[] {
+    const out: V1Pod[] = [];
+    // One entry per UID: a pod its source wants again while it still stops is in both maps,
+    // and what runs of it is the stopping one until its worker is done.
+    for (const [uid, pod] of new Map([...this.desired, ...this.terminating])) {
+      const status = this.d.status.get(uid) ?? pod.status;
+      out.push({ ...pod, apiVersion: 'v1', kind: 'Pod', ...(status ? { status } : {}) });
+    }
+    return out;
+  }
+
+  /** A pod the kubelet knows (wanted or stopping) with the status it last computed, for the API reporter. */
+  statusOf(uid: string): { pod: V1Pod; status: V1PodStatus } | undefined {
+    const pod = this.desired.get(uid) ?? this.terminating.get(uid);
+    const status = this.d.status.get(uid);
+    return pod && status ? { pod, status } : undefined;
+  }
+
+  /** A pod the sources want, by UID. */
+  wanted(uid: string): V1Pod | undefined {
+    return this.desired.get(uid);
+  }
+
+  /** The pods active on the node: wanted, admitted, not failed by the kubelet, not terminal, not terminating (eviction's candidates). */
+  activePods(): V1Pod[] {
+    return this.pods().filter((p) => {
+      const uid = p.metadata!.uid!;
+      return this.desired.has(uid) && !this.terminating.has(uid) && !this.d.status.rejection(uid) && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
+    });
+  }
+
+  /**
+   * Evicts a pod the eviction manager chose: Failed with reason Evicted and the policy's
+   * message (upstream's wording), a Warning event, and its containers killed with `gracePeriodSeconds`
+   * by its worker (the path of a pod past its active deadline). False when it is no longer active.
+   */
+  evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number): boolean {
+    const uid = pod.metadata!.uid!;
+    const current = this.desired.get(uid);
+    if (!current || this.d.status.rejection(uid)) return false;
+    this.d.status.reject(uid, EVICTED_REASON, message, gracePeriodSeconds);
+    this.d.events.record(podRef(current), 'Warning', EVICTED_REASON, message);
+    this.d.logger.warn({ pod: podFullName(current), uid, gracePeriodSeconds, message }, 'pod evicted');
+    this.workers.update(current);
+    return true;
+  }
+
+  /**
+   * Node-level reclaim of dead containers before evicting pods for disk (upstream
+   * deleteAllUnusedContainers): every dead container of a pod the kubelet failed (an evicted
+   * pod's container and log are what fills the disk), and every other dead container but each
+   * name's newest (restart counts).
+   */
+  async removeDeadContainers(): Promise<void> {
+    const dead = this.d.cache.all().flatMap((rs) => (this.d.status.rejection(rs.uid)
+      ? rs.containers.filter((c) => c.state === 'CONTAINER_EXITED')
+      : evictableContainers(rs).flatMap(([, list]) => list)));
+    for (const c of dead) await this.d.syncer.removeContainerAndLog(c);
+  }
+
+  /**
+   * A probe result from the prober: the loop records it and syncs the pod at once (readiness and
+   * startup feed its status; a liveness or startup failure makes the sync restart the container),
+   * then `onProbe` tells the plugins. A failing tap is logged; it changes nothing of the result.
+   */
+  async reportProbe(e: ProbeResultEvent): Promise<void> {
+    this.d.probes.set(e.containerId, e.probe, e.result);
+    const pod = this.desired.get(e.pod.metadata!.uid!);
+    if (pod) this.workers.update(pod);
+    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
+  }
+
+  /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */
+  measureStart(pod: V1Pod, status: V1PodStatus): void {
+    const uid = pod.metadata!.uid!;
+    if (this.startMeasured.has(uid) || status.phase !== 'Running') return;
+    if (!(status.containerStatuses ?? []).every((c) => c.state?.running)) return;
+    this.startMeasured.add(uid);
+    const seconds = (Date.now() - new Date(status.startTime ?? Date.now()).getTime()) / 1000;
+    // The SLI leaves out image pulls, as upstream's does.
+    this.d.metrics.observePodStart(seconds, Math.max(0, seconds - this.d.pulledMs(uid) / 1000));
+  }
+
+  /** Looks at a pod again: a wanted pod syncs; one whose termination failed tries it again. */
+  resync(uid: string): void {
+    const pod = this.desired.get(uid);
+    if (pod) this.workers.update(pod);
+    else if (this.workers.isTerminating(uid)) this.workers.retry(uid);
+  }
+
+  /** The periodic resync (syncFrequency): every wanted pod is looked at again. */
+  resyncAll(): void {
+    for (const pod of this.desired.values()) this.workers.update(pod);
+  }
+
+  /** PLEG saw these pods change in the runtime. */
+  onPlegChange(uids: Set<string>): void {
+    for (const uid of uids) {
+      this.resync(uid);
+      // A worker busy for long (a slow postStart, a hanging plugin tap) publishes the pod's
+      // status only when it is done: meanwhile the status follows the runtime from here.
+      const pod = this.desired.get(uid);
+      if (pod && this.workers.isBusy(uid)) void this.d.status.update(pod, this.d.cache.get(uid)).catch(() => {});
+    }
+  }
+
+  /**
+   * Terminates runtime pods that no source wants (once every source in `sources` has reported),
+   * collects dead containers beyond maxContainers, forgets old finished pods and removes volumes
+   * of pods nobody runs any more.
+   */
+  async housekeeping(sources: string[]): Promise<void> {
+    if (this.housekeepingBusy || !this.podConfig.seenAll(sources)) return;
+    this.housekeepingBusy = true;
+    try {
+      for (const rs of this.d.cache.all()) {
+        if (this.desired.has(rs.uid) || this.workers.has(rs.uid)) continue;
+        const pod = orphanPod(rs);
+        this.d.logger.info({ pod: podFullName(pod), uid: rs.uid }, 'removing pod no source wants');
+        this.workers.update(pod, true);
+      }
+      await this.collectDeadContainers();
+      const now = Date.now();
+      for (const [uid, at] of this.finished) if (now - at > FINISHED_MEMORY_MS) this.finished.delete(uid);
+      // Volumes of pods nobody runs any more (gone while the kubelet was down, or a teardown that failed).
+      const runtimeUids = new Set(this.d.cache.uids());
+      await this.d.volumes.cleanupOrphans((uid) => this.desired.has(uid) || this.terminating.has(uid) || this.workers.has(uid) || runtimeUids.has(uid));
+    } catch (err) {
+      this.d.logger.warn({ err: errorMessage(err) }, 'housekeeping failed');
+    } finally {
+      this.housekeepingBusy = false;
+    }
+  }
+
+  /** Stops the queue's timers: nothing is enqueued again. */
+  stopQueue(): void {
+    this.queue.stop();
+  }
+
+  /** Waits up to `ms` (forever without) for busy pod workers; returns the UIDs still busy. */
+  drain(ms?: number): Promise<string[]> {
+    return this.workers.drain(ms);
+  }
+
+  private onTerminated(pod: V1Pod): void {
+    const uid = pod.metadata!.uid!;
+    this.terminating.delete(uid);
+    this.finished.set(uid, Date.now());
+    this.api?.reporter.terminated(pod);
+    this.api?.reporter.forget(uid);
+    this.api?.objectCache.forgetPod(uid);
+    this.api?.tokens.forgetPod(uid);
+    this.startMeasured.delete(uid);
+    this.d.metrics.forgetPod(uid);
+    this.d.timelines.forget(uid);
+    // Wanted again while it stopped (its manifest removed or broken, then back under the
+    // same UID): it starts now, not at the next periodic resync.
+    const again = this.desired.get(uid);
+    if (again) {
+      this.finished.delete(uid);
+      this.d.timelines.seen(uid, again.metadata?.namespace ?? 'default', again.metadata?.name ?? '');
+      this.workers.update(again);
+    }
+  }
+
+  private handleUpdate(u: PodUpdate): void {
+    for (let pod of u.pods) {
+      const uid = pod.metadata!.uid!;
+      // An API pod being deleted (deletionTimestamp set): terminated with its deletion's grace
+      // period, then deleted from the API server by the kubelet (see ApiPodReporter.terminated).
+      const deleting = u.op !== 'REMOVE' && isApiPod(pod) && !!pod.metadata?.deletionTimestamp;
+      if (u.op === 'REMOVE' || deleting) {
+        // Gone from its source after the kubelet finished it (an API pod it deleted): nothing left to do.
+        if (!this.desired.has(uid) && !this.terminating.has(uid) && !this.workers.has(uid) && this.finished.has(uid)) {
+          if (u.op === 'REMOVE') this.finished.delete(uid);
+          continue;
+        }
+        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) continue;
+        this.desired.delete(uid);
+        this.queue.forget(uid);
+        if (!deleting) {
+          // Shown as Terminating (deletionTimestamp) while its containers get their grace period.
+          const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+          pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
+        }
+        this.terminating.set(uid, pod);
+        void this.d.status.update(pod, this.d.cache.get(uid), true).catch(() => {});
+        this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
+        this.workers.update(pod, true);
+        continue;
+      }
+      if (u.op === 'ADD') {
+        this.finished.delete(uid);
+        this.d.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
+        this.d.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
+        void this.admit(pod);
+        continue;
+      }
+      this.desired.set(uid, pod);
+      this.api?.objectCache.setPodRefs(uid, isApiPod(pod) ? objectRefsOf(pod) : []);
+      this.workers.update(pod);
+    }
+  }
+
+  /** The pods admitted besides `except`: wanted and not rejected or finished, and those still terminating. */
+  private admittedPods(except: string): V1Pod[] {
+    const out: V1Pod[] = [];
+    for (const [uid, p] of [...this.desired, ...this.terminating]) {
+      if (uid === except || this.d.status.rejection(uid)) continue;
+      const phase = this.d.status.get(uid)?.phase ?? p.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') continue;
+      out.push(p);
+    }
+    return out;
+  }
+
+  private async admit(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata!.uid!;
+    const admitStart = Date.now();
+    this.desired.set(uid, pod);
+    // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
+    if (isApiPod(pod)) this.api?.objectCache.setPodRefs(uid, objectRefsOf(pod));
+    // Upstream's general predicates against the pods admitted before it (terminating ones still hold their resources).
+    let rejection: { reason: string; message: string } | undefined = checkAdmission(pod, this.admittedPods(uid), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
+    rejection ??= this.d.securityAdmission.admit(pod);
+    const pressure = this.d.pressure();
+    rejection ??= checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
+    if (!rejection) {
+      try {
+        const reason = await this.d.hooks.admitPod.promise(pod);
+        if (reason) rejection = { reason: 'UnexpectedAdmissionError', message: reason };
+      } catch (err) {
+        rejection = { reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
+      }
+    }
+    if (rejection) {
+      this.d.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
+      this.d.status.reject(uid, rejection.reason, rejection.message);
+      await this.d.status.update(pod, undefined);
+      return;
+    }
+    this.d.timelines.record(uid, { step: 'admitted', startMs: admitStart, durationMs: Date.now() - admitStart });
+    if (this.desired.get(uid) === pod) this.workers.update(pod);
+  }
+
+  private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
+    // A pod replacing another of the same namespace/name (an edited static pod) waits until its
+    // predecessor has fully stopped: the two never run side by side (both may bind host ports).
+    const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);
+    others.push(...this.stopPredecessors(pod));
+    if (others.length > 0) {
+      await this.d.status.update(pod, undefined);
+      return { requeueAfterMs: REPLACEMENT_WAIT_MS };
+    }
+    // Rejected at admission (or failed for good): it never gets a sandbox, across resyncs too.
+    // The syncer still stops what runs of it (a pod past its active deadline whose kill failed is retried).
+    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod);
+    // An API pod the server already has as Succeeded or Failed (it finished before a restart of
+    // the kubelet) is never started again, whatever the runtime still holds of it.
+    if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.d.status.get(pod.metadata!.uid!)) {
+      const rs = this.d.cache.get(pod.metadata!.uid!);
+      if (!rs?.containers.some((c) => c.state === 'CONTAINER_RUNNING')) return {};
+    }
+    return this.d.syncer.sync(pod);
+  }
+
+  /**
+   * UIDs of pods in the runtime with this pod's namespace and name that no source wants (an
+   * old version of an edited static pod, found running after a restart of the kubelet): their
+   * termination starts now, not at the next housekeeping.
+   */
+  private stopPredecessors(pod: V1Pod): string[] {
+    const uid = pod.metadata!.uid!;
+    const found: string[] = [];
+    for (const rs of this.d.cache.all()) {
+      if (rs.uid === uid || rs.name !== pod.metadata?.name || rs.namespace !== (pod.metadata?.namespace ?? 'default') || this.desired.has(rs.uid)) continue;
+      found.push(rs.uid);
+      if (this.workers.has(rs.uid)) continue;
+      this.d.logger.info({ pod: podFullName(pod), uid, predecessor: rs.uid }, 'stopping the earlier version of the pod before starting this one');
+      this.workers.update(orphanPod(rs), true);
+    }
+    return found;
+  }
+
+  /** Node-wide container GC: beyond `maxContainers` dead containers, the oldest go first. */
+  private async collectDeadContainers(): Promise<void> {
+    const limit = this.d.config.maxContainers;
+    if (limit < 0) return;
+    const dead = this.d.cache.all().flatMap((rs) => evictableContainers(rs).flatMap(([, list]) => list));
+    if (dead.length <= limit) return;
+    dead.sort((a, b) => a.createdAt - b.createdAt);
+    for (const c of dead.slice(0, dead.length - limit)) await this.d.syncer.removeContainerAndLog(c);
+  }
+}

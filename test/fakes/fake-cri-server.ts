@@ -270,6 +270,11 @@ export class FakeCriServer {
     else this.delays.delete(method);
   }
 
+  /** Removes every injected delay. */
+  clearDelays(): void {
+    this.delays.clear();
+  }
+
   /** Resets call counters and the request log (state is kept). */
   resetCalls(): void {
     for (const k of Object.keys(this.calls)) this.calls[k] = 0;

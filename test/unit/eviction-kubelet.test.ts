@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EvictionSettings, KubeletConfig } from '../../core/config/types.ts';
 import type { NodeStatusDraft, PressureEvent } from '../../core/hooks.ts';
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
-import { FakeCriServer } from '../fakes/fake-cri-server.ts';
-import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+import { fakeCriSuite } from '../support/fake-cri-suite.ts';
+import { isRunning, podManifest, type TestKubelet } from '../support/test-kubelet.ts';
 import { waitFor as waitForShared } from '../support/wait-for.ts';
 
 const IMAGE = 'registry.test/h15/app:1';
@@ -22,9 +19,7 @@ const IMAGE = 'registry.test/h15/app:1';
  */
 describe('eviction in the kubelet (fake CRI)', function () {
   this.timeout(20_000);
-  let dir: string;
-  let fake: FakeCriServer;
-  let t: TestKubelet | undefined;
+  const suite = fakeCriSuite({ prefix: 'h15-eviction-unit-', images: [IMAGE] });
 
   const settings = (over: Partial<EvictionSettings> = {}): EvictionSettings => ({
     soft: {}, softGracePeriodMs: {}, minimumReclaim: {}, pressureTransitionPeriodMs: 1000, maxPodGracePeriodSeconds: 0, monitoringPeriodMs: 200, evictStaticPods: true, ...over,
@@ -32,23 +27,7 @@ describe('eviction in the kubelet (fake CRI)', function () {
   const app = (extra: object = {}) => ({ name: 'app', image: IMAGE, command: ['sleep', '3600'], ...extra });
   const burstable = { resources: { requests: { memory: '1Mi' } } };
 
-  beforeEach(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'h15-eviction-unit-'));
-    fake = await FakeCriServer.start(path.join(dir, 'cri.sock'));
-    fake.addImage(IMAGE);
-  });
-
-  afterEach(async () => {
-    await t?.stop();
-    t = undefined;
-    await fake.stop();
-    await fs.rm(dir, { recursive: true, force: true });
-  });
-
-  async function start(config: Partial<KubeletConfig>, extra: KubeletConfig['plugins'] = []): Promise<TestKubelet> {
-    t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: fake.endpoint }], ...extra], config, dir: path.join(dir, 'kubelet') });
-    return t;
-  }
+  const start = (config: Partial<KubeletConfig>, extra: KubeletConfig['plugins'] = []): Promise<TestKubelet> => suite.start(config, extra);
 
   const alwaysPressure = (over: Partial<EvictionSettings> = {}) => ({
     evictionHard: {},
@@ -75,12 +54,12 @@ describe('eviction in the kubelet (fake CRI)', function () {
     await k.writeManifest('other.json', podManifest('other', [app(burstable)]));
     await k.waitForPod('victim', isRunning, 8000, 'victim running');
     await k.waitForPod('other', isRunning, 8000, 'other running');
-    const stopsBefore = fake.requestsOf('StopContainer').length;
+    const stopsBefore = suite.fake.requestsOf('StopContainer').length;
     armed = true;
     const victim = await k.waitForPod('victim', (p) => p?.status?.phase === 'Failed', 8000, 'victim evicted');
     assert.equal(victim!.status!.reason, 'Evicted');
     assert.equal(victim!.status!.message, 'chosen by the test policy');
-    const stops = fake.requestsOf('StopContainer').slice(stopsBefore);
+    const stops = suite.fake.requestsOf('StopContainer').slice(stopsBefore);
     assert.ok(stops.length >= 1 && stops.every((r: { timeout: string | number }) => Number(r.timeout) === 2), `stopped with min(evictionMaxPodGracePeriod, the pod's): ${JSON.stringify(stops)}`);
     const ev = k.kubelet.events.list().filter((e) => e.reason === 'Evicted' && e.involvedObject.name.startsWith('victim'));
     assert.deepEqual(ev.map((e) => [e.type, e.message]), [['Warning', 'chosen by the test policy']]);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
@@ -10,8 +9,8 @@ import { Kubelet } from '../../core/kubelet.ts';
 import type { KubeletPlugin } from '../../core/plugins/plugin-api.ts';
 import { LABEL } from '../../core/runtime/labels.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
-import { FakeCriServer } from '../fakes/fake-cri-server.ts';
-import { isRunning, podManifest, startTestKubelet, testConfig, type TestKubelet } from '../support/test-kubelet.ts';
+import { fakeCriSuite } from '../support/fake-cri-suite.ts';
+import { isRunning, podManifest, testConfig, type TestKubelet } from '../support/test-kubelet.ts';
 import { captureLogger } from '../support/capture-logger.ts';
 import { waitFor as waitForShared } from '../support/wait-for.ts';
 
@@ -26,20 +25,10 @@ const idOf = (containerID: string | undefined) => containerID?.replace(/^[^:]+:\
 
 describe('Kubelet sync against the fake CRI server', function () {
   this.timeout(20_000);
-  let dir: string;
-  let fake: FakeCriServer;
-  let kubelets: Array<{ stop(): Promise<void> }>;
-  const plugins = () => [['cri-containerd', { endpoint: fake.endpoint }]] as KubeletConfig['plugins'];
-
-  async function start(config: Partial<KubeletConfig> = {}, extraPlugins: KubeletConfig['plugins'] = []): Promise<TestKubelet> {
-    const t = await startTestKubelet({ plugins: [...plugins(), ...extraPlugins], config, dir: path.join(dir, 'kubelet') });
-    kubelets.push(t);
-    return t;
-  }
-  async function stopKubelet(k: { stop(): Promise<void> }): Promise<void> {
-    kubelets = kubelets.filter((x) => x !== k);
-    await k.stop();
-  }
+  const suite = fakeCriSuite({ prefix: 'kts-sync-', images: [IMAGE] });
+  const plugins = () => [['cri-containerd', { endpoint: suite.fake.endpoint }]] as KubeletConfig['plugins'];
+  const start = (config: Partial<KubeletConfig> = {}, extraPlugins: KubeletConfig['plugins'] = []): Promise<TestKubelet> => suite.start(config, extraPlugins);
+  const stopKubelet = (k: { stop(): Promise<void> }): Promise<void> => suite.stop(k);
   /** Statuses of pod `name` as announced on podStatusChanged, in order. */
   function recordStatuses(t: TestKubelet, name: string): V1PodStatus[] {
     const seen: V1PodStatus[] = [];
@@ -49,19 +38,6 @@ describe('Kubelet sync against the fake CRI server', function () {
     return seen;
   }
 
-  beforeEach(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-sync-'));
-    fake = await FakeCriServer.start(path.join(dir, 'cri.sock'));
-    fake.addImage(IMAGE);
-    kubelets = [];
-  });
-
-  afterEach(async () => {
-    for (const k of kubelets.splice(0).reverse()) await k.stop();
-    await fake.stop();
-    await fs.rm(dir, { recursive: true, force: true });
-  });
-
   it('runs a pod from a manifest: labelled sandbox and containers, Running status, upstream log path', async () => {
     const t = await start();
     await t.writeManifest('web.yaml', podManifest('web', [app('app'), app('side')]));
@@ -69,14 +45,14 @@ describe('Kubelet sync against the fake CRI server', function () {
     const uid = pod.metadata!.uid!;
     assert.ok(uid);
 
-    assert.equal(fake.sandboxes().length, 1);
-    const sb = fake.sandboxes()[0]!;
+    assert.equal(suite.fake.sandboxes().length, 1);
+    const sb = suite.fake.sandboxes()[0]!;
     assert.equal(sb.labels[LABEL.podName], 'web-test-node');
     assert.equal(sb.labels[LABEL.podNamespace], 'default');
     assert.equal(sb.labels[LABEL.podUID], uid);
     assert.equal(sb.metadata.attempt, 0);
-    assert.deepEqual(fake.containers().map((c) => c.labels[LABEL.containerName]).sort(), ['app', 'side']);
-    for (const c of fake.containers()) {
+    assert.deepEqual(suite.fake.containers().map((c) => c.labels[LABEL.containerName]).sort(), ['app', 'side']);
+    for (const c of suite.fake.containers()) {
       assert.equal(c.labels[LABEL.podUID], uid);
       assert.equal(c.podSandboxId, sb.id);
       assert.equal(c.state, 'CONTAINER_RUNNING');
@@ -84,10 +60,10 @@ describe('Kubelet sync against the fake CRI server', function () {
 
     assert.equal(pod.status!.phase, 'Running');
     assert.equal(pod.status!.podIP, sb.ip);
-    const image = fake.images().find((i) => i.repoTags.includes('docker.io/library/busybox:1.36'))!;
+    const image = suite.fake.images().find((i) => i.repoTags.includes('docker.io/library/busybox:1.36'))!;
     for (const name of ['app', 'side']) {
       const st = cs(pod, name)!;
-      const c = fake.containers().find((x) => x.labels[LABEL.containerName] === name)!;
+      const c = suite.fake.containers().find((x) => x.labels[LABEL.containerName] === name)!;
       assert.equal(st.containerID, `fake-cri://${c.id}`);
       assert.equal(st.imageID, image.repoDigests[0]);
       assert.equal(st.started, true);
@@ -98,10 +74,10 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.equal(pod.status!.conditions!.find((c) => c.type === 'Ready')!.status, 'True');
 
     const logDir = path.join(t.config.podLogsDir, `default_web-test-node_${uid}`);
-    const create = fake.requestsOf('CreateContainer').find((r) => r.config.metadata.name === 'app');
+    const create = suite.fake.requestsOf('CreateContainer').find((r) => r.config.metadata.name === 'app');
     assert.equal(create.config.logPath, 'app/0.log');
     assert.equal(create.sandboxConfig.logDirectory, logDir);
-    assert.equal(fake.containers().find((x) => x.labels[LABEL.containerName] === 'app')!.logPath, path.join(logDir, 'app', '0.log'));
+    assert.equal(suite.fake.containers().find((x) => x.labels[LABEL.containerName] === 'app')!.logPath, path.join(logDir, 'app', '0.log'));
     assert.ok((await fs.stat(path.join(logDir, 'app'))).isDirectory(), 'the container log directory exists');
   });
 
@@ -121,19 +97,19 @@ describe('Kubelet sync against the fake CRI server', function () {
     const uid = pod.metadata!.uid!;
     const first = idOf(cs(pod)!.containerID);
 
-    fake.exitContainer(first, 1);
+    suite.fake.exitContainer(first, 1);
     pod = (await t.waitForPod('web', (p) => cs(p)?.restartCount === 1 && !!cs(p)?.state?.running, 5000, 'restart 1'))!;
     assert.notEqual(idOf(cs(pod)!.containerID), first, 'a new container instance');
     assert.equal(cs(pod)!.lastState?.terminated?.exitCode, 1);
     assert.equal(cs(pod)!.lastState?.terminated?.reason, 'Error');
-    assert.equal(fake.requestsOf('CreateContainer').at(-1).config.logPath, 'app/1.log');
+    assert.equal(suite.fake.requestsOf('CreateContainer').at(-1).config.logPath, 'app/1.log');
 
     // Crash again (and again, should a relist come later than the back-off): the status says CrashLoopBackOff.
     const inBackoff = (s: V1PodStatus) => s.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff';
     for (let i = 0; i < 5 && !statuses.some(inBackoff); i++) {
       const cur = idOf(cs(t.pod('web'))!.containerID);
       const count = cs(t.pod('web'))!.restartCount;
-      fake.exitContainer(cur, 1);
+      suite.fake.exitContainer(cur, 1);
       await waitFor('CrashLoopBackOff or another restart', () => statuses.some(inBackoff) || (cs(t.pod('web'))!.restartCount > count && cs(t.pod('web'))!.state?.running), 5000);
     }
     const backingOff = statuses.find(inBackoff)!;
@@ -164,7 +140,7 @@ describe('Kubelet sync against the fake CRI server', function () {
     const backoff = statuses.find((s) => s.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff')!;
     assert.equal(backoff.containerStatuses![0]!.state!.waiting!.message, 'Back-off pulling image "example.com/no/such:1.0"');
     assert.equal(t.pod('bad')!.status!.phase, 'Pending');
-    assert.ok(fake.calls.PullImage! >= 2, 'the good image and at least one failed pull');
+    assert.ok(suite.fake.calls.PullImage! >= 2, 'the good image and at least one failed pull');
     assert.ok(isRunning(t.pod('good')));
   });
 
@@ -174,23 +150,23 @@ describe('Kubelet sync against the fake CRI server', function () {
     const pod = (await t.waitForPod('web', isRunning, 8000, 'Running'))!;
     const uid = pod.metadata!.uid!;
     const containerId = idOf(cs(pod)!.containerID);
-    const sandboxId = fake.sandboxes()[0]!.id;
-    fake.resetCalls();
+    const sandboxId = suite.fake.sandboxes()[0]!.id;
+    suite.fake.resetCalls();
 
     await t.removeManifest('web.yaml');
     await waitFor('pod gone from the kubelet', () => t.kubelet.pods().length === 0, 8000);
-    assert.equal(fake.sandboxes().length, 0);
-    assert.equal(fake.containers().length, 0);
+    assert.equal(suite.fake.sandboxes().length, 0);
+    assert.equal(suite.fake.containers().length, 0);
 
-    const order = fake.requests.map((r) => r.method).filter((m) => ['StopContainer', 'StopPodSandbox', 'RemoveContainer', 'RemovePodSandbox'].includes(m));
+    const order = suite.fake.requests.map((r) => r.method).filter((m) => ['StopContainer', 'StopPodSandbox', 'RemoveContainer', 'RemovePodSandbox'].includes(m));
     assert.deepEqual(order, ['StopContainer', 'StopPodSandbox', 'RemoveContainer', 'RemovePodSandbox']);
-    const stop = fake.requestsOf('StopContainer')[0];
+    const stop = suite.fake.requestsOf('StopContainer')[0];
     assert.equal(stop.containerId, containerId);
     assert.equal(Number(stop.timeout), 7);
-    assert.equal(fake.requestsOf('StopPodSandbox')[0].podSandboxId, sandboxId);
-    assert.equal(fake.requestsOf('RemovePodSandbox')[0].podSandboxId, sandboxId);
+    assert.equal(suite.fake.requestsOf('StopPodSandbox')[0].podSandboxId, sandboxId);
+    assert.equal(suite.fake.requestsOf('RemovePodSandbox')[0].podSandboxId, sandboxId);
     await assert.rejects(fs.stat(path.join(t.config.podLogsDir, `default_web-test-node_${uid}`)), /ENOENT/, 'pod log directory removed');
-    assert.equal(fake.calls.RunPodSandbox, 0, 'not started again');
+    assert.equal(suite.fake.calls.RunPodSandbox, 0, 'not started again');
   });
 
   it('replaces an edited static pod: the old pod is terminated before the new one starts', async () => {
@@ -198,21 +174,21 @@ describe('Kubelet sync against the fake CRI server', function () {
     await t.writeManifest('web.yaml', podManifest('web', [app()]));
     const oldPod = (await t.waitForPod('web', isRunning, 8000, 'Running'))!;
     const oldUid = oldPod.metadata!.uid!;
-    const oldSandbox = fake.sandboxes()[0]!.id;
-    fake.resetCalls();
+    const oldSandbox = suite.fake.sandboxes()[0]!.id;
+    suite.fake.resetCalls();
 
     await t.writeManifest('web.yaml', podManifest('web', [app('app', IMAGE, { env: [{ name: 'VERSION', value: '2' }] })]));
     const newPod = (await t.waitForPod('web', (p) => !!p && p.metadata!.uid !== oldUid && isRunning(p), 8000, 'new pod Running'))!;
     assert.notEqual(newPod.metadata!.uid, oldUid);
     await waitFor('old pod forgotten', () => t.kubelet.pods().length === 1, 5000);
 
-    const methods = fake.requests.map((r) => r.method);
-    const oldGone = fake.requests.findIndex((r) => r.method === 'RemovePodSandbox' && r.request.podSandboxId === oldSandbox);
+    const methods = suite.fake.requests.map((r) => r.method);
+    const oldGone = suite.fake.requests.findIndex((r) => r.method === 'RemovePodSandbox' && r.request.podSandboxId === oldSandbox);
     const newSandbox = methods.indexOf('RunPodSandbox');
     assert.ok(oldGone >= 0, 'old sandbox removed');
     assert.ok(newSandbox > oldGone, `new sandbox created after the old one was removed (${methods.join(',')})`);
-    assert.deepEqual(fake.sandboxes().map((s) => s.labels[LABEL.podUID]), [newPod.metadata!.uid]);
-    assert.equal(fake.containers()[0]!.config.envs.find((e: { key: string }) => e.key === 'VERSION')?.value, '2');
+    assert.deepEqual(suite.fake.sandboxes().map((s) => s.labels[LABEL.podUID]), [newPod.metadata!.uid]);
+    assert.equal(suite.fake.containers()[0]!.config.envs.find((e: { key: string }) => e.key === 'VERSION')?.value, '2');
   });
 
   it('adopts running pods after a restart: no new sandbox or container, same IDs, restartCount kept', async () => {
@@ -220,15 +196,15 @@ describe('Kubelet sync against the fake CRI server', function () {
     const t1 = await start(config);
     await t1.writeManifest('web.yaml', podManifest('web', [app()]));
     let pod = (await t1.waitForPod('web', isRunning, 8000, 'Running'))!;
-    fake.exitContainer(idOf(cs(pod)!.containerID), 1);
+    suite.fake.exitContainer(idOf(cs(pod)!.containerID), 1);
     pod = (await t1.waitForPod('web', (p) => cs(p)?.restartCount === 1 && !!cs(p)?.state?.running, 5000, 'restart 1'))!;
     const uid = pod.metadata!.uid;
     const containerID = cs(pod)!.containerID;
-    const sandboxes = fake.sandboxes().map((s) => s.id);
+    const sandboxes = suite.fake.sandboxes().map((s) => s.id);
     await stopKubelet(t1);
-    assert.equal(fake.containers().find((c) => `fake-cri://${c.id}` === containerID)?.state, 'CONTAINER_RUNNING', 'pods keep running while the kubelet is down');
+    assert.equal(suite.fake.containers().find((c) => `fake-cri://${c.id}` === containerID)?.state, 'CONTAINER_RUNNING', 'pods keep running while the kubelet is down');
 
-    fake.resetCalls();
+    suite.fake.resetCalls();
     const t2 = await start(config);
     const adopted = (await t2.waitForPod('web', isRunning, 8000, 'Running after restart'))!;
     await t2.kubelet.idle();
@@ -237,11 +213,11 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.equal(cs(adopted)!.containerID, containerID);
     assert.equal(cs(t2.pod('web'))!.restartCount, 1);
     assert.equal(cs(t2.pod('web'))!.lastState?.terminated?.exitCode, 1);
-    assert.equal(fake.calls.RunPodSandbox, 0);
-    assert.equal(fake.calls.CreateContainer, 0);
-    assert.equal(fake.calls.StopContainer, 0);
-    assert.equal(fake.calls.StopPodSandbox, 0);
-    assert.deepEqual(fake.sandboxes().map((s) => s.id), sandboxes);
+    assert.equal(suite.fake.calls.RunPodSandbox, 0);
+    assert.equal(suite.fake.calls.CreateContainer, 0);
+    assert.equal(suite.fake.calls.StopContainer, 0);
+    assert.equal(suite.fake.calls.StopPodSandbox, 0);
+    assert.deepEqual(suite.fake.sandboxes().map((s) => s.id), sandboxes);
   });
 
   it('adopts running pods even when its first relist of the runtime fails', async () => {
@@ -251,15 +227,15 @@ describe('Kubelet sync against the fake CRI server', function () {
     const containerID = cs(pod)!.containerID;
     await stopKubelet(t1);
 
-    fake.resetCalls();
-    fake.failNext('ListPodSandbox', grpc.status.UNAVAILABLE, 'runtime busy');
+    suite.fake.resetCalls();
+    suite.fake.failNext('ListPodSandbox', grpc.status.UNAVAILABLE, 'runtime busy');
     const t2 = await start();
     await t2.waitForPod('web', isRunning, 8000, 'Running after restart');
     await t2.kubelet.idle();
     await sleep(700);
     assert.equal(cs(t2.pod('web'))!.containerID, containerID);
-    assert.equal(fake.calls.RunPodSandbox, 0, 'no second sandbox for the adopted pod');
-    assert.equal(fake.sandboxes().length, 1);
+    assert.equal(suite.fake.calls.RunPodSandbox, 0, 'no second sandbox for the adopted pod');
+    assert.equal(suite.fake.sandboxes().length, 1);
   });
 
   it('runs the valid pod next to an invalid manifest and stays healthy', async () => {
@@ -271,7 +247,7 @@ describe('Kubelet sync against the fake CRI server', function () {
     await sleep(300);
     assert.deepEqual(t.kubelet.pods().map((p) => p.metadata!.name), ['web-test-node']);
     assert.equal(t.kubelet.healthz(), 'ok');
-    assert.equal(fake.calls.RunPodSandbox, 1);
+    assert.equal(suite.fake.calls.RunPodSandbox, 1);
   });
 
   it('retries a pod whose plugin tap threw once, naming the plugin; other pods are unaffected', async () => {
@@ -287,11 +263,11 @@ describe('Kubelet sync against the fake CRI server', function () {
     };
     // Built like startTestKubelet, with a logger the test reads.
     const { logger, lines } = captureLogger('info');
-    const config = testConfig(path.join(dir, 'kubelet'), { plugins: [...plugins(), flaky] });
+    const config = testConfig(path.join(suite.dir, 'kubelet'), { plugins: [...plugins(), flaky] });
     await fs.mkdir(config.staticPodPath!, { recursive: true });
     const kubelet = new Kubelet(config, logger);
     await kubelet.start();
-    kubelets.push(kubelet);
+    suite.track(kubelet);
     const manifest = async (name: string) => {
       await fs.writeFile(path.join(config.staticPodPath!, `.${name}.tmp`), JSON.stringify(podManifest(name, [app()])));
       await fs.rename(path.join(config.staticPodPath!, `.${name}.tmp`), path.join(config.staticPodPath!, `${name}.json`));
@@ -307,49 +283,49 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.ok(lines.some((l) => l.plugin === 'flaky-net' && l.hook === 'beforeSandbox' && l.msg === 'plugin tap failed'));
     await waitFor('victim Running after a retry', () => isRunning(podNamed('victim')), 8000);
     assert.equal(victimCalls, 2, 'one failed call, one retry');
-    assert.equal(fake.calls.RunPodSandbox, 2);
+    assert.equal(suite.fake.calls.RunPodSandbox, 2);
     assert.equal(kubelet.healthz(), 'ok');
   });
 
   it('retries a pod whose RunPodSandbox failed once', async () => {
-    fake.failNext('RunPodSandbox', grpc.status.UNKNOWN, 'failed to setup network for sandbox: injected');
+    suite.fake.failNext('RunPodSandbox', grpc.status.UNKNOWN, 'failed to setup network for sandbox: injected');
     const t = await start();
     await t.writeManifest('web.yaml', podManifest('web', [app()]));
     const pod = (await t.waitForPod('web', isRunning, 8000, 'Running after a retry'))!;
-    assert.equal(fake.calls.RunPodSandbox, 2);
-    assert.equal(fake.sandboxes().length, 1);
-    assert.equal(fake.sandboxes()[0]!.metadata.attempt, 0, 'the failed attempt left nothing behind');
+    assert.equal(suite.fake.calls.RunPodSandbox, 2);
+    assert.equal(suite.fake.sandboxes().length, 1);
+    assert.equal(suite.fake.sandboxes()[0]!.metadata.attempt, 0, 'the failed attempt left nothing behind');
     assert.equal(cs(pod)!.restartCount, 0);
   });
 
   it('creates at most maxParallelSandboxCreations sandboxes at once; every pod still runs', async () => {
-    fake.delay('RunPodSandbox', 150);
+    suite.fake.delay('RunPodSandbox', 150);
     const t = await start({ maxParallelSandboxCreations: 2 });
     const names = ['a', 'b', 'c', 'd', 'e', 'f'];
     await Promise.all(names.map((n) => t.writeManifest(`${n}.yaml`, podManifest(n, [app()]))));
     for (const n of names) await t.waitForPod(n, isRunning, 8000, `${n} Running`);
-    assert.equal(fake.calls.RunPodSandbox, names.length);
-    assert.equal(fake.maxInFlight.RunPodSandbox, 2);
+    assert.equal(suite.fake.calls.RunPodSandbox, names.length);
+    assert.equal(suite.fake.maxInFlight.RunPodSandbox, 2);
     // The wait for a slot is a step of the start timeline of the pods that waited.
     const waited = names.filter((n) => t.kubelet.timelines.find('default', `${n}-${t.config.nodeName}`)?.steps.some((s) => s.step === 'sandbox-slot'));
     assert.ok(waited.length >= names.length - 2, `pods that waited for a slot: ${waited.join(', ')}`);
   });
 
   it('with no bound (maxParallelSandboxCreations: 0 in the config), creates all sandboxes at once', async () => {
-    fake.delay('RunPodSandbox', 150);
+    suite.fake.delay('RunPodSandbox', 150);
     const t = await start({ maxParallelSandboxCreations: undefined });
     const names = ['a', 'b', 'c', 'd'];
     await Promise.all(names.map((n) => t.writeManifest(`${n}.yaml`, podManifest(n, [app()]))));
     for (const n of names) await t.waitForPod(n, isRunning, 8000, `${n} Running`);
-    assert.ok(fake.maxInFlight.RunPodSandbox! > 2, `max in flight ${fake.maxInFlight.RunPodSandbox}`);
+    assert.ok(suite.fake.maxInFlight.RunPodSandbox! > 2, `max in flight ${suite.fake.maxInFlight.RunPodSandbox}`);
   });
 
   it('stops and removes a sandbox of ours that no source wants (orphan), leaving others alone', async () => {
-    fake.addImage(IMAGE, { present: true });
-    const cri = new CriClient(fake.endpoint);
+    suite.fake.addImage(IMAGE, { present: true });
+    const cri = new CriClient(suite.fake.endpoint);
     const sandbox = (name: string, uid: string, labels: Record<string, string>) => ({
       metadata: { name, uid, namespace: 'default', attempt: 0 },
-      logDirectory: path.join(dir, 'logs', name),
+      logDirectory: path.join(suite.dir, 'logs', name),
       labels,
       linux: { securityContext: { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
     });
@@ -372,21 +348,21 @@ describe('Kubelet sync against the fake CRI server', function () {
     } finally {
       cri.close();
     }
-    fake.resetCalls();
+    suite.fake.resetCalls();
 
     const t = await start();
     await t.writeManifest('web.yaml', podManifest('web', [app()]));
     await t.waitForPod('web', isRunning, 8000, 'Running');
-    await waitFor('orphan sandbox removed', () => !fake.sandbox(orphanSandbox), 8000);
-    assert.equal(fake.container(orphanContainer), undefined);
-    const stop = fake.requestsOf('StopContainer').find((r) => r.containerId === orphanContainer);
+    await waitFor('orphan sandbox removed', () => !suite.fake.sandbox(orphanSandbox), 8000);
+    assert.equal(suite.fake.container(orphanContainer), undefined);
+    const stop = suite.fake.requestsOf('StopContainer').find((r) => r.containerId === orphanContainer);
     assert.ok(stop, 'the orphan container was stopped');
     assert.equal(Number(stop.timeout), 30, 'default grace period');
-    const idx = (m: string) => fake.requests.findIndex((r) => r.method === m && (r.request.podSandboxId === orphanSandbox || r.request.containerId === orphanContainer));
+    const idx = (m: string) => suite.fake.requests.findIndex((r) => r.method === m && (r.request.podSandboxId === orphanSandbox || r.request.containerId === orphanContainer));
     assert.ok(idx('StopContainer') < idx('StopPodSandbox') && idx('StopPodSandbox') < idx('RemovePodSandbox'));
 
-    assert.equal(fake.sandbox(foreignSandbox!)?.state, 'SANDBOX_READY', 'a sandbox without our label is not touched');
-    assert.ok(!fake.requests.some((r) => r.request?.podSandboxId === foreignSandbox && r.method !== 'PodSandboxStatus'));
+    assert.equal(suite.fake.sandbox(foreignSandbox!)?.state, 'SANDBOX_READY', 'a sandbox without our label is not touched');
+    assert.ok(!suite.fake.requests.some((r) => r.request?.podSandboxId === foreignSandbox && r.method !== 'PodSandboxStatus'));
     assert.ok(isRunning(t.pod('web')), 'our pod is not affected');
     assert.deepEqual(t.kubelet.pods().map((p) => p.metadata!.name), ['web-test-node']);
   });

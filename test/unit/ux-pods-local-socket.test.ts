@@ -4,15 +4,11 @@
  * server, with a running pod and one whose image cannot be pulled.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { Writable } from 'node:stream';
-import type { KubeletConfig } from '../../core/config/types.ts';
 import { podsCommand } from '../../core/commands/pods.ts';
 import { localSocketPath } from '../../core/commands/local-kubelet.ts';
-import { FakeCriServer } from '../fakes/fake-cri-server.ts';
-import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+import { fakeCriSuite } from '../support/fake-cri-suite.ts';
+import { isRunning, podManifest } from '../support/test-kubelet.ts';
 
 const IMAGE = 'busybox:1.36';
 
@@ -26,29 +22,10 @@ class Collect extends Writable {
 
 describe('ux: kubelet-ts pods against a running kubelet', function () {
   this.timeout(30_000);
-  let dir: string;
-  let fake: FakeCriServer;
-  let t: TestKubelet | undefined;
-
-  beforeEach(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'h17-pods-sock-'));
-    fake = await FakeCriServer.start(path.join(dir, 'cri.sock'));
-    fake.addImage(IMAGE);
-  });
-
-  afterEach(async () => {
-    await t?.dispose(10_000).catch(() => {});
-    t = undefined;
-    await fake.stop();
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+  const suite = fakeCriSuite({ prefix: 'h17-pods-sock-', images: [IMAGE] });
 
   it('lists its pods with kubectl\'s STATUS, over the local socket', async () => {
-    t = await startTestKubelet({
-      plugins: [['cri-containerd', { endpoint: fake.endpoint }]] as KubeletConfig['plugins'],
-      config: { imagePullBackOff: { initialMs: 60_000, maxMs: 60_000 } },
-      dir: path.join(dir, 'kubelet'),
-    });
+    const t = await suite.start({ imagePullBackOff: { initialMs: 60_000, maxMs: 60_000 } });
     await t.writeManifest('web.yaml', podManifest('web', [{ name: 'app', image: IMAGE, command: ['sleep', '3600'] }]));
     await t.writeManifest('nope.yaml', podManifest('nope', [{ name: 'app', image: 'registry.invalid/nope:1' }]));
     await t.waitForPod('web', isRunning, 8000, 'Running');

@@ -11,7 +11,7 @@ import { pluginsCommand } from './commands/plugins.ts';
 import { parseCommandArgs } from './commands/command-args.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server.ts';
-import { KubeconfigError } from './api/kubeconfig-error.ts';
+import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
 
 /** The log levels the config schema accepts, so the help can never list fewer or others. */
 const LOG_LEVELS = (configSchema.properties.logging.properties.level.enum as readonly string[]).join('|');

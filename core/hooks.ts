@@ -1,7 +1,7 @@
 import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
 import type { V1Container, V1Node, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
 import type { ContainerConfig, PodSandboxConfig, SandboxStatus } from './runtime/types.ts';
-import type { ObjectSource } from './api/object-source.ts';
+import type { ObjectSource } from './objects/object-source.ts';
 
 /**
  * Tap stages: a tap's `stage` orders it among the taps of one hook (lower runs first).

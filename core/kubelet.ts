@@ -34,10 +34,10 @@ import { ApiEventSink } from './events/api-event-sink.ts';
 // The API node code is loaded only in API-server mode: @kubernetes/client-node's runtime (all
 // generated APIs and models) costs ~70 MiB of RSS a static-only node has no use for.
 import type { ApiNode } from './node/api-node.ts';
-import { ApiPodReporter } from './api/api-pod-reporter.ts';
-import { isApiPod } from './sources/pod-origin.ts';
-import { ApiObjectCache, type ObjectSource } from './api/object-cache.ts';
-import { TokenManager } from './api/token-manager.ts';
+import { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
+import { isApiPod } from './objects/pod-origin.ts';
+import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
+import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
 import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
 import type { DownwardInputs } from './pod/downward-api.ts';
@@ -52,7 +52,7 @@ import { readOnlyRoutes, type KubeletRouteDeps } from './server/kubelet-routes.t
 import { startMainServer } from './server/start-main-server.ts';
 import type { MainServer } from './server/main-server.ts';
 import { SecurityAdmission } from './pod/security-admission.ts';
-import { RuntimeClasses } from './api/runtime-classes.ts';
+import { RuntimeClasses } from './apiserver/runtime-classes.ts';
 import { withTerminationMessage } from './pod/termination-message.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */

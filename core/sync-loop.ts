@@ -11,17 +11,17 @@ import type { PodTimelines } from './timeline/pod-timeline.ts';
 import type { VolumeManager } from './volumes/volume-manager.ts';
 import { podRef, type EventRecorder } from './events/event-recorder.ts';
 import { evictableContainers, orphanPod, type PodSyncer } from './pod/pod-sync.ts';
-import { gracePeriodSeconds, podFullName } from './pod/pod-util.ts';
+import { gracePeriodSeconds, podFullName } from './objects/pod-util.ts';
 import { PodWorkers } from './pod/pod-workers.ts';
 import { WorkQueue } from './pod/work-queue.ts';
 import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
 import type { SecurityAdmission } from './pod/security-admission.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
-import { isApiPod, isStaticPod } from './sources/pod-origin.ts';
-import { isMirrorPod } from './api/mirror-pods.ts';
-import { objectRefsOf, type ApiObjectCache } from './api/object-cache.ts';
-import type { ApiPodReporter } from './api/api-pod-reporter.ts';
-import type { TokenManager } from './api/token-manager.ts';
+import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
+import { isMirrorPod } from './apiserver/mirror-pods.ts';
+import { objectRefsOf, type ApiObjectCache } from './apiserver/object-cache.ts';
+import type { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
+import type { TokenManager } from './apiserver/token-manager.ts';
 import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */

@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { requestInfo, type RequestInfo } from '../../core/api/request-info.ts';
+import { requestInfo, type RequestInfo } from '../../core/apiserver/request-info.ts';
 import type { KubeTls } from './kubeconfig-tls.ts';
 import type { ProxyPki } from './proxy-pki.ts';
 

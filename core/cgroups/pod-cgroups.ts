@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { bytes, milliCPU } from '../pod/quantity.ts';
+import { bytes, milliCPU } from '../objects/quantity.ts';
 import { qosClass } from '../status/pod-status.ts';
 
 /** Controllers whose pod-level values the kubelet sets; runc creates the others' directories. */

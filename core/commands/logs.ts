@@ -1,7 +1,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type http from 'node:http';
 import type { Writable } from 'node:stream';
-import { parseDuration } from '../config/duration.ts';
+import { parseDuration } from '../util/duration.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 import { lookupPod } from './pod-lookup.ts';
 import { KubeletUnreachable, localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';

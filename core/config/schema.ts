@@ -1,4 +1,4 @@
-import { DURATION_PATTERN } from './duration.ts';
+import { DURATION_PATTERN } from '../util/duration.ts';
 import { TLS_CIPHER_SUITES, TLS_VERSIONS } from './tls-names.ts';
 
 const duration = (description: string) => ({

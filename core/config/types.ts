@@ -1,4 +1,4 @@
-import type { Duration } from './duration.ts';
+import type { Duration } from '../util/duration.ts';
 import type { KubeletPlugin } from '../plugins/plugin-api.ts';
 
 /**

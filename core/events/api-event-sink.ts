@@ -8,9 +8,9 @@
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { ApiClient } from '../api/api-client.ts';
-import { PATCH } from '../api/patch-types.ts';
-import { isAlreadyExistsError, isNotFoundError, isUnavailableError } from '../api/api-errors.ts';
+import type { ApiClient } from '../apiserver/api-client.ts';
+import { PATCH } from '../apiserver/patch-types.ts';
+import { isAlreadyExistsError, isNotFoundError, isUnavailableError } from '../apiserver/api-errors.ts';
 import type { EventSink, KubeletEvent } from './event-recorder.ts';
 
 const MAX_QUEUE = 1000;

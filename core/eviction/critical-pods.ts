@@ -6,8 +6,8 @@
  * all static, treat static pods like API pods.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { isMirrorPod } from '../api/mirror-pods.ts';
-import { isStaticPod } from '../sources/pod-origin.ts';
+import { isMirrorPod } from '../apiserver/mirror-pods.ts';
+import { isStaticPod } from '../objects/pod-origin.ts';
 
 /** Upstream scheduling.SystemCriticalPriority: the lowest priority of the system-critical classes. */
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;

@@ -9,7 +9,7 @@
  * a policy, with upstream's messages.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { quantityValue } from '../pod/quantity.ts';
+import { quantityValue } from '../objects/quantity.ts';
 import type { PodStats } from '../stats/summary-types.ts';
 
 export interface LocalStorageViolation { pod: V1Pod; message: string }

@@ -6,7 +6,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerUsage, PodUsage } from '../hooks.ts';
 import { podRequests } from '../pod/admission.ts';
-import { quantityValue } from '../pod/quantity.ts';
+import { quantityValue } from '../objects/quantity.ts';
 import type { PodStats } from '../stats/summary-types.ts';
 
 /** A container's request of a resource in bytes; a limit without a request implies it, as API defaulting does. */

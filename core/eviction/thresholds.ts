@@ -6,8 +6,8 @@
  * A threshold of 0 or 0% is no threshold (upstream's way to turn a default off).
  */
 import type { EvictionSettings, EvictionSignal, ImageGCSettings, KubeletConfigInput } from '../config/types.ts';
-import { parseDuration } from '../config/duration.ts';
-import { quantityValue } from '../pod/quantity.ts';
+import { parseDuration } from '../util/duration.ts';
+import { quantityValue } from '../objects/quantity.ts';
 
 /** Every signal this kubelet observes, in the order rounds look at them (memory first, as its pressure hurts first). */
 export const EVICTION_SIGNALS: readonly EvictionSignal[] = ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'];

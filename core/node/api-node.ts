@@ -9,8 +9,8 @@
 import type { KubeletConfig } from '../config/types.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
-import { createKubeletApiClients, type ApiClient } from '../api/api-client.ts';
-import { KubeconfigError, loadKubeconfig } from '../api/kubeconfig.ts';
+import { createKubeletApiClients, type ApiClient } from '../apiserver/api-client.ts';
+import { KubeconfigError, loadKubeconfig } from '../apiserver/kubeconfig.ts';
 import { ApiPodSource } from '../sources/api-pods.ts';
 import { NodeLease } from './node-lease.ts';
 import { NodeStatusManager, type NodeStatusInputs } from './node-status.ts';

@@ -14,8 +14,8 @@
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { ApiClient } from '../api/api-client.ts';
-import { isConflictError, isNotFoundError, isUnavailableError } from '../api/api-errors.ts';
+import type { ApiClient } from '../apiserver/api-client.ts';
+import { isConflictError, isNotFoundError, isUnavailableError } from '../apiserver/api-errors.ts';
 import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';

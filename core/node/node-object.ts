@@ -5,8 +5,8 @@
  * condition times, and the strategic-merge patch of a status post.
  */
 import type { V1Node, V1NodeCondition, V1NodeStatus } from '@kubernetes/client-node';
-import { canonicalJSON } from '../pod/pod-util.ts';
-import { formatDuration } from '../config/duration.ts';
+import { canonicalJSON } from '../objects/pod-util.ts';
+import { formatDuration } from '../util/duration.ts';
 import type { NodeConditionDraft } from '../hooks.ts';
 import type { NodeTaint } from '../config/types.ts';
 

@@ -10,7 +10,7 @@
  *   NodeAffinity, NodePorts, TaintToleration: "Predicate <name> failed: <reason>"
  */
 import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
-import { parseQuantity } from './quantity.ts';
+import { parseQuantity } from '../objects/quantity.ts';
 import { qosClass } from '../status/pod-status.ts';
 
 /** What admission knows of the node. */

@@ -1,8 +1,8 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerConfig, KeyValue, LinuxContainerResources, LinuxContainerSecurityContext } from '../runtime/types.ts';
-import { bytes, milliCPU } from './quantity.ts';
-import { containerHash, gracePeriodSeconds } from './pod-util.ts';
+import { bytes, milliCPU } from '../objects/quantity.ts';
+import { containerHash, gracePeriodSeconds } from '../objects/pod-util.ts';
 import { namespaceModes } from './sandbox-config.ts';
 import { expandVars } from './expansion.ts';
 import { ContainerConfigError, containerEnv, machineAllocatable } from './container-env.ts';

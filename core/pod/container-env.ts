@@ -9,7 +9,7 @@
 import os from 'node:os';
 import type { V1ConfigMap, V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { KeyValue } from '../runtime/types.ts';
-import type { ObjectSource } from '../api/object-cache.ts';
+import type { ObjectSource } from '../objects/object-source.ts';
 import { expandVars } from './expansion.ts';
 import { DownwardApiError, fieldRefValue, resourceFieldValue, type DownwardInputs } from './downward-api.ts';
 

@@ -5,7 +5,7 @@ import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { Limiter } from '../util/limiter.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
-import type { ObjectSource } from '../api/object-cache.ts';
+import type { ObjectSource } from '../objects/object-source.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */

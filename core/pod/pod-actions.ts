@@ -3,8 +3,8 @@ import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
-import { formatDuration } from '../config/duration.ts';
-import { containerHash, podDesc } from './pod-util.ts';
+import { formatDuration } from '../util/duration.ts';
+import { containerHash, podDesc } from '../objects/pod-util.ts';
 
 /** A container to create and start, with the restart count its new instance carries. */
 export interface ContainerStart {

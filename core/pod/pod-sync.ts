@@ -17,7 +17,7 @@ import { ContainerConfigError, buildContainerConfig } from './container-config.t
 import type { ImagePuller } from './image-puller.ts';
 import type { LifecycleHandlers } from './lifecycle-handlers.ts';
 import { computePodActions, isSidecar, type ContainerStart } from './pod-actions.ts';
-import { gracePeriodSeconds, isHostNetwork, podDesc, podUID } from './pod-util.ts';
+import { gracePeriodSeconds, isHostNetwork, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from '../volumes/container-mounts.ts';
@@ -27,7 +27,7 @@ import { TerminationMessagePathError, removeTerminationMessageFile, terminationM
 import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
 import type { PodTimelines } from '../timeline/pod-timeline.ts';
 import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
-import type { ObjectSource } from '../api/object-cache.ts';
+import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
 import type { DownwardInputs } from './downward-api.ts';
 

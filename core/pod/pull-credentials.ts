@@ -8,7 +8,7 @@
  * the most specific first; the puller tries them in order.
  */
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import type { ObjectSource } from '../api/object-cache.ts';
+import type { ObjectSource } from '../objects/object-source.ts';
 import type { PullAuth } from '../runtime/types.ts';
 
 /** A credential for one registry, and the secret it came from (for messages). */

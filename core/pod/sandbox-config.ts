@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { NamespaceMode, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
-import { gracePeriodSeconds, isHostNetwork } from './pod-util.ts';
+import { gracePeriodSeconds, isHostNetwork } from '../objects/pod-util.ts';
 import { sandboxSecurityContext } from './security-context.ts';
 import { podSysctls } from './sysctls.ts';
 

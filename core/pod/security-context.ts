@@ -11,7 +11,7 @@
 import type { V1Capabilities, V1Container, V1Pod, V1SecurityContext } from '@kubernetes/client-node';
 import path from 'node:path';
 import type { LinuxContainerSecurityContext, LinuxSandboxSecurityContext, SELinuxOption, SecurityProfile } from '../runtime/types.ts';
-import { podDesc } from './pod-util.ts';
+import { podDesc } from '../objects/pod-util.ts';
 
 /** A security context that cannot be honoured: the container waits with CreateContainerConfigError and this message. */
 export class SecurityContextError extends Error {}

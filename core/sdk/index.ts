@@ -29,7 +29,7 @@ export type { Logger } from '../logger.ts';
 // Hooks and their events.
 export { STAGE } from '../hooks.ts';
 export type * from '../hooks.ts';
-export type { ObjectSource } from '../api/object-source.ts';
+export type { ObjectSource } from '../objects/object-source.ts';
 
 // The runtime slot: its interface and the labels adoption depends on.
 export type * from '../runtime/types.ts';
@@ -43,7 +43,7 @@ export type { ErrorCode } from '../errors.ts';
 export { isMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, removeUnmounted, isWithin } from '../volumes/mount-utils.ts';
 export type { MountInfo } from '../volumes/mount-utils.ts';
 export { expandVars } from '../pod/expansion.ts';
-export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } from '../pod/quantity.ts';
+export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';

@@ -10,10 +10,10 @@
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type tls from 'node:tls';
-import type { ApiClient } from '../api/api-client.ts';
+import type { ApiClient } from '../apiserver/api-client.ts';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { TtlCache } from './ttl-cache.ts';
+import { TtlCache } from '../util/ttl-cache.ts';
 
 /** Who made a request. */
 export interface UserInfo {

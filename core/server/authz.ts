@@ -8,11 +8,11 @@
  * cacheAuthorizedTTL / cacheUnauthorizedTTL.
  */
 import path from 'node:path';
-import type { ApiClient } from '../api/api-client.ts';
+import type { ApiClient } from '../apiserver/api-client.ts';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { UserInfo } from './authn.ts';
-import { TtlCache } from './ttl-cache.ts';
+import { TtlCache } from '../util/ttl-cache.ts';
 
 export interface RequestAttributes {
   verb: string;

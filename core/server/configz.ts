@@ -6,7 +6,7 @@
  * anything, and a plugin object is code.
  */
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
-import { formatDuration } from '../config/duration.ts';
+import { formatDuration } from '../util/duration.ts';
 import type { RouteHandler } from '../server.ts';
 
 function pluginName(e: PluginEntry): string {

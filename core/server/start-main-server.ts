@@ -4,7 +4,7 @@
  * what cannot work in this mode (token and Webhook checks need an API server).
  */
 import path from 'node:path';
-import type { ApiClient } from '../api/api-client.ts';
+import type { ApiClient } from '../apiserver/api-client.ts';
 import type { Logger } from '../logger.ts';
 import { RequestAuthenticator } from './authn.ts';
 import { RequestAuthorizer } from './authz.ts';

@@ -3,7 +3,7 @@
  * node, list-watched across all namespaces with `fieldSelector=spec.nodeName=<node>`, reported
  * to the kubelet as complete sets ("SET" semantics, like every PodSource).
  *
- * It runs on the kubelet's own reflector (core/api/reflector.ts) rather than client-node's
+ * It runs on the kubelet's own reflector (core/apiserver/reflector.ts) rather than client-node's
  * ListWatch/informer, because the informer does not do what a kubelet needs: it stops for good
  * on the first list or watch error (a kubelet must keep retrying through an outage, holding the
  * pods it knows), its start() resolves even when the list failed, it keys objects by
@@ -35,13 +35,13 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
-import { canonicalJSON } from '../pod/pod-util.ts';
+import { canonicalJSON } from '../objects/pod-util.ts';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { ApiClient } from '../api/api-client.ts';
-import { isUnavailableError } from '../api/api-errors.ts';
-import { Reflector } from '../api/reflector.ts';
-import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from './manifest.ts';
+import type { ApiClient } from '../apiserver/api-client.ts';
+import { isUnavailableError } from '../apiserver/api-errors.ts';
+import { Reflector } from '../apiserver/reflector.ts';
+import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../objects/pod-origin.ts';
 import type { PodSource } from './pod-source.ts';
 
 export interface ApiPodSourceOptions {

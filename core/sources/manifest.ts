@@ -24,20 +24,16 @@ import type {
   V1Toleration,
   V1Volume,
 } from '@kubernetes/client-node';
-import { dropUnknownFields } from '../api/object-decoder.ts';
-import { DocumentError, parseYamlDocuments } from '../api/yaml-decoder.ts';
-import { MAX_DOCUMENT_BYTES } from '../api/document-limits.ts';
-import { validatePod } from '../api/validation/pod-validation.ts';
-import { isDNS1123Subdomain } from '../api/validation/names.ts';
-import { showValue } from '../api/validation/field-errors.ts';
-import { VOLUME_SOURCES } from '../api/validation/volumes.ts';
+import { dropUnknownFields } from '../objects/object-decoder.ts';
+import { DocumentError, parseYamlDocuments } from '../objects/yaml-decoder.ts';
+import { MAX_DOCUMENT_BYTES } from '../objects/document-limits.ts';
+import { validatePod } from '../objects/validation/pod-validation.ts';
+import { isDNS1123Subdomain } from '../objects/validation/names.ts';
+import { showValue } from '../objects/validation/field-errors.ts';
+import { VOLUME_SOURCES } from '../objects/validation/volumes.ts';
 import { invalidInput } from '../errors.ts';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../objects/pod-origin.ts';
 
-/** Annotation keys used by the kubelet (upstream pkg/kubelet/types/pod_update.go). */
-export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
-export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
-export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /**
  * The largest manifest file read. Upstream's file source reads up to 10 MiB (common.go

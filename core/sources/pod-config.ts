@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { canonicalJSON } from '../pod/pod-util.ts';
+import { canonicalJSON } from '../objects/pod-util.ts';
 
 export type PodOperation = 'ADD' | 'UPDATE' | 'REMOVE';
 

@@ -25,8 +25,9 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { PodSource } from './pod-source.ts';
-import { loadObjectModels } from '../api/object-decoder.ts';
-import { applyStaticPodDefaults, canonicalJson, parseManifest, CONFIG_SEEN_ANNOTATION, MAX_MANIFEST_BYTES } from './manifest.ts';
+import { loadObjectModels } from '../objects/object-decoder.ts';
+import { applyStaticPodDefaults, canonicalJson, parseManifest, MAX_MANIFEST_BYTES } from './manifest.ts';
+import { CONFIG_SEEN_ANNOTATION } from '../objects/pod-origin.ts';
 
 export interface StaticPodDirSourceOptions {
   /** The manifest directory. */

@@ -12,9 +12,10 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { loadObjectModels } from '../api/object-decoder.ts';
+import { loadObjectModels } from '../objects/object-decoder.ts';
 import type { PodSource } from './pod-source.ts';
-import { CONFIG_SEEN_ANNOTATION, MAX_MANIFEST_BYTES, applyStaticPodDefaults, canonicalJson, parsePodsDocument } from './manifest.ts';
+import { CONFIG_SEEN_ANNOTATION } from '../objects/pod-origin.ts';
+import { MAX_MANIFEST_BYTES, applyStaticPodDefaults, canonicalJson, parsePodsDocument } from './manifest.ts';
 
 export interface StaticPodUrlSourceOptions {
   url: string;

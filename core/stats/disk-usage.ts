@@ -8,7 +8,7 @@
 import type { Dirent, Stats } from 'node:fs';
 import { lstat, opendir } from 'node:fs/promises';
 import path from 'node:path';
-import { TtlCache } from '../server/ttl-cache.ts';
+import { TtlCache } from '../util/ttl-cache.ts';
 
 export interface DiskUsage {
   bytes: number;

@@ -17,12 +17,12 @@
 import type { V1PodStatus } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { canonicalJSON } from '../pod/pod-util.ts';
+import { canonicalJSON } from '../objects/pod-util.ts';
 
 /** Which API object a status goes to. */
 export interface PodTarget { namespace: string; name: string; uid: string }
 
-/** The API calls the status sync makes (core/api/pod-api.ts implements them on the API client). */
+/** The API calls the status sync makes (core/apiserver/pod-api.ts implements them on the API client). */
 export interface PodStatusApi {
   patchStatus(target: PodTarget, status: V1PodStatus): Promise<void>;
 }

@@ -2,8 +2,8 @@ import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCond
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
 import { isSidecar, restartCountOf } from '../pod/pod-actions.ts';
-import { bytes, milliCPU } from '../pod/quantity.ts';
-import { isHostNetwork } from '../pod/pod-util.ts';
+import { bytes, milliCPU } from '../objects/quantity.ts';
+import { isHostNetwork } from '../objects/pod-util.ts';
 
 /** What status computation needs besides the pod and the runtime's view of it. */
 export interface StatusInputs {

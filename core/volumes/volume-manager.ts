@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
-import type { ObjectSource } from '../api/object-cache.ts';
+import type { ObjectSource } from '../objects/object-source.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
 import { bindSubPath } from './subpath.ts';
 import type { SubPathBinder } from './container-mounts.ts';

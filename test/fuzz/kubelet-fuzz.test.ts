@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { loadObjectModels } from '../../core/api/object-decoder.ts';
+import { loadObjectModels } from '../../core/objects/object-decoder.ts';
 import { parseManifest } from '../../core/sources/manifest.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';

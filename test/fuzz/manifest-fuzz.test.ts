@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { loadObjectModels } from '../../core/api/object-decoder.ts';
+import { loadObjectModels } from '../../core/objects/object-decoder.ts';
 import { MiB, checkCase, collectGarbage, heapUsed, retainedHeap } from './fuzz-checks.ts';
 import { aliasBombCases, randomCase, typeSweepCases, MUTATOR_NAMES, type FuzzCase } from './manifest-cases.ts';
 import { fuzzSettings, reproduceHint } from './prng.ts';

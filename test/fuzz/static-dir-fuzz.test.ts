@@ -3,7 +3,7 @@ import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
-import { loadObjectModels } from '../../core/api/object-decoder.ts';
+import { loadObjectModels } from '../../core/objects/object-decoder.ts';
 import { StaticPodDirSource } from '../../core/sources/static-dir.ts';
 import { applyStaticPodDefaults, parseManifest } from '../../core/sources/manifest.ts';
 import { captureLogger } from '../support/capture-logger.ts';

@@ -6,7 +6,7 @@ import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { ANNOTATION, LABEL } from '../../core/runtime/labels.ts';
 import type { PodRuntimeStatus } from '../../core/runtime/runtime-cache.ts';
 import type { ContainerState, ContainerStatus, SandboxState, SandboxStatus } from '../../core/runtime/types.ts';
-import { containerHash } from '../../core/pod/pod-util.ts';
+import { containerHash } from '../../core/objects/pod-util.ts';
 
 export const UID = 'uid-1';
 export const T0 = Date.parse('2024-05-01T10:00:00Z');

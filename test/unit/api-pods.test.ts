@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { createApiClient, type ApiClient } from '../../core/api/api-client.ts';
+import { createApiClient, type ApiClient } from '../../core/apiserver/api-client.ts';
 import { ApiPodSource } from '../../core/sources/api-pods.ts';
 import { waitFor } from '../../tools/node-env/util.ts';
 import { captureLogger } from '../support/capture-logger.ts';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import type { ApiClient } from '../../core/api/api-client.ts';
+import type { ApiClient } from '../../core/apiserver/api-client.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { RequestAuthenticator } from '../../core/server/authn.ts';
 import { RequestAuthorizer, requestAttributes } from '../../core/server/authz.ts';

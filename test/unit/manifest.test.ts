@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeletError } from '../../core/errors.ts';
-import { loadObjectModels } from '../../core/api/object-decoder.ts';
+import { loadObjectModels } from '../../core/objects/object-decoder.ts';
 import {
   applyStaticPodDefaults,
   canonicalJson,
   defaultPullPolicy,
   parseManifest,
-  CONFIG_HASH_ANNOTATION,
-  CONFIG_MIRROR_ANNOTATION,
-  CONFIG_SEEN_ANNOTATION,
-  CONFIG_SOURCE_ANNOTATION,
 } from '../../core/sources/manifest.ts';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../../core/objects/pod-origin.ts';
 import { RICH_POD_YAML } from '../support/rich-pod-manifest.ts';
 
 const FILE = '/etc/kubernetes/manifests/web.yaml';

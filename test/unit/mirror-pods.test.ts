@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { MirrorPods } from '../../core/api/mirror-pods.ts';
+import { MirrorPods } from '../../core/apiserver/mirror-pods.ts';
 import { silentLogger } from '../../core/logger.ts';
-import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../../core/sources/manifest.ts';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../../core/objects/pod-origin.ts';
 
 /** A static pod as the file source makes it: its hash in config.hash. */
 const staticPod = (name: string, hash: string): V1Pod => ({

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createApiClient, type ApiClient } from '../../core/api/api-client.ts';
-import { ApiObjectCache, objectRefsOf } from '../../core/api/object-cache.ts';
+import { createApiClient, type ApiClient } from '../../core/apiserver/api-client.ts';
+import { ApiObjectCache, objectRefsOf } from '../../core/apiserver/object-cache.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { sendJSON, startFakeApiServer, writeKubeconfig, type FakeApiServer } from '../support/fake-apiserver.ts';
 

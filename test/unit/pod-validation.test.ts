@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { loadObjectModels } from '../../core/api/object-decoder.ts';
-import { validatePod } from '../../core/api/validation/pod-validation.ts';
-import { MAX_REPORTED } from '../../core/api/validation/field-errors.ts';
+import { loadObjectModels } from '../../core/objects/object-decoder.ts';
+import { validatePod } from '../../core/objects/validation/pod-validation.ts';
+import { MAX_REPORTED } from '../../core/objects/validation/field-errors.ts';
 
 type Obj = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { imageRegistry, pullCredentials } from '../../core/pod/pull-credentials.ts';
-import type { ObjectSource } from '../../core/api/object-cache.ts';
+import type { ObjectSource } from '../../core/apiserver/object-cache.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const dockerconfigjson = (auths: object): V1Secret => ({ type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64(JSON.stringify({ auths })) } });

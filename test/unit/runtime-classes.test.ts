@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ApiClient } from '../../core/api/api-client.ts';
-import { RuntimeClasses } from '../../core/api/runtime-classes.ts';
+import type { ApiClient } from '../../core/apiserver/api-client.ts';
+import { RuntimeClasses } from '../../core/apiserver/runtime-classes.ts';
 import { KubeletError } from '../../core/errors.ts';
 
 const pod = (runtimeClassName?: string): V1Pod => ({ metadata: { name: 'p', namespace: 'ns', uid: 'u' }, spec: { containers: [], ...(runtimeClassName ? { runtimeClassName } : {}) } });

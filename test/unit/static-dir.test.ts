@@ -6,7 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { silentLogger } from '../../core/logger.ts';
 import { captureLogger as captureLines } from '../support/capture-logger.ts';
 import { StaticPodDirSource, isIgnoredManifestName } from '../../core/sources/static-dir.ts';
-import { CONFIG_SEEN_ANNOTATION } from '../../core/sources/manifest.ts';
+import { CONFIG_SEEN_ANNOTATION } from '../../core/objects/pod-origin.ts';
 
 const NODE = 'node-a';
 

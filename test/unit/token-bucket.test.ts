@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { TokenBucket } from '../../core/api/token-bucket.ts';
+import { TokenBucket } from '../../core/apiserver/token-bucket.ts';
 
 describe('TokenBucket (kubeAPIQPS / kubeAPIBurst)', function () {
   it('lets a full burst go at once, then spaces requests 1/qps apart, in order', function () {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { createApiClient, type ApiClient } from '../../core/api/api-client.ts';
-import { TokenManager } from '../../core/api/token-manager.ts';
+import { createApiClient, type ApiClient } from '../../core/apiserver/api-client.ts';
+import { TokenManager } from '../../core/apiserver/token-manager.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { sendJSON, startFakeApiServer, status, writeKubeconfig, type FakeApiServer } from '../support/fake-apiserver.ts';
 

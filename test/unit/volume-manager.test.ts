@@ -6,7 +6,7 @@ import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import { createHooks, type VolumeMountRequest, type VolumeUnmountRequest } from '../../core/hooks.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { VolumeManager, VolumeSetupError, pluginDirName, volumeType } from '../../core/volumes/volume-manager.ts';
-import type { ObjectSource } from '../../core/api/object-cache.ts';
+import type { ObjectSource } from '../../core/apiserver/object-cache.ts';
 
 /** These providers read no Secrets or ConfigMaps. */
 const noObjects: ObjectSource = { configMap: async () => undefined, secret: async () => undefined };

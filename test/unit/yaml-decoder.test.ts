@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { DocumentError, parseYamlDocument, parseYamlDocuments } from '../../core/api/yaml-decoder.ts';
-import { expandedSizeProblem, MAX_DOCUMENT_BYTES } from '../../core/api/document-limits.ts';
+import { DocumentError, parseYamlDocument, parseYamlDocuments } from '../../core/objects/yaml-decoder.ts';
+import { expandedSizeProblem, MAX_DOCUMENT_BYTES } from '../../core/objects/document-limits.ts';
 
 const value = (scalar: string): unknown => (parseYamlDocument(`v: ${scalar}`) as { v: unknown }).v;
 

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { VolumeMountRequest, VolumeMountResult } from '../../hooks.ts';
-import type { ObjectSource } from '../../api/object-source.ts';
+import type { ObjectSource } from '../../objects/object-source.ts';
 import { mountCount, mountsUnder, unmount } from '../../volumes/mount-utils.ts';
 import { describeContract, runContract, type ContractFailure, type ContractRule } from './contract.ts';
 import type { PluginsUnderTest } from './plugin-harness.ts';

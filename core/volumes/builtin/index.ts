@@ -4,12 +4,12 @@ import path from 'node:path';
 import type { Logger } from '../../logger.ts';
 import type { KubeletHooks, VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from '../../hooks.ts';
 import { STAGE } from '../../hooks.ts';
-import { bytes } from '../../pod/quantity.ts';
+import { bytes } from '../../objects/quantity.ts';
 import { writeAtomic, type Payload } from '../atomic-writer.ts';
 import { isMountPoint, isWithin, mountTmpfs, mountsUnder, removeUnmounted, unmount } from '../mount-utils.ts';
 import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
-import type { ObjectSource } from '../../api/object-cache.ts';
-import type { TokenSource } from '../../api/token-manager.ts';
+import type { ObjectSource } from '../../objects/object-source.ts';
+import type { TokenSource } from '../../apiserver/token-manager.ts';
 import { checkHostPath } from './host-path.ts';
 import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
 

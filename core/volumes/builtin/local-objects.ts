@@ -1,8 +1,8 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { dropUnknownFields, loadObjectModels, parseYamlDocument } from '../../api/object-decoder.ts';
-import { typeProblems } from '../../api/validation/structural.ts';
+import { dropUnknownFields, loadObjectModels, parseYamlDocument } from '../../objects/object-decoder.ts';
+import { typeProblems } from '../../objects/validation/structural.ts';
 import fs from 'node:fs/promises';
-import type { ObjectSource } from '../../api/object-cache.ts';
+import type { ObjectSource } from '../../objects/object-source.ts';
 import path from 'node:path';
 
 /**

@@ -1,8 +1,8 @@
 import type { V1ConfigMapProjection, V1DownwardAPIVolumeFile, V1KeyToPath, V1Pod, V1SecretProjection, V1VolumeProjection } from '@kubernetes/client-node';
 import type { Payload } from '../atomic-writer.ts';
 import { fieldRefValue, resourceFieldValue, type DownwardInputs } from '../../pod/downward-api.ts';
-import type { ObjectSource } from '../../api/object-cache.ts';
-import type { TokenSource } from '../../api/token-manager.ts';
+import type { ObjectSource } from '../../objects/object-source.ts';
+import type { TokenSource } from '../../apiserver/token-manager.ts';
 
 /** API defaulting: files of projected volumes are 0644 unless a mode says otherwise. */
 export const DEFAULT_MODE = 0o644;

@@ -11,7 +11,7 @@
  * subscribe to onRecovered and go at once.
  */
 import type { Logger } from '../logger.ts';
-import { formatDuration } from '../config/duration.ts';
+import { formatDuration } from '../util/duration.ts';
 
 /** How often the probe asks while the server is away. */
 const PROBE_MS = 2000;

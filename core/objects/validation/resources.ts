@@ -3,7 +3,7 @@
  * validateContainerResourceName, ValidateResourceQuantityValue): container requests and limits,
  * pod overhead, emptyDir size limits, downward API divisors.
  */
-import { QUANTITY_SYNTAX_ERROR, quantityValue } from '../../pod/quantity.ts';
+import { QUANTITY_SYNTAX_ERROR, quantityValue } from '../quantity.ts';
 import { FieldErrors, child, key } from './field-errors.ts';
 import { isQualifiedName } from './names.ts';
 import { get, list, obj } from './values.ts';

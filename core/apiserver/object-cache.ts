@@ -16,9 +16,9 @@ import { errorMessage } from '../errors.ts';
 import type { ApiClient } from './api-client.ts';
 import { isUnavailableError } from './api-errors.ts';
 import { Reflector } from './reflector.ts';
-import type { ObjectSource } from './object-source.ts';
+import type { ObjectSource } from '../objects/object-source.ts';
 
-export type { ObjectSource } from './object-source.ts';
+export type { ObjectSource } from '../objects/object-source.ts';
 
 export type ObjectKind = 'configmaps' | 'secrets';
 

@@ -13,7 +13,7 @@ import {
   localNonReservedPath,
   maxLenError,
 } from './names.ts';
-import { quantityValue } from '../../pod/quantity.ts';
+import { quantityValue } from '../quantity.ts';
 import { validateQuantity } from './resources.ts';
 import { get, int, isSet, list, nonEmpty, obj, str, type Obj } from './values.ts';
 

@@ -6,7 +6,7 @@
  * what, and the server's own reason), the server's Status message otherwise.
  */
 import { KubeletError, type ErrorCode } from '../errors.ts';
-import { formatDuration } from '../config/duration.ts';
+import { formatDuration } from '../util/duration.ts';
 import { describeTarget, type RequestInfo } from './request-info.ts';
 
 /** How a request failed. */

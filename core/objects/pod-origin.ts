@@ -1,6 +1,11 @@
 /** Where a pod came from, by the `kubernetes.io/config.source` annotation every source sets. */
 import type { V1Pod } from '@kubernetes/client-node';
-import { CONFIG_SOURCE_ANNOTATION } from './manifest.ts';
+
+/** Annotation keys used by the kubelet (upstream pkg/kubelet/types/pod_update.go). */
+export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
+export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
+export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /** Sources whose pods are static: they get mirror pods (upstream: every source but the API server). */
 const STATIC_SOURCES = new Set(['file', 'http']);

@@ -7,7 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
 import { LABEL } from '../../core/runtime/labels.ts';
 import { buildSandboxConfig } from '../../core/pod/sandbox-config.ts';
-import type { NetworkSetUpEvent, NetworkTearDownEvent } from '../../plugins/cni-exec/index.ts';
+import type { NetworkSetUpEvent, NetworkTearDownEvent } from '../../core/sdk/index.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';

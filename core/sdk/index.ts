@@ -10,6 +10,8 @@
  *   hooks.ts, hook by hook: what a tap may change and what a throw does);
  * - provide the runtime slot: the CRI-shaped `ContainerRuntime` interface and its types, the
  *   `io.kubernetes.*` labels and annotations that adoption after a restart reads back;
+ * - provide (or use) the network slot: `NetworkService`, its hooks (`networkSetUp`,
+ *   `networkTearDown`) and their events, the attachment shape `PodNetwork`;
  * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
@@ -34,6 +36,10 @@ export type { ObjectSource } from '../objects/object-source.ts';
 // The runtime slot: its interface and the labels adoption depends on.
 export type * from '../runtime/types.ts';
 export { LABEL, ANNOTATION } from '../runtime/labels.ts';
+
+// The network slot: the service a network plugin provides, its hooks and their events.
+export { createNetworkHooks, networkHooksView } from './network.ts';
+export type { NetworkService, NetworkHooks, NetworkHooksView, NetworkSetUpEvent, NetworkTearDownEvent, PodNetwork, PodRef } from './network.ts';
 
 // Coded errors.
 export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorCode, errorMessage } from '../errors.ts';

@@ -2,16 +2,16 @@ import type { V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import type { Server } from 'node:net';
 import path from 'node:path';
-import { definePlugin, errorMessage, STAGE } from 'kubelet-ts';
+import { definePlugin, errorMessage, networkHooksView, STAGE } from 'kubelet-ts';
 import { CniRuntime } from './cni/runtime.ts';
 import { detectShim, installDelegate, isDelegateConf } from './delegate/install.ts';
 import { serveDelegate } from './delegate/protocol.ts';
-import { CniNetwork, type NetworkHooksView, type NetworkService } from './network-service.ts';
+import { CniNetwork, type CniNetworkService } from './network-service.ts';
 import { optionsSchema, type CniExecOptions } from './options-schema.ts';
 import { podDnsConfig, podHostnameAndDomain } from './pod/dns.ts';
 import { managedHostsFile, nodeHostsFile } from './pod/hosts.ts';
 
-export type { NetworkService, NetworkSetUpEvent, NetworkTearDownEvent, NetworkHooksView, PodNetwork, PodRef } from './network-service.ts';
+export type { CniNetworkService, CniNetworkSetUpEvent, CniNetworkTearDownEvent, CniPodNetwork } from './network-service.ts';
 export type { CniResult } from './cni/types.ts';
 
 /**
@@ -147,13 +147,9 @@ function hostsPath(stateDir: string, pod: V1Pod): string {
 }
 
 /** The service as other plugins get it: hooks with tap methods only. */
-function serviceView(n: CniNetwork): NetworkService {
-  const hooks = {} as Record<string, unknown>;
-  for (const [name, hook] of Object.entries(n.hooks)) {
-    hooks[name] = Object.freeze({ tap: hook.tap.bind(hook), tapAsync: hook.tapAsync.bind(hook), tapPromise: hook.tapPromise.bind(hook) });
-  }
+function serviceView(n: CniNetwork): CniNetworkService {
   return Object.freeze({
-    hooks: Object.freeze(hooks) as unknown as NetworkHooksView,
+    hooks: networkHooksView(n.hooks),
     cni: n.cni,
     attachment: (sandboxId: string, ifName?: string) => n.attachment(sandboxId, ifName),
     check: (sandboxId: string, ifName?: string) => n.check(sandboxId, ifName),

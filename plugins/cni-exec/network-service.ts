@@ -1,6 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { AsyncSeriesHook } from 'tapable';
-import type { Logger, TapOnly } from 'kubelet-ts';
+import { createNetworkHooks, notFound, unavailable, type Logger, type NetworkService, type NetworkSetUpEvent, type NetworkTearDownEvent, type PodNetwork, type PodRef } from 'kubelet-ts';
 import type { CacheEntry } from './cni/cache.ts';
 import { CniError, asCniError } from './cni/errors.ts';
 import type { CniRuntime } from './cni/runtime.ts';
@@ -9,76 +8,35 @@ import { RESULT_VERSIONS, convertResult, resultIPs } from './cni/version.ts';
 import type { DelegateAnswer, DelegateRequest } from './delegate/protocol.ts';
 import { capabilityArgs } from './pod/capabilities.ts';
 
-/** Who a pod is, when only its runtime metadata is left (the pod may be gone from the kubelet). */
-export interface PodRef { namespace: string; name: string; uid: string }
+/*
+ * cni-exec fills the SDK's `network` slot (kubelet-ts `NetworkService`); what is CNI's own
+ * (the chain's result, the CNI runtime) is its extension of the SDK's types, below. A plugin
+ * that requires cni-exec itself, not just any network, may read it.
+ */
 
-/** What `networkSetUp` taps see: the chain's ADD succeeded; the result is about to go back to the runtime. */
-export interface NetworkSetUpEvent {
-  pod: V1Pod;
-  /** The sandbox (`CNI_CONTAINERID`). */
-  sandboxId: string;
-  /** The pod's network namespace path. */
-  netns: string;
-  ifName: string;
-  /** The CNI network that ran. */
-  network: string;
+/** `networkSetUp` as cni-exec fires it: the chain's ADD succeeded; `network` is the CNI network that ran. */
+export interface CniNetworkSetUpEvent extends NetworkSetUpEvent {
   /** The final result, in the network's CNI version. */
   result: CniResult;
-  /** The pod's IPs on `ifName`, without prefix length. */
-  ips: string[];
 }
 
-/** What `networkTearDown` taps see: the chain's DEL is about to run for an attachment cni-exec set up. */
-export interface NetworkTearDownEvent {
-  /** The pod, if the kubelet still knows it (a pod being removed usually is still known). */
-  pod: V1Pod | undefined;
-  podRef: PodRef | undefined;
-  sandboxId: string;
-  /** Empty when the runtime already removed the namespace (containerd does on StopPodSandbox). */
-  netns: string;
-  ifName: string;
-  network: string;
+/** `networkTearDown` as cni-exec fires it: the chain's DEL is about to run. */
+export interface CniNetworkTearDownEvent extends NetworkTearDownEvent {
   /** The cached ADD result; undefined if the ADD never completed. */
   result: CniResult | undefined;
 }
 
-/** Builds the hooks of the network service; one line each on when it fires and what a tap may do. */
-export function createNetworkHooks() {
-  return Object.freeze({
-    /** After the chain's ADD, before the runtime gets the result: taps may add routes or record IPs; a throw fails the ADD, which is rolled back. */
-    networkSetUp: new AsyncSeriesHook<[NetworkSetUpEvent]>(['event']),
-    /** Before the chain's DEL: taps undo what they did at set-up; a throw is logged and does not stop the DEL. */
-    networkTearDown: new AsyncSeriesHook<[NetworkTearDownEvent]>(['event']),
-  });
+/** A sandbox's network as cni-exec set it up (from the result cache). */
+export interface CniPodNetwork extends PodNetwork {
+  result: CniResult | undefined;
 }
 
-export type NetworkHooks = ReturnType<typeof createNetworkHooks>;
-/** The network hooks as other plugins see them: tap side only. */
-export type NetworkHooksView = { readonly [K in keyof NetworkHooks]: TapOnly<NetworkHooks[K]> };
-
-/** A sandbox's network as cni-exec set it up. */
-export interface PodNetwork { sandboxId: string; ifName: string; netns: string; network: string; ips: string[]; result: CniResult | undefined; pod: PodRef | undefined }
-
-/**
- * The `network` capability slot: pod networking by executing CNI plugins. Other plugins get
- * it with `ctx.use('network')` (after `requires: ['cni-exec']`) and tap its hooks.
- */
-export interface NetworkService {
-  /** The network hooks, tap side only. */
-  readonly hooks: NetworkHooksView;
+/** The `network` slot as cni-exec fills it: the SDK's service, with CNI's result and the CNI runtime itself. */
+export interface CniNetworkService extends NetworkService<CniNetworkSetUpEvent, CniNetworkTearDownEvent, CniPodNetwork> {
   /** The CNI runtime that runs the chain (ADD/DEL/CHECK/VERSION, result cache). */
   readonly cni: CniRuntime;
-  /** attachment returns the network of a sandbox as cni-exec set it up (from the result cache), if any. */
-  attachment(sandboxId: string, ifName?: string): Promise<PodNetwork | undefined>;
-  /** check runs CNI CHECK for a sandbox's attachment; throws a CniError naming the plugin that disagrees. */
+  /** check runs CNI CHECK for a sandbox's attachment: NotFound without one, Unavailable (the CniError as cause) when a plugin disagrees. */
   check(sandboxId: string, ifName?: string): Promise<void>;
-}
-
-declare module 'kubelet-ts' {
-  interface Capabilities {
-    /** Pod networking (plugin cni-exec). */
-    network: NetworkService;
-  }
 }
 
 /** Parses `CNI_ARGS` (`K=V;K=V`). */
@@ -98,8 +56,8 @@ const podKey = (ns: string, name: string) => `${ns}/${name}`;
  * the configured chain with the pod's capabilities, fires the hooks and answers with the
  * result (or the CNI error) in the version the runtime asked for.
  */
-export class CniNetwork implements NetworkService {
-  readonly hooks: NetworkHooks = createNetworkHooks();
+export class CniNetwork implements CniNetworkService {
+  readonly hooks = createNetworkHooks<CniNetworkSetUpEvent, CniNetworkTearDownEvent>();
   /** The pod each namespace/name last had a sandbox config built for: the one a following ADD is for. */
   private readonly pending = new Map<string, V1Pod>();
 
@@ -122,7 +80,7 @@ export class CniNetwork implements NetworkService {
     if (this.pending.get(key)?.metadata?.uid === pod.metadata?.uid) this.pending.delete(key);
   }
 
-  async attachment(sandboxId: string, ifName = 'eth0'): Promise<PodNetwork | undefined> {
+  async attachment(sandboxId: string, ifName = 'eth0'): Promise<CniPodNetwork | undefined> {
     const e = await this.cni.cache.get(sandboxId, ifName);
     if (!e) return undefined;
     return { sandboxId, ifName, netns: e.netns, network: e.network.name, ips: resultIPs(e.result, ifName), result: e.result, pod: e.pod };
@@ -130,7 +88,13 @@ export class CniNetwork implements NetworkService {
 
   async check(sandboxId: string, ifName = 'eth0'): Promise<void> {
     const e = await this.cni.cache.get(sandboxId, ifName);
-    await this.cni.check({ containerId: sandboxId, ifName, netns: e?.netns ?? '' });
+    // The SDK's error contract: the core tells "nothing to check" from "broken" by code, not by CNI's numbers.
+    if (!e || e.state !== 'added') throw notFound(`sandbox ${sandboxId} has no ${ifName} attachment of cni-exec`);
+    try {
+      await this.cni.check({ containerId: sandboxId, ifName, netns: e.netns });
+    } catch (err) {
+      throw unavailable(`CNI CHECK of sandbox ${sandboxId} ${ifName}: ${asCniError(err).message}`, err);
+    }
   }
 
   /** Answers one request the shim forwarded. Never throws: failures become the CNI error object. */

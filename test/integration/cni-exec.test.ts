@@ -7,44 +7,16 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { definePlugin } from '../../core/plugins/plugin-api.ts';
 import { LABEL } from '../../core/runtime/labels.ts';
 import { buildSandboxConfig } from '../../core/pod/sandbox-config.ts';
-import type { NetworkSetUpEvent, NetworkTearDownEvent } from '../../plugins/cni-exec/index.ts';
+import type { NetworkSetUpEvent, NetworkTearDownEvent } from '../../core/sdk/index.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
-import { startNodeEnv, type NodeEnv } from '../../tools/node-env/index.ts';
-import { pidAlive, run } from '../../tools/node-env/util.ts';
+import type { NodeEnv } from '../../tools/node-env/index.ts';
+import { run } from '../../tools/node-env/util.ts';
+import { startCniExecEnv, type CniExecEnv, type CniExecPaths, type CniTestNetwork } from '../support/cni-exec-env.ts';
+import { nodeEnvUsableOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 import { httpGet } from '../support/http.ts';
 import { waitFor } from '../support/wait-for.ts';
-
-/** A bridge and subnet of this test's own (not tools/node-env's kts<N> / 10.88.<N>.0/24), locked per process. */
-async function allocateCniTestNetwork(): Promise<{ bridge: string; subnet: string; prefix: string; release(): Promise<void> }> {
-  const lockDir = '/run/kubelet-ts/cni-test-slots';
-  await fs.mkdir(lockDir, { recursive: true });
-  for (let n = 0; n < 200; n++) {
-    const lock = path.join(lockDir, String(n));
-    try {
-      const pid = Number((await fs.readFile(lock, 'utf8')).trim());
-      if (pid > 0 && pidAlive(pid)) continue;
-      await fs.rm(lock, { force: true });
-    } catch {
-      // free
-    }
-    try {
-      await fs.writeFile(lock, String(process.pid), { flag: 'wx' });
-    } catch {
-      continue;
-    }
-    const bridge = `ktscni${n}`;
-    const subnet = `10.77.${n}.0/24`;
-    const routes = await run('ip', ['-4', 'route', 'show', subnet], { allowFailure: true });
-    if (existsSync(`/sys/class/net/${bridge}`) || routes.stdout.trim()) {
-      // Leftover of a dead run: remove its bridge, then use the slot.
-      await run('ip', ['link', 'del', bridge], { allowFailure: true });
-    }
-    return { bridge, subnet, prefix: `10.77.${n}.`, release: () => fs.rm(lock, { force: true }) };
-  }
-  throw new Error(`no free CNI test slot in ${lockDir}`);
-}
 
 const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
 
@@ -62,13 +34,12 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
   let env: NodeEnv;
   let t: TestKubelet;
   let cri: CriRuntime;
-  let net: Awaited<ReturnType<typeof allocateCniTestNetwork>>;
+  let cniEnv: CniExecEnv | undefined;
+  let net: CniTestNetwork;
+  let p: CniExecPaths;
   let hostportChainsBefore: boolean;
   const setUps: NetworkSetUpEvent[] = [];
   const tearDowns: NetworkTearDownEvent[] = [];
-  const p = {
-    confDir: '', runtimeConfDir: '', runtimeBinDir: '', ipamDir: '', socket: '',
-  };
 
   // A plugin of another vendor using the network service's hooks.
   const recorder = definePlugin({
@@ -83,16 +54,7 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
 
   const kubeletPlugins = () => [
     ['cri-containerd', { endpoint: env.containerdEndpoint }],
-    ['cni-exec', {
-      confDir: p.confDir,
-      binDirs: ['/usr/lib/cni'],
-      runtimeConfDir: p.runtimeConfDir,
-      runtimeBinDir: p.runtimeBinDir,
-      socketPath: p.socket,
-      execTimeoutSeconds: 20,
-      clusterDNS: ['10.96.0.10'],
-      clusterDomain: 'cluster.local',
-    }],
+    ['cni-exec', cniEnv!.cniExecOptions({ execTimeoutSeconds: 20, clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' })],
     recorder,
   ] as const;
 
@@ -103,35 +65,19 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
   });
 
   /** Files host-local keeps per allocated IP (it also keeps `last_reserved_ip.0` and `lock`). */
-  const leasedIPs = async () => (await fs.readdir(path.join(p.ipamDir, 'kts-cni-test')).catch(() => [] as string[])).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f));
+  const leasedIPs = () => cniEnv!.leasedIPs();
   const natRules = async () => (await run('iptables-save', ['-t', 'nat'])).stdout;
 
   before(async function () {
+    nodeEnvUsableOrSkip(this);
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-cni-'));
-    net = await allocateCniTestNetwork();
     hostportChainsBefore = (await natRules()).includes(':CNI-HOSTPORT-DNAT');
-    Object.assign(p, {
-      confDir: path.join(dir, 'net.d'),
-      runtimeConfDir: path.join(dir, 'runtime-net.d'),
-      runtimeBinDir: path.join(dir, 'runtime-bin'),
-      ipamDir: path.join(dir, 'ipam'),
-      socket: path.join(dir, 'cni.sock'),
-    });
-    // containerd's bin dir: links to the Debian plugins (containerd runs loopback itself) and, once the kubelet starts, the shim.
-    await fs.mkdir(p.runtimeBinDir, { recursive: true });
-    for (const f of await fs.readdir('/usr/lib/cni')) await fs.symlink(path.join('/usr/lib/cni', f), path.join(p.runtimeBinDir, f));
-    await fs.mkdir(p.confDir, { recursive: true });
-    await fs.writeFile(path.join(p.confDir, '10-kts-cni-test.conflist'), JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'kts-cni-test',
-      plugins: [
-        { type: 'bridge', bridge: net.bridge, isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: net.subnet }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: p.ipamDir } },
-        { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-        { type: 'loopback' },
-      ],
-    }, null, 2));
-    const log = (line: string) => { if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`[cni-env] ${line}\n`); };
-    env = await startNodeEnv({ baseDir: path.join(dir, 'env'), network: false, cniConfDir: p.runtimeConfDir, cniBinDir: p.runtimeBinDir, log, removeOnStop: true });
+    cniEnv = await startCniExecEnv(dir, 'kts-cni-test', (n, ipamDir) => [
+      { type: 'bridge', bridge: n.bridge, isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: n.subnet }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } },
+      { type: 'portmap', capabilities: { portMappings: true }, snat: true },
+      { type: 'loopback' },
+    ]);
+    ({ env, net, paths: p } = cniEnv);
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 20_000, pullTimeoutMs: 60_000 });
     t = await startKubelet();
   });
@@ -145,10 +91,9 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
       await fs.rm(t.dir, { recursive: true, force: true });
     }
     await cri?.close();
-    await env?.stop();
-    // Only what the plugins added: the bridge, and portmap's top-level chains if they were not there before.
-    if (net) {
-      await run('ip', ['link', 'del', net.bridge], { allowFailure: true });
+    // Only what the plugins added: the bridge (cniEnv.stop), and portmap's top-level chains if they were not there before.
+    if (cniEnv) {
+      await cniEnv.stop();
       if (!hostportChainsBefore) {
         // portmap's jumps to its top-level chains, exactly as it adds them.
         const jumps = [
@@ -164,7 +109,6 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
           await run('iptables', ['-t', 'nat', '-X', chain], { allowFailure: true });
         }
       }
-      await net.release();
     }
     if (dir) await fs.rm(dir, { recursive: true, force: true });
   });

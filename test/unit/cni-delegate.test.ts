@@ -11,7 +11,7 @@ import { CniRuntime } from '../../plugins/cni-exec/cni/runtime.ts';
 import { installDelegate, isDelegateConf, shimSource, writeIfChanged, type ShimKind } from '../../plugins/cni-exec/delegate/install.ts';
 import { serveDelegate } from '../../plugins/cni-exec/delegate/protocol.ts';
 import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
-import { CniNetwork, type NetworkSetUpEvent, type NetworkTearDownEvent } from '../../plugins/cni-exec/network-service.ts';
+import { CniNetwork, type CniNetworkSetUpEvent, type CniNetworkTearDownEvent } from '../../plugins/cni-exec/network-service.ts';
 
 const FAKE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fakes', 'cni', 'fake-plugin');
 
@@ -42,8 +42,8 @@ describe('cni-exec: delegate shim and kubelet side', function () {
   let network: CniNetwork;
   let pods: V1Pod[];
   let socket: string;
-  const setUps: NetworkSetUpEvent[] = [];
-  const tearDowns: NetworkTearDownEvent[] = [];
+  const setUps: CniNetworkSetUpEvent[] = [];
+  const tearDowns: CniNetworkTearDownEvent[] = [];
 
   before(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-cni-dlg-'));

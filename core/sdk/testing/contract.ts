@@ -44,6 +44,16 @@ export async function runContract<S>(rules: ReadonlyArray<ContractRule<S>>, subj
   return failures;
 }
 
+/** A contract run outside mocha: the subject's scenario made, every rule run, what the rules made swept; returns the broken rules. */
+export async function checkContract<S, C>(rules: ReadonlyArray<ContractRule<C>>, subject: S, scenario: (subject: S) => C, sweep: (scenario: C) => Promise<void>): Promise<ContractFailure[]> {
+  const sc = scenario(subject);
+  try {
+    return await runContract(rules, sc);
+  } finally {
+    await sweep(sc);
+  }
+}
+
 /** The BDD globals the describe* suites use (mocha's; any runner with the same globals works). */
 export interface BddGlobals {
   describe(title: string, fn: (this: { timeout(ms: number): void }) => void): void;

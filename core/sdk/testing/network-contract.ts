@@ -10,7 +10,7 @@ import { buildSandboxConfig } from '../../pod/sandbox-config.ts';
 import { LABEL } from '../../runtime/labels.ts';
 import type { ContainerRuntime } from '../../runtime/types.ts';
 import type { NetworkService, NetworkSetUpEvent, NetworkTearDownEvent, PodNetwork } from '../network.ts';
-import { describeContract, runContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
+import { checkContract, describeContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
 import type { PluginsUnderTest } from './plugin-harness.ts';
 
 /**
@@ -362,12 +362,7 @@ const scenario = (s: NetworkContractSubject): Scenario => ({
 
 /** Runs every rule against a network plugin; returns the broken ones (empty: it keeps the contract). Rules that do not apply to the subject are skipped. */
 export async function checkNetworkContract(subject: NetworkContractSubject): Promise<ContractFailure[]> {
-  const sc = scenario(subject);
-  try {
-    return await runContract(networkContractRules, sc);
-  } finally {
-    await sweep(sc);
-  }
+  return checkContract(networkContractRules, subject, scenario, sweep);
 }
 
 /**

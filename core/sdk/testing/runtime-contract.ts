@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '../../errors.ts';
 import { ANNOTATION, LABEL } from '../../runtime/labels.ts';
 import type { ContainerConfig, ContainerRuntime, ContainerState, PodSandboxConfig } from '../../runtime/types.ts';
-import { describeContract, runContract, type ContractFailure, type ContractRule } from './contract.ts';
+import { checkContract, describeContract, type ContractFailure, type ContractRule } from './contract.ts';
 
 /**
  * The runtime contract: what the core relies on from the provider of the `runtime` slot,
@@ -322,12 +322,7 @@ const scenario = (s: RuntimeContractSubject): Scenario => ({ s, run: crypto.rand
  * keeps the contract). For use outside mocha, and to test the contract itself.
  */
 export async function checkRuntimeContract(subject: RuntimeContractSubject): Promise<ContractFailure[]> {
-  const sc = scenario(subject);
-  try {
-    return await runContract(runtimeContractRules, sc);
-  } finally {
-    await sweep(sc);
-  }
+  return checkContract(runtimeContractRules, subject, scenario, sweep);
 }
 
 /**

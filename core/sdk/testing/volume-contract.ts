@@ -6,7 +6,7 @@ import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { VolumeMountRequest, VolumeMountResult } from '../../hooks.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
 import { mountCount, mountsUnder, unmount } from '../../volumes/mount-utils.ts';
-import { describeContract, runContract, type ContractFailure, type ContractRule } from './contract.ts';
+import { checkContract, describeContract, type ContractFailure, type ContractRule } from './contract.ts';
 import type { PluginsUnderTest } from './plugin-harness.ts';
 
 /**
@@ -179,12 +179,7 @@ const scenario = (s: VolumeContractSubject): Scenario => ({ s, plugins: undefine
 
 /** Runs every rule against a volume provider; returns the broken ones (empty: it keeps the contract). */
 export async function checkVolumeContract(subject: VolumeContractSubject): Promise<ContractFailure[]> {
-  const sc = scenario(subject);
-  try {
-    return await runContract(volumeContractRules, sc);
-  } finally {
-    await sweep(sc);
-  }
+  return checkContract(volumeContractRules, subject, scenario, sweep);
 }
 
 /** Declares the volume-provider contract as a mocha suite, one test per rule. */

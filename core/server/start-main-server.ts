@@ -24,7 +24,8 @@ export async function startMainServer(deps: KubeletRouteDeps & { logger: Logger;
   const a = config.authentication;
   if (!config.kubeconfig) {
     if (config.authorization.mode === 'Webhook') {
-      logger.warn('authorization mode Webhook needs an API server: standalone, every request to the main port is refused (set authorization.mode AlwaysAllow with client certificates to use it; kubelet-ts commands use the local socket)');
+      // The secure default working as meant, not a fault: info, so a new node's console stays quiet.
+      logger.info('standalone: the main port refuses every request, as authorization mode Webhook needs an API server (set authorization.mode AlwaysAllow with client certificates to use it; kubelet-ts commands use the local socket)');
     } else if (!tls.clientCA && !a.anonymousEnabled) {
       logger.warn('standalone without authentication.x509.clientCAFile: no request to the main port can authenticate');
     }

@@ -44,6 +44,7 @@ import type { DownwardInputs } from './pod/downward-api.ts';
 import type { AdmissionNode } from './pod/admission.ts';
 import { EvictionManager, PRESSURE_CONDITION_TYPES } from './eviction/eviction-manager.ts';
 import { ImageGC } from './eviction/image-gc.ts';
+import { hasDedicatedImageFs } from './eviction/image-fs.ts';
 import { LogRotation } from './logs/log-rotation.ts';
 import { defaultNodeLabels } from './node/node-object.ts';
 import { goArch, goOS } from './node/machine-info.ts';
@@ -422,11 +423,13 @@ export class Kubelet {
    * Node-level reclaim before evicting pods for disk (upstream deleteAllUnusedContainers): every
    * dead container of a pod the kubelet failed (an evicted pod's container and log are what
    * fills the disk), and every other dead container but each name's newest (restart counts);
-   * for the image filesystem, then every unused image (upstream deleteAllUnusedImages).
+   * for the image filesystem, and for the node's when images share its disk, then every unused
+   * image (upstream deleteAllUnusedImages).
    */
   private async reclaimNodeLevel(signal: string): Promise<void> {
     await this.loop.removeDeadContainers();
-    if (signal.startsWith('imagefs.')) await this.imageGC.deleteAllUnused();
+    const images = signal.startsWith('imagefs.') || (signal.startsWith('nodefs.') && !(await hasDedicatedImageFs(this.runtimeImpl, this.config.rootDir)));
+    if (images) await this.imageGC.deleteAllUnused();
   }
 
   /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */

@@ -47,7 +47,7 @@ export interface EvictionManagerDeps {
   decide(event: PressureEvent): Promise<EvictionDecision | undefined>;
   /** Fails the pod with reason Evicted and kills it with this grace; false when it was already failed. */
   evict(pod: V1Pod, message: string, gracePeriodSeconds: number): boolean;
-  /** Frees node-level resources before pods are evicted for a disk signal (dead containers; unused images for imagefs signals). */
+  /** Frees node-level resources before pods are evicted for a disk signal (dead containers; unused images for imagefs signals, and for nodefs ones when images share the node's disk). */
   reclaimNodeLevel(signal: EvictionSignal): Promise<void>;
   /** A node event (condition changes). */
   nodeEvent(type: 'Normal' | 'Warning', reason: string, message: string): void;

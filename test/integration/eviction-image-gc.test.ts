@@ -95,4 +95,36 @@ describe('image garbage collection on containerd', function () {
     assert.ok(t.kubelet.events.list().some((e) => e.reason === 'FreeDiskSpaceFailed'));
     await fs.rm(path.join(mnt, 'filler'));
   });
+  it('nodefs pressure on the disk the images share removes unused images before any pod is evicted', async function () {
+    // One kubelet at a time on this containerd: another would take the first one's pods for orphans.
+    await t?.dispose(60_000).catch(() => {});
+    t = undefined;
+    const [keeper, victim] = await Promise.all([uniqueImage('gc-nodefs-keeper'), uniqueImage('gc-nodefs-victim')]);
+    t = await startTestKubelet({
+      plugins: [['cri-containerd', { endpoint: env!.containerdEndpoint }]],
+      config: {
+        // The root dir on the loop disk, as containerd's root is: one filesystem. 99 % available
+        // is always short of the threshold, so the node stays under DiskPressure.
+        evictionHard: { 'nodefs.available': '99%' },
+        eviction: { soft: {}, softGracePeriodMs: {}, minimumReclaim: {}, pressureTransitionPeriodMs: 5000, maxPodGracePeriodSeconds: 0, monitoringPeriodMs: 500, evictStaticPods: true },
+        imageGC: { highThresholdPercent: 100, lowThresholdPercent: 99, minAgeMs: 0, maxAgeMs: 0 },
+      },
+      dir: path.join(mnt, 'kubelet-nodefs'),
+    });
+    const tagged = async () => new Set((await t!.kubelet.runtime.listImages()).flatMap((i) => i.repoTags));
+    // The pod is admitted before the first eviction round can raise DiskPressure (a round waits for its monitoring period).
+    await t.writeManifest('keeper.json', podManifest('h15-gc-nodefs', [{ name: 'app', image: keeper, command: ['sleep', '3600'] }], { hostNetwork: true, terminationGracePeriodSeconds: 0, priorityClassName: 'system-node-critical', priority: 2000001000 }, { namespace: 'h15-gc' }));
+    await t.waitForPod('h15-gc-nodefs', isRunning, 60_000, 'keeper running');
+    await t.kubelet.runtime.pullImage(victim);
+    assert.ok((await tagged()).has(victim));
+
+    const by = Date.now() + 60_000;
+    while ((await tagged()).has(victim) && Date.now() < by) await new Promise((r) => setTimeout(r, 250));
+    assert.ok(t.kubelet.eviction.conditions().has('DiskPressure'), 'the node is under DiskPressure');
+    const left = await tagged();
+    assert.ok(!left.has(victim), 'the unused image went in the node-level reclaim for nodefs');
+    assert.ok(left.has(keeper), 'the image of the running pod is kept');
+    assert.ok(left.has(env!.images.pause), 'the sandbox image is kept');
+    assert.ok(isRunning(t.pod('h15-gc-nodefs')), 'no pod is evicted (no eviction policy plugin is loaded)');
+  });
 });

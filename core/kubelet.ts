@@ -6,7 +6,7 @@ import { ConfigError, errorMessage } from './errors.ts';
 import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
 import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
-import { RUNS_COMPILED } from './config/load.ts';
+import { RUNS_COMPILED } from './util/package-root.ts';
 import { PluginHost } from './plugins/plugin-host.ts';
 import { isolateTaps } from './plugins/tap-isolation.ts';
 import { instrumentRuntime } from './runtime/instrumented-runtime.ts';

@@ -18,7 +18,7 @@ import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './po
 import type { SecurityAdmission } from './pod/security-admission.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
-import { isMirrorPod } from './apiserver/mirror-pods.ts';
+import { isMirrorPod } from './objects/pod-origin.ts';
 import { objectRefsOf, type ApiObjectCache } from './apiserver/object-cache.ts';
 import type { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
 import type { TokenManager } from './apiserver/token-manager.ts';

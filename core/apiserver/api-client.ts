@@ -37,7 +37,7 @@ import {
 import https from 'node:https';
 import os from 'node:os';
 import type { Logger } from '../logger.ts';
-import { KUBELET_TS_VERSION } from '../node/version.ts';
+import { KUBELET_TS_VERSION } from '../version.ts';
 import { ApiError, isUnavailableError, statusError, transportError, type ErrorContext } from './api-errors.ts';
 import { ConnectivityTracker } from './connectivity.ts';
 import { describeIdentity, loadKubeconfig, type ClientIdentity, type LoadedKubeconfig } from './kubeconfig.ts';

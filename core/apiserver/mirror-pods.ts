@@ -24,10 +24,6 @@ export interface MirrorPodApi {
   deletePod(target: PodTarget): Promise<void>;
 }
 
-/** True for a mirror pod (an API object standing for a static pod), which the kubelet never runs. */
-export function isMirrorPod(pod: V1Pod): boolean {
-  return pod.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
-}
 
 const fullName = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name}`;
 const hashOf = (p: V1Pod) => p.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] ?? p.metadata?.uid ?? '';

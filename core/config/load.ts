@@ -2,7 +2,6 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { cosmiconfig, type Loader } from 'cosmiconfig';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ConfigError, errorMessage } from '../errors.ts';
 import { formatAjvErrors } from './ajv-errors.ts';
 import { evictionConfigErrors, resolveEvictionSettings, resolveImageGCSettings } from '../eviction/thresholds.ts';
@@ -12,14 +11,8 @@ import { configSchema } from './schema.ts';
 import { importModule } from '../util/import-module.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
 import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../node/labels.ts';
+import { PACKAGE_ROOT, RUNS_COMPILED } from '../util/package-root.ts';
 
-/**
- * The package's own directory: the default config bundle and built-in plugins live here. For
- * the compiled build (`npm run build`) that is dist/, which holds them compiled.
- */
-export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** True when this module runs compiled (dist/), not as TypeScript through tsx. */
-export const RUNS_COMPILED = import.meta.url.endsWith('.js');
 export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, RUNS_COMPILED ? 'kubelet.config.js' : 'kubelet.config.ts');
 
 /** Command-line values that override the file, named after the upstream kubelet flags. */

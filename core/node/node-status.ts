@@ -30,7 +30,7 @@ import { PATCH } from '../apiserver/patch-types.ts';
 import { isAlreadyExistsError, isConflictError, isNotFoundError, isUnavailableError } from '../apiserver/api-errors.ts';
 import { allocatableReservation, formatResourceList, machineCapacity, nodeAllocatable } from './allocatable.ts';
 import { goArch, goOS, readMachineInfo, type MachineInfo } from './machine-info.ts';
-import { KUBELET_VERSION } from './version.ts';
+import { KUBELET_VERSION } from '../version.ts';
 import { kubeletMaySetLabel } from './labels.ts';
 import {
   PRESSURE_CONDITIONS,

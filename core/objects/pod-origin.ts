@@ -14,3 +14,7 @@ const STATIC_SOURCES = new Set(['file', 'http']);
 export const isApiPod = (pod: V1Pod) => pod.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
 /** A static pod (manifest directory or URL). */
 export const isStaticPod = (pod: V1Pod) => STATIC_SOURCES.has(pod.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] ?? '');
+/** True for a mirror pod (an API object standing for a static pod), which the kubelet never runs. */
+export function isMirrorPod(pod: V1Pod): boolean {
+  return pod.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
+}

@@ -6,7 +6,7 @@ import type { Logger } from '../logger.ts';
 import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import type { KubeletHooks, ProbeResultEvent } from '../hooks.ts';
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
-import { PACKAGE_ROOT } from '../config/load.ts';
+import { PACKAGE_ROOT } from '../util/package-root.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
 import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';

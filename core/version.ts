@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PACKAGE_ROOT } from '../config/load.ts';
+import { PACKAGE_ROOT } from './util/package-root.ts';
 
 /** The upstream Kubernetes release whose kubelet contract kubelet-ts follows. */
 export const KUBERNETES_COMPAT_VERSION = 'v1.28.7';

@@ -4,6 +4,7 @@ import { errorMessage } from '../errors.ts';
 import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { Limiter } from '../util/limiter.ts';
+import { goDurationMs } from '../util/go-duration.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../api/object-cache.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
@@ -74,10 +75,8 @@ export class ImagePuller {
     event('Normal', 'Pulling', `Pulling image "${image}"`);
     try {
       const { imageRef, pullMs, sizeBytes } = await this.pullWith(image, credentials, sandboxConfig);
-      const waited = (performance.now() - started) / 1000;
-      // Upstream's wording (1.29+), the size as the runtime reports the pulled image.
-      const size = sizeBytes !== undefined ? ` Image size: ${sizeBytes} bytes.` : '';
-      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatSeconds(pullMs / 1000)} (${formatSeconds(waited)} including waiting).${size}`);
+      const waitedMs = performance.now() - started;
+      event('Normal', 'Pulled', pulledMessage(image, pullMs, waitedMs, sizeBytes));
       return { imageRef };
     } catch (err) {
       this.deps.backoff.next(key, now);
@@ -134,8 +133,13 @@ export class ImagePuller {
 /** A finished pull: the image reference, the pull's own time, and the image's size when the runtime says it. */
 interface PullResult { imageRef: string; pullMs: number; sizeBytes?: number }
 
-/** Seconds as Go's time.Duration prints them in upstream's Pulled message: `1.234s`, `850ms`. */
-function formatSeconds(s: number): string {
-  if (s < 1) return `${Math.round(s * 1000)}ms`;
-  return `${Number(s.toFixed(3))}s`;
+/**
+ * Upstream's Pulled message: `Successfully pulled image "X" in 1.234s (1.5s including waiting).
+ * Image size: N bytes.`, durations as Go prints them truncated to milliseconds (`850ms`,
+ * `1m2.5s`). The size is the pulled image's as the runtime reports it; a runtime that cannot
+ * tell it gets the sentence without its last part rather than a made-up `0 bytes`.
+ */
+export function pulledMessage(image: string, pullMs: number, waitedMs: number, sizeBytes?: number): string {
+  const size = sizeBytes !== undefined && Number.isSafeInteger(sizeBytes) && sizeBytes >= 0 ? ` Image size: ${sizeBytes} bytes.` : '';
+  return `Successfully pulled image "${image}" in ${goDurationMs(pullMs)} (${goDurationMs(waitedMs)} including waiting).${size}`;
 }

@@ -81,3 +81,8 @@ export function pullProgressOfMessage(message: string | undefined): { percent: n
   const p = m[1] ? PERCENT.exec(m[1]) : null;
   return { percent: p ? Number(p[1]) : undefined };
 }
+
+/** The message without its figures (`Pulling image "x"`): what stays the same while a pull moves on. */
+export function withoutProgress(message: string): string {
+  return pullProgressOfMessage(message) ? message.replace(/^(Pulling image "[^"]*"):.*$/s, '$1') : message;
+}

@@ -31,7 +31,7 @@ Flags:
   -w, --watch              after the list, print a pod's row each time it changes (Ctrl-C to stop);
                            while an image pulls, its row again with the progress after it, when
                            it has moved on (every 10 %, at most every 2 s):
-                           big-vm   0/1   ContainerCreating   0   9s   Pulling image "r/big:1": 45.1 / 300 MB (15%), 12 MB/s
+                           big-vm   0/1   ContainerCreating   0   9s      Pulling image "r/big:1": 45.1 / 300 MB (15%), 12 MB/s
       --root-dir DIR       the kubelet's root dir, where its socket is (default: the configured rootDir)
   -h, --help               this help
 `;
@@ -177,7 +177,8 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
         const note = progressNote(pod);
         if (lastSeen.get(uid)?.key === key && !note) continue;
         lastSeen.set(uid, { pod, key });
-        if (note) out.write(`${rowLine(row, shape, widths)}   ${note}\n`);
+        // The progress after the last column, padded so that notes line up.
+        if (note) out.write(`${rowLine(row, shape, widths).padEnd(widths.reduce((n, w) => n + w + 3, -3))}   ${note}\n`);
         else printRow(pod, row);
       }
       // A pull that ended is shown from its start again the next time.

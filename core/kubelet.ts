@@ -17,6 +17,7 @@ import { ProbeResults } from './status/probe-results.ts';
 import { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
+import { withPullProgress } from './pod/pull-progress-status.ts';
 import { PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
 import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
@@ -101,6 +102,7 @@ export class Kubelet {
   private cache!: RuntimeCache;
   private status!: StatusManager;
   private syncer!: PodSyncer;
+  private puller: ImagePuller | undefined;
   /** The sync loop: desired and terminating pods, admission, pod workers, housekeeping. */
   private loop!: SyncLoop;
   private pleg!: Pleg;
@@ -230,7 +232,7 @@ export class Kubelet {
       probes: this.probes,
       onUpdate: (pod, status) => this.reporter?.status(pod, status),
     });
-    const puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
+    const puller = this.puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
@@ -466,7 +468,8 @@ export class Kubelet {
   }
 
   podList(): object {
-    return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.pods() };
+    // Served with the progress of the pulls running now (never posted: core/pod/pull-progress-status.ts).
+    return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.pods().map((p) => withPullProgress(p, this.puller?.activePulls(p.metadata?.uid ?? '') ?? [])) };
   }
 
   healthz(): string {

@@ -10,7 +10,8 @@ export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--ui
 Shows where the pod's start spent its time: every step from the kubelet seeing the pod to
 its first Ready (admission, volumes, image, sandbox, network, each container, each plugin
 hook tap), as a waterfall; a step tried again and again (an image pull in back-off) is one
-row with its count, and a failed step says why. POD is the pod's name, for a static pod the
+row with its count, and a failed step says why. A step running now shows its time so far; an
+image pull its progress (pulling: 45.1 / 300 MB (15%), 12 MB/s), then what it pulled. POD is the pod's name, for a static pod the
 name in its manifest (the node name suffix is found), or a prefix of its UID (--uid PREFIX
 picks one of two pods of one name). It asks the local kubelet on its socket
 (<rootDir>/kubelet-ts.sock, as root); --root-dir names the kubelet's root dir.

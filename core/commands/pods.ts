@@ -3,7 +3,9 @@
  * pods` shows them, read from its local socket (GET /pods), so an operator needs neither an
  * API server nor curl and jq. `-w` follows: the socket has no pod watch, so the list is read
  * again every second and a pod's row is printed each time it changes, as kubectl's watch
- * prints one row per event.
+ * prints one row per event. While an image pulls, the pod's row is printed again with the pull's
+ * progress after it when the pull has moved on (core/commands/pull-progress-throttle.ts): its
+ * STATUS stays ContainerCreating as in kubectl, and the progress is the waiting message.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Writable } from 'node:stream';
@@ -13,6 +15,7 @@ import { parseCommandArgs, UsageError } from './command-args.ts';
 import { localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
 import { podRow, type PodRow } from './pod-columns.ts';
 import { columnWidths, headerLine, podTable, rowLine, type TableShape } from './pod-table.ts';
+import { PullProgressThrottle, pullMessagesOf } from './pull-progress-throttle.ts';
 
 export const PODS_USAGE = `Usage: kubelet-ts pods [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [-w] [--root-dir DIR]
        kubelet-ts get pods ...      the same
@@ -25,7 +28,10 @@ Flags:
   -n, --namespace NS       pods of this namespace (default: "default")
   -A, --all-namespaces     pods of every namespace, with a NAMESPACE column
   -o, --output FORMAT      wide (adds IP and NODE), json, yaml or name
-  -w, --watch              after the list, print a pod's row each time it changes (Ctrl-C to stop)
+  -w, --watch              after the list, print a pod's row each time it changes (Ctrl-C to stop);
+                           while an image pulls, its row again with the progress after it, when
+                           it has moved on (every 10 %, at most every 2 s):
+                           big-vm   0/1   ContainerCreating   0   9s      Pulling image "r/big:1": 45.1 / 300 MB (15%), 12 MB/s
       --root-dir DIR       the kubelet's root dir, where its socket is (default: the configured rootDir)
   -h, --help               this help
 `;
@@ -136,6 +142,15 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
     // What was last printed of each pod, by UID (two pods may share a name while one replaces
     // the other). AGE is left out: it changes every second but is no change of the pod.
     const lastSeen = new Map(initial.map((p, i) => [p.metadata?.uid ?? '', { pod: p, key: rowKey(initialRows[i]!) }]));
+    const pulls = new PullProgressThrottle();
+    /** Pull progress after the row, for the table outputs, when it has moved on enough to say so. */
+    const progressNote = (pod: V1Pod): string | undefined => {
+      const uid = pod.metadata?.uid ?? '';
+      const messages = pullMessagesOf(pod);
+      const shown = messages.filter((m) => pulls.shouldShow(`${uid}/${m.key}`, m.message, now()));
+      if (!table || shown.length === 0) return undefined;
+      return shown.map((m) => (messages.length > 1 ? `${m.container}: ${m.message}` : m.message)).join('; ');
+    };
     let unreachable = false;
     while (!opts.signal?.aborted) {
       await sleep(opts.pollMs ?? WATCH_POLL_MS, undefined, opts.signal ? { signal: opts.signal } : {}).catch(() => {});
@@ -152,15 +167,22 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
       }
       unreachable = false;
       const present = new Set<string>();
+      const pulling = new Set<string>();
       for (const pod of current) {
         const uid = pod.metadata?.uid ?? '';
         present.add(uid);
+        for (const m of pullMessagesOf(pod)) pulling.add(`${uid}/${m.key}`);
         const row = podRow(pod, now());
         const key = rowKey(row);
-        if (lastSeen.get(uid)?.key === key) continue;
+        const note = progressNote(pod);
+        if (lastSeen.get(uid)?.key === key && !note) continue;
         lastSeen.set(uid, { pod, key });
-        printRow(pod, row);
+        // The progress after the last column, padded so that notes line up.
+        if (note) out.write(`${rowLine(row, shape, widths).padEnd(widths.reduce((n, w) => n + w + 3, -3))}   ${note}\n`);
+        else printRow(pod, row);
       }
+      // A pull that ended is shown from its start again the next time.
+      pulls.retain(pulling);
       // A pod gone from the kubelet: its last row once more, as kubectl prints a DELETED event.
       for (const [uid, { pod }] of [...lastSeen]) {
         if (present.has(uid)) continue;

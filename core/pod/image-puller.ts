@@ -4,12 +4,18 @@ import { errorMessage } from '../errors.ts';
 import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { Limiter } from '../util/limiter.ts';
+import { goDurationMs } from '../util/go-duration.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
+import { PullProgressTracker, type PullHandle } from './pull-progress.ts';
+import type { ActivePull } from './pull-progress-status.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
 export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName'; message: string }
+
+/** The image is there; `pulled` when this call pulled it: its size (when the runtime tells it) and the pull's own time. */
+export interface ImageReady { imageRef: string; pulled?: { sizeBytes?: number; pullMs: number } }
 
 /**
  * Ensures a container's image is on the node according to imagePullPolicy, with the
@@ -33,16 +39,38 @@ export class ImagePuller {
   }
 
   private readonly limiter: Limiter | undefined;
+  /** Progress of the runtime's pulls, when the runtime can tell it (ContainerRuntime.pullProgress). */
+  private readonly progress: PullProgressTracker | undefined;
+  /** The pull of each image running now (its progress). */
+  private readonly running = new Map<string, PullHandle>();
+  /** The containers waiting for a pull now, by pod UID, then by `init/name`. */
+  private readonly waiters = new Map<string, Map<string, { container: string; init: boolean; image: string }>>();
 
-  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number; events?: EventRecorder }) {
+  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number; events?: EventRecorder; progressPollMs?: number }) {
     this.limiter = deps.maxParallelPulls ? new Limiter(deps.maxParallelPulls) : undefined;
+    const runtime = deps.runtime;
+    if (typeof runtime.pullProgress === 'function') {
+      this.progress = new PullProgressTracker({ source: () => runtime.pullProgress!(), logger: deps.logger, ...(deps.progressPollMs ? { pollMs: deps.progressPollMs } : {}) });
+    }
+  }
+
+  /** The pod's containers whose image is being pulled now, with the pull's progress when known. */
+  activePulls(uid: string): ActivePull[] {
+    const mine = this.waiters.get(uid);
+    if (!mine) return [];
+    return [...mine.values()].map((w) => ({ ...w, progress: this.running.get(w.image)?.snapshot() }));
+  }
+
+  /** One container's pull now, if its image is being pulled. */
+  activePull(uid: string, container: string, init = false): ActivePull | undefined {
+    return this.activePulls(uid).find((p) => p.container === container && p.init === init);
   }
 
   /**
    * Makes sure the container's image is there. `objects` gives the pod's image pull secrets:
    * each matching credential is tried in turn (upstream's keyring), then none.
    */
-  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource): Promise<{ imageRef: string } | ImageWait> {
+  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource): Promise<ImageReady | ImageWait> {
     const ref = podRef(pod, container.name, init);
     const event = (type: 'Normal' | 'Warning', reason: string, message: string) => this.deps.events?.record(ref, type, reason, message);
     const image = container.image ?? '';
@@ -72,13 +100,16 @@ export class ImagePuller {
     // Upstream's wording; the pull goes on without them (the registry may not need them).
     if (problems.length > 0) event('Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${problems.join('; ')}); attempting to pull the image may not succeed.`);
     event('Normal', 'Pulling', `Pulling image "${image}"`);
+    const uid = pod.metadata!.uid!;
+    const waiter = `${init ? 'init' : 'app'}/${container.name}`;
+    let mine = this.waiters.get(uid);
+    if (!mine) this.waiters.set(uid, (mine = new Map()));
+    mine.set(waiter, { container: container.name, init, image });
     try {
       const { imageRef, pullMs, sizeBytes } = await this.pullWith(image, credentials, sandboxConfig);
-      const waited = (performance.now() - started) / 1000;
-      // Upstream's wording (1.29+), the size as the runtime reports the pulled image.
-      const size = sizeBytes !== undefined ? ` Image size: ${sizeBytes} bytes.` : '';
-      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatSeconds(pullMs / 1000)} (${formatSeconds(waited)} including waiting).${size}`);
-      return { imageRef };
+      const waitedMs = performance.now() - started;
+      event('Normal', 'Pulled', pulledMessage(image, pullMs, waitedMs, sizeBytes));
+      return { imageRef, pulled: { pullMs, ...(sizeBytes !== undefined ? { sizeBytes } : {}) } };
     } catch (err) {
       this.deps.backoff.next(key, now);
       this.deps.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, image, err: errorMessage(err) }, 'image pull failed');
@@ -87,7 +118,8 @@ export class ImagePuller {
       event('Warning', 'Failed', 'Error: ErrImagePull');
       return { reason: 'ErrImagePull', message };
     } finally {
-      const uid = pod.metadata!.uid!;
+      mine.delete(waiter);
+      if (mine.size === 0 && this.waiters.get(uid) === mine) this.waiters.delete(uid);
       this.pulled.set(uid, (this.pulled.get(uid) ?? 0) + performance.now() - started);
     }
   }
@@ -117,7 +149,16 @@ export class ImagePuller {
       const { from: _from, ...auth } = cred ?? { from: '' };
       const pull = async () => {
         const started = performance.now();
-        const imageRef = await this.deps.runtime.pullImage(image, cred ? auth : undefined, sandboxConfig);
+        // Progress is tracked while the runtime pulls (not while the pull waits for a slot).
+        const handle = this.progress?.begin(image);
+        if (handle) this.running.set(image, handle);
+        let imageRef: string;
+        try {
+          imageRef = await this.deps.runtime.pullImage(image, cred ? auth : undefined, sandboxConfig);
+        } finally {
+          handle?.end();
+          if (handle && this.running.get(image) === handle) this.running.delete(image);
+        }
         const pullMs = performance.now() - started;
         // The size is for the Pulled event only: a runtime that cannot tell it fails no pull.
         const sizeBytes = (await this.deps.runtime.imageStatus(imageRef).catch(() => null))?.size;
@@ -134,8 +175,13 @@ export class ImagePuller {
 /** A finished pull: the image reference, the pull's own time, and the image's size when the runtime says it. */
 interface PullResult { imageRef: string; pullMs: number; sizeBytes?: number }
 
-/** Seconds as Go's time.Duration prints them in upstream's Pulled message: `1.234s`, `850ms`. */
-function formatSeconds(s: number): string {
-  if (s < 1) return `${Math.round(s * 1000)}ms`;
-  return `${Number(s.toFixed(3))}s`;
+/**
+ * Upstream's Pulled message: `Successfully pulled image "X" in 1.234s (1.5s including waiting).
+ * Image size: N bytes.`, durations as Go prints them truncated to milliseconds (`850ms`,
+ * `1m2.5s`). The size is the pulled image's as the runtime reports it; a runtime that cannot
+ * tell it gets the sentence without its last part rather than a made-up `0 bytes`.
+ */
+export function pulledMessage(image: string, pullMs: number, waitedMs: number, sizeBytes?: number): string {
+  const size = sizeBytes !== undefined && Number.isSafeInteger(sizeBytes) && sizeBytes >= 0 ? ` Image size: ${sizeBytes} bytes.` : '';
+  return `Successfully pulled image "${image}" in ${goDurationMs(pullMs)} (${goDurationMs(waitedMs)} including waiting).${size}`;
 }

@@ -25,7 +25,8 @@ import { SecurityContextError, needsImageUser, type ImageUser, type SecurityInpu
 import { checkSeccompProfile } from './seccomp-profiles.ts';
 import { TerminationMessagePathError, removeTerminationMessageFile, terminationMessageMount } from './termination-message.ts';
 import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
-import type { PodTimelines } from '../timeline/pod-timeline.ts';
+import type { PodTimelines, TimedExtras } from '../timeline/pod-timeline.ts';
+import { pulledNote } from './pull-progress-format.ts';
 import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
@@ -291,7 +292,14 @@ export class PodSyncer {
     const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message, init);
     const objects = this.deps.objects?.(pod);
     // A pull that failed or waits in back-off is a failed step of the start, with its reason.
-    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`, (r) => ('reason' in r ? `${r.reason}: ${r.message}` : undefined));
+    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`, (r) => ('reason' in r ? `${r.reason}: ${r.message}` : undefined), {
+      // While it pulls, `explain` shows how far along it is; once pulled, its size and rate.
+      live: () => {
+        const pull = this.deps.puller.activePull(uid, c.name, init);
+        return pull?.progress ? { progress: pull.progress } : undefined;
+      },
+      note: (r) => ('pulled' in r && r.pulled ? pulledNote(r.pulled) : undefined),
+    });
     if ('reason' in image) {
       waiting.set(c.name, image);
       return;
@@ -373,8 +381,8 @@ export class PodSyncer {
   }
 
   /** Runs `fn` as a step of the pod's start timeline (recorded until the pod is first Ready). */
-  private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string, failureOf?: (result: T) => string | undefined): Promise<T> {
-    return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail, failureOf) : fn();
+  private timed<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string, failureOf?: (result: T) => string | undefined, extras?: TimedExtras<T>): Promise<T> {
+    return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail, failureOf, extras) : fn();
   }
 
   /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */

@@ -231,6 +231,26 @@ export interface PodSandboxStats {
   containers: ContainerStats[];
 }
 
+/**
+ * One download of an image pull in flight, as the runtime reports it (containerd: an active
+ * ingest of its content store). Downloads are blobs (layers, configs, manifests), named by
+ * digest, not by image: the core attributes them to the pulls it runs. Numbers are checked
+ * by the core (a runtime may report anything); times are milliseconds since the epoch, 0 when
+ * unknown.
+ */
+export interface PullProgress {
+  /** The runtime's name for the download (containerd: `layer-sha256:…`). */
+  ref: string;
+  /** Bytes downloaded so far. */
+  offsetBytes: number;
+  /** The blob's size in bytes, 0 when unknown. */
+  totalBytes: number;
+  /** When the download began (a resumed download keeps its first start). */
+  startedAt: number;
+  /** When bytes last arrived. */
+  updatedAt: number;
+}
+
 export interface PullAuth { username?: string; password?: string; auth?: string; serverAddress?: string; identityToken?: string; registryToken?: string }
 
 /**
@@ -268,6 +288,12 @@ export interface ContainerRuntime {
   imageStatus(image: string): Promise<ImageInfo | null>;
   /** pullImage pulls an image and returns its image reference (id or digest). */
   pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  /**
+   * pullProgress returns the downloads of image pulls in flight on the node, whoever started
+   * them (optional: without it pulls show no progress). The core calls it about once a second
+   * and only while one of its pulls runs; it should answer within a second or two.
+   */
+  pullProgress?(): Promise<PullProgress[]>;
   /** listImages returns the images on the node (the Node's status lists them). */
   listImages(): Promise<ImageInfo[]>;
   /** status returns the runtime's conditions (RuntimeReady, NetworkReady): the Node's Ready condition follows them. */

@@ -1,3 +1,5 @@
+import type { PullSnapshot } from '../pod/pull-progress.ts';
+
 /** One step of a pod's start: what happened, when it began and how long it took. */
 export interface TimelineStep {
   /** What the step is: 'source-seen', 'admitted', 'volumes', 'image', 'sandbox-slot' (waited for one), 'sandbox', 'network', 'init:<name>', 'create:<name>', 'start:<name>', 'hook:<hook>', 'ready'. */
@@ -16,7 +18,24 @@ export interface TimelineStep {
    */
   attempts?: number;
   lastEndMs?: number;
+  /** The step has not ended yet: `durationMs` is how long so far. Only in what is served while it runs. */
+  running?: boolean;
+  /** A running image pull's progress, when the runtime tells it. */
+  progress?: PullSnapshot;
+  /** What a finished step is worth knowing by (an image pull: `pulled 48 MB in 6.9s, 7 MB/s`). */
+  note?: string;
 }
+
+/** What a step that runs can tell about itself while it runs (read when the timeline is served). */
+export type LiveStep = () => { progress?: PullSnapshot } | undefined;
+
+/** Extras of a timed step: what it tells while it runs, and a note on its result. */
+export interface TimedExtras<T> {
+  live?: LiveStep;
+  note?: (result: T) => string | undefined;
+}
+
+interface Ongoing { step: string; startMs: number; detail: string | undefined; live: LiveStep | undefined }
 
 /** A pod's start, as served on /debug/pods/{ns}/{name}/timeline. */
 export interface PodStartTimeline {
@@ -40,6 +59,8 @@ const MAX_STEPS = 200;
  */
 export class PodTimelines {
   private readonly pods = new Map<string, PodStartTimeline>();
+  /** Steps running now, by pod: served with the timeline (a pull of minutes shows while it lasts). */
+  private readonly ongoing = new Map<string, Set<Ongoing>>();
 
   /** The pod was seen by a source: its timeline begins. */
   seen(uid: string, namespace: string, name: string, atMs = Date.now()): void {
@@ -68,16 +89,31 @@ export class PodTimelines {
    * Times `fn` as a step of the pod's start; a throw is recorded with its message and rethrown.
    * `failureOf` tells a result that is a failure (a pull answered with ErrImagePull) by its message.
    */
-  async time<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string, failureOf?: (result: T) => string | undefined): Promise<T> {
+  async time<T>(uid: string, step: string, fn: () => Promise<T>, detail?: string, failureOf?: (result: T) => string | undefined, extras: TimedExtras<T> = {}): Promise<T> {
     const startMs = Date.now();
+    const t = this.pods.get(uid);
+    let running: Ongoing | undefined;
+    if (t && t.readyMs === undefined) {
+      running = { step, startMs, detail, live: extras.live };
+      let set = this.ongoing.get(uid);
+      if (!set) this.ongoing.set(uid, (set = new Set()));
+      set.add(running);
+    }
     try {
       const result = await fn();
       const error = failureOf?.(result);
-      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), ...(error ? { error } : {}) });
+      const note = error ? undefined : extras.note?.(result);
+      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), ...(error ? { error } : {}), ...(note ? { note } : {}) });
       return result;
     } catch (err) {
       this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), error: err instanceof Error ? err.message : String(err) });
       throw err;
+    } finally {
+      if (running) {
+        const set = this.ongoing.get(uid);
+        set?.delete(running);
+        if (set?.size === 0) this.ongoing.delete(uid);
+      }
     }
   }
 
@@ -89,11 +125,23 @@ export class PodTimelines {
     t.readyMs = atMs;
   }
 
-  /** A pod's timeline with steps in start order. */
-  get(uid: string): PodStartTimeline | undefined {
+  /** A pod's timeline with steps in start order, those still running included (`running`, their time so far). */
+  get(uid: string, nowMs = Date.now()): PodStartTimeline | undefined {
     const t = this.pods.get(uid);
     if (!t) return undefined;
-    return { ...t, steps: [...t.steps].sort((a, b) => a.startMs - b.startMs) };
+    const running: TimelineStep[] = [];
+    if (t.readyMs === undefined) {
+      for (const o of this.ongoing.get(uid) ?? []) {
+        let live: ReturnType<LiveStep>;
+        try {
+          live = o.live?.();
+        } catch {
+          live = undefined;
+        }
+        running.push({ step: o.step, startMs: o.startMs, durationMs: Math.max(0, nowMs - o.startMs), ...(o.detail ? { detail: o.detail } : {}), running: true, ...(live?.progress ? { progress: live.progress } : {}) });
+      }
+    }
+    return { ...t, steps: [...t.steps, ...running].sort((a, b) => a.startMs - b.startMs) };
   }
 
   /** Finds a pod's timeline by namespace and name. */
@@ -104,5 +152,6 @@ export class PodTimelines {
 
   forget(uid: string): void {
     this.pods.delete(uid);
+    this.ongoing.delete(uid);
   }
 }

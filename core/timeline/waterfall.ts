@@ -1,4 +1,6 @@
 import type { PodStartTimeline, TimelineStep } from './pod-timeline.ts';
+import type { PullSnapshot } from '../pod/pull-progress.ts';
+import { formatPullProgress } from '../pod/pull-progress-format.ts';
 
 const BAR_WIDTH = 40;
 /** The step column's width at most; a longer label gets a line of its own, never cut. */
@@ -19,6 +21,12 @@ interface Row {
   cause: string | undefined;
   /** Whether the last attempt failed (the step has not succeeded since). */
   failing: boolean;
+  /** An attempt is running now (its time so far is in the row); what it tells of its progress. */
+  running: boolean;
+  step: string;
+  progress: PullSnapshot | undefined;
+  /** The last successful attempt's note (`pulled 48 MB in 6.9s, 7 MB/s`). */
+  note: string | undefined;
 }
 
 const labelOf = (s: TimelineStep) => (s.detail ? `${s.step} (${s.detail})` : s.step);
@@ -36,12 +44,23 @@ function mergeAttempts(steps: TimelineStep[]): Row[] {
     const attempts = s.attempts ?? 1;
     const row = rows.get(label);
     if (!row) {
-      rows.set(label, { label, startMs: s.startMs, endMs: end, durationMs: s.durationMs, attempts, failures: s.error ? attempts : 0, error: s.error, cause: causeOf(s.error), failing: !!s.error });
+      rows.set(label, {
+        label, startMs: s.startMs, endMs: end, durationMs: s.durationMs, attempts: s.running ? 0 : attempts, failures: s.error ? attempts : 0,
+        error: s.error, cause: causeOf(s.error), failing: !!s.error, running: !!s.running, step: s.step, progress: s.progress, note: s.note,
+      });
       continue;
     }
-    row.attempts += attempts;
-    row.durationMs += s.durationMs;
     row.endMs = Math.max(row.endMs, end);
+    row.durationMs += s.durationMs;
+    // The attempt running now is no try yet: it neither failed nor succeeded.
+    if (s.running) {
+      row.running = true;
+      row.failing = false;
+      row.progress = s.progress;
+      continue;
+    }
+    row.note = s.note ?? row.note;
+    row.attempts += attempts;
     if (s.error) {
       row.failures += attempts;
       row.error = s.error;
@@ -54,12 +73,22 @@ function mergeAttempts(steps: TimelineStep[]): Row[] {
 
 const causeOf = (error: string | undefined) => (error && !/back-?off/i.test(error) ? error : undefined);
 
-/** `failed: why` for a step that has not succeeded; `failed 3 of 4 tries, then succeeded` for one that did. */
+/**
+ * `failed: why` for a step that has not succeeded; `failed 3 of 4 tries, then succeeded` for
+ * one that did; `pulling: 45.1 / 300 MB (15%), 12 MB/s` for a pull going on now, and what a
+ * finished step notes of itself (`pulled 48 MB in 6.9s, 7 MB/s`).
+ */
 function outcome(r: Row): string {
-  if (!r.failures) return '';
+  if (r.running) {
+    const doing = r.step === 'image' ? 'pulling' : 'running';
+    const before = r.failures ? ` (after ${r.failures} failed ${r.failures === 1 ? 'try' : 'tries'}: ${r.cause ?? r.error})` : '';
+    return `  ${doing}${r.progress ? `: ${formatPullProgress(r.progress)}` : ''}${before}`;
+  }
+  const note = r.note && !r.failing ? `  ${r.note}` : '';
+  if (!r.failures) return note;
   const tries = r.attempts > 1 ? ` ${r.failures === r.attempts ? `all ${r.attempts} tries` : `${r.failures} of ${r.attempts} tries`}` : '';
   const why = r.cause && r.cause !== r.error ? `${r.cause} (now ${r.error})` : r.error;
-  return r.failing ? `  failed${tries}: ${why}` : `  failed${tries}, then succeeded (last error: ${r.cause ?? r.error})`;
+  return r.failing ? `  failed${tries}: ${why}` : `  failed${tries}, then succeeded (last error: ${r.cause ?? r.error})${note}`;
 }
 
 /**
@@ -71,7 +100,7 @@ export function renderWaterfall(t: PodStartTimeline, opts: { color?: boolean } =
   const end = Math.max(t.readyMs ?? 0, ...t.steps.map((s) => s.startMs + s.durationMs), t.seenMs + 1);
   const span = end - t.seenMs;
   const rows = mergeAttempts(t.steps);
-  const title = (r: Row) => (r.attempts > 1 ? `${r.label} ×${r.attempts}` : r.label);
+  const title = (r: Row) => (r.attempts + (r.running ? 1 : 0) > 1 ? `${r.label} ×${r.attempts + (r.running ? 1 : 0)}` : r.label);
   const width = Math.min(MAX_LABEL_WIDTH, Math.max(12, ...rows.map((r) => title(r).length).filter((n) => n <= MAX_LABEL_WIDTH)));
   const lines: string[] = [];
   const total = t.readyMs !== undefined ? `Ready after ${t.readyMs - t.seenMs} ms` : `not Ready yet (${span} ms so far)`;
@@ -81,7 +110,7 @@ export function renderWaterfall(t: PodStartTimeline, opts: { color?: boolean } =
     const offset = r.startMs - t.seenMs;
     const from = Math.min(Math.floor((offset / span) * BAR_WIDTH), BAR_WIDTH - 1);
     // A merged row's bar covers its first attempt's start to its last attempt's end.
-    const len = Math.max(1, Math.round(((r.attempts > 1 ? r.endMs - r.startMs : r.durationMs) / span) * BAR_WIDTH));
+    const len = Math.max(1, Math.round(((r.attempts + (r.running ? 1 : 0) > 1 ? r.endMs - r.startMs : r.durationMs) / span) * BAR_WIDTH));
     const bar = ' '.repeat(from) + (r.failing ? 'x' : '█').repeat(Math.min(len, BAR_WIDTH - from));
     const name = title(r);
     // Too long for the column: the label on a line of its own, the figures below it.

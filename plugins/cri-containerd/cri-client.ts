@@ -1,7 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import { clampTimerMs, KubeletError, type ErrorCode } from 'kubelet-ts';
-import { loadCriPackage, type CriServiceClient } from './proto-loader.ts';
+import { loadContentService, loadCriPackage, type CriServiceClient } from './proto-loader.ts';
+
+/**
+ * The containerd namespace of everything CRI does (containerd's CRI plugin uses this one, and
+ * it cannot be configured): calls to containerd's own services name it in their metadata.
+ */
+export const CRI_CONTAINERD_NAMESPACE = 'k8s.io';
 
 /**
  * A thin promise wrapper over the generated CRI clients: every call carries a deadline,
@@ -10,6 +16,10 @@ import { loadCriPackage, type CriServiceClient } from './proto-loader.ts';
 export class CriClient {
   private readonly runtime: CriServiceClient;
   private readonly image: CriServiceClient;
+  /** containerd's content service on the same socket (pull progress), made on first use. */
+  private content: CriServiceClient | undefined;
+  private readonly target: string;
+  private readonly options: grpc.ChannelOptions;
 
   constructor(readonly endpoint: string) {
     const { RuntimeService, ImageService } = loadCriPackage();
@@ -24,6 +34,8 @@ export class CriClient {
     };
     this.runtime = new RuntimeService(target, grpc.credentials.createInsecure(), options) as CriServiceClient;
     this.image = new ImageService(target, grpc.credentials.createInsecure(), options, ) as CriServiceClient;
+    this.target = target;
+    this.options = options;
   }
 
   /** The socket path of a unix:// endpoint. */
@@ -48,23 +60,35 @@ export class CriClient {
     return this.call(this.image, method, request, timeoutMs);
   }
 
+  /**
+   * Calls containerd's content service (not CRI) on the same socket, in the CRI namespace. A
+   * runtime that is no containerd answers Unimplemented (`unknown service`).
+   */
+  callContent<T = any>(method: string, request: object, timeoutMs: number): Promise<T> {
+    this.content ??= new (loadContentService())(this.target, grpc.credentials.createInsecure(), this.options) as CriServiceClient;
+    const metadata = new grpc.Metadata();
+    metadata.set('containerd-namespace', CRI_CONTAINERD_NAMESPACE);
+    return this.call(this.content, method, request, timeoutMs, metadata, 'containerd content');
+  }
+
   close(): void {
     this.runtime.close();
     this.image.close();
+    this.content?.close();
   }
 
-  private call<T>(client: CriServiceClient, method: string, request: object, timeoutMs: number): Promise<T> {
+  private call<T>(client: CriServiceClient, method: string, request: object, timeoutMs: number, metadata = new grpc.Metadata(), api = 'CRI'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // A deadline grpc-js can express and time (it throws for ones past ~3.6e11 s).
       const deadline = new Date(Date.now() + (clampTimerMs(timeoutMs) || 1));
       try {
-        client[method](request, new grpc.Metadata(), { deadline }, (err: grpc.ServiceError | null, response: T) => {
-          if (err) reject(toKubeletError(method, err));
+        client[method](request, metadata, { deadline }, (err: grpc.ServiceError | null, response: T) => {
+          if (err) reject(toKubeletError(method, err, api));
           else resolve(response);
         });
       } catch (err) {
         // A request the generated client cannot serialise (a value out of a field's range) is refused here, not thrown later.
-        reject(new KubeletError('InvalidInput', `CRI ${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+        reject(new KubeletError('InvalidInput', `${api} ${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
       }
     });
   }
@@ -79,10 +103,10 @@ const CODE_MAP: Partial<Record<grpc.status, ErrorCode>> = {
   [grpc.status.ALREADY_EXISTS]: 'AlreadyExists',
 };
 
-function toKubeletError(method: string, err: grpc.ServiceError): KubeletError {
+function toKubeletError(method: string, err: grpc.ServiceError, api = 'CRI'): KubeletError {
   let code = CODE_MAP[err.code] ?? 'Internal';
   // containerd reports some missing objects as UNKNOWN with a "not found" message.
   if (code === 'Internal' && /not found/i.test(err.details ?? '')) code = 'NotFound';
   const detail = err.details || err.message;
-  return new KubeletError(code, `CRI ${method}: ${detail}`, { cause: err });
+  return new KubeletError(code, `${api} ${method}: ${detail}`, { cause: err });
 }

@@ -62,3 +62,18 @@ export function loadCriPackage(): CriPackage {
 export function criMethodNames(ctor: CriServiceClientConstructor): string[] {
   return Object.keys(ctor.service);
 }
+
+/** Absolute path of the slice of containerd's content service this plugin uses (pull progress). */
+export const CONTENT_PROTO_PATH: string = fileURLToPath(new URL('./proto/content.proto', import.meta.url));
+
+let contentCached: CriServiceClientConstructor | undefined;
+
+/** Loads content.proto (memoized) and returns the `containerd.services.content.v1.Content` client constructor. */
+export function loadContentService(): CriServiceClientConstructor {
+  if (contentCached) return contentCached;
+  const root = grpc.loadPackageDefinition(protoLoader.loadSync(CONTENT_PROTO_PATH, CRI_LOADER_OPTIONS)) as any;
+  const Content = root?.containerd?.services?.content?.v1?.Content;
+  if (!Content) throw new Error(`proto at ${CONTENT_PROTO_PATH} does not define containerd.services.content.v1.Content`);
+  contentCached = Content as CriServiceClientConstructor;
+  return contentCached;
+}

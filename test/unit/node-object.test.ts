@@ -4,7 +4,7 @@ import {
   apiTime, conditionsWithTimes, initialNode, ownedStatusChanged, readyCondition, reconcileExistingNode, statusImages, statusPatch, type OwnedStatus,
 } from '../../core/node/node-object.ts';
 import { microTime } from '../../core/node/node-lease.ts';
-import { KUBELET_VERSION } from '../../core/node/version.ts';
+import { KUBELET_VERSION } from '../../core/version.ts';
 import { invalidLabelKey, kubeletMaySetLabel } from '../../core/node/labels.ts';
 
 const UP = { conditions: [{ type: 'RuntimeReady', status: true }, { type: 'NetworkReady', status: true }] };

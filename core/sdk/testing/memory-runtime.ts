@@ -11,6 +11,7 @@ import type {
   ExecResult,
   ImageInfo,
   PodSandboxConfig,
+  PullProgress,
   RuntimeCondition,
   RuntimeVersion,
   SandboxStatus,
@@ -29,15 +30,21 @@ import type {
  * - exec: `echo` prints its arguments, `true`/`false` exit 0/1, `exit N` exits N, anything
  *   else exits 127 with `<cmd>: not found` on stderr, as a shell would.
  *
- * Images are present once pulled (or listed in `images`); nothing is ever really run.
+ * Images are present once pulled (or listed in `images`); nothing is ever really run. With
+ * `pulls`, a pull of an absent image takes as long as downloading `bytes` at `bytesPerSecond`
+ * would, and `pullProgress` reports it as one download (as containerd reports a layer), so
+ * tests can watch pull progress without a registry.
  */
 export class MemoryRuntime implements ContainerRuntime {
   private readonly sandboxes = new Map<string, { summary: SandboxSummary; config: PodSandboxConfig; runtimeHandler: string }>();
   private readonly containers = new Map<string, { status: ContainerStatus; config: ContainerConfig; logFile: string }>();
   private readonly images = new Map<string, ImageInfo>();
+  private readonly downloads = new Map<string, { startedAt: number; totalBytes: number }>();
+  private readonly pulls: { bytes: number; bytesPerSecond: number } | undefined;
 
-  constructor(options: { images?: string[] } = {}) {
+  constructor(options: { images?: string[]; pulls?: { bytes: number; bytesPerSecond: number } } = {}) {
     for (const image of options.images ?? []) this.addImage(image);
+    this.pulls = options.pulls;
   }
 
   async version(): Promise<RuntimeVersion> {
@@ -165,7 +172,29 @@ export class MemoryRuntime implements ContainerRuntime {
 
   async pullImage(image: string): Promise<string> {
     if (!image) throw invalidInput('no image given');
+    if (this.pulls && !this.images.has(image)) {
+      const { bytes, bytesPerSecond } = this.pulls;
+      const ref = `layer-sha256:${crypto.createHash('sha256').update(image).digest('hex')}`;
+      this.downloads.set(ref, { startedAt: Date.now(), totalBytes: bytes });
+      try {
+        await new Promise((r) => setTimeout(r, Math.min(60_000, (bytes / bytesPerSecond) * 1000)));
+      } finally {
+        this.downloads.delete(ref);
+      }
+      const info = this.addImage(image);
+      info.size = bytes;
+      return info.id;
+    }
     return this.addImage(image).id;
+  }
+
+  /** The downloads of pulls in flight (with `pulls`): bytes grow at `bytesPerSecond`. */
+  async pullProgress(): Promise<PullProgress[]> {
+    const now = Date.now();
+    const rate = this.pulls?.bytesPerSecond ?? 0;
+    return [...this.downloads].map(([ref, d]) => ({
+      ref, totalBytes: d.totalBytes, offsetBytes: Math.min(d.totalBytes, Math.floor(((now - d.startedAt) / 1000) * rate)), startedAt: d.startedAt, updatedAt: now,
+    }));
   }
 
   async listImages(): Promise<ImageInfo[]> {

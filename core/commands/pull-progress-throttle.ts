@@ -5,7 +5,7 @@
  * moved on by `STEP_PERCENT` and `MIN_INTERVAL_MS` have passed since it was last shown (a
  * 300 MB pull: about ten lines), or, without a known total, every `NO_TOTAL_INTERVAL_MS`.
  */
-import { pullProgressOfMessage } from '../pod/pull-progress-format.ts';
+import { pullProgressOfMessage } from '../runtime/pull-progress-format.ts';
 
 const STEP_PERCENT = 10;
 const MIN_INTERVAL_MS = 2000;

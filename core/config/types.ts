@@ -1,11 +1,21 @@
 import type { Duration } from '../util/duration.ts';
-import type { KubeletPlugin } from '../plugins/plugin-api.ts';
+
+/**
+ * A plugin object as a config lists it: the shape of `KubeletPlugin` (plugins/plugin-api.ts)
+ * that a config needs to name, spelled out here so that config types, which every plugin sees
+ * through its context, import nothing of the plugin API (no cycle of types). The plugin host
+ * checks the rest of a plugin when it loads it.
+ */
+export interface PluginObject {
+  name: string;
+  apply(ctx: never, options: never): void | Promise<void>;
+}
 
 /**
  * A plugin entry in `plugins`: a name (built-in name, npm module or path), a
  * `[name, options]` pair, or a plugin object imported in the config file.
  */
-export type PluginEntry = string | KubeletPlugin<any> | [string | KubeletPlugin<any>] | [string | KubeletPlugin<any>, unknown];
+export type PluginEntry = string | PluginObject | [string | PluginObject] | [string | PluginObject, unknown];
 
 /** A taint as `registerWithTaints` takes it (upstream v1.Taint without timeAdded). */
 export interface NodeTaintInput { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }

@@ -8,7 +8,7 @@ import { goDurationMs } from '../util/go-duration.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
-import { PullProgressTracker, type PullHandle } from './pull-progress.ts';
+import { PullProgressTracker, type PullHandle } from '../runtime/pull-progress.ts';
 import type { ActivePull } from './pull-progress-status.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */

@@ -26,7 +26,7 @@ import { checkSeccompProfile } from './seccomp-profiles.ts';
 import { TerminationMessagePathError, removeTerminationMessageFile, terminationMessageMount } from './termination-message.ts';
 import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
 import type { PodTimelines, TimedExtras } from '../timeline/pod-timeline.ts';
-import { pulledNote } from './pull-progress-format.ts';
+import { pulledNote } from '../runtime/pull-progress-format.ts';
 import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';

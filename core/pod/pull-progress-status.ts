@@ -9,8 +9,8 @@
  * a status PATCH per second per pulling pod.
  */
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import type { PullSnapshot } from './pull-progress.ts';
-import { pullingMessage } from './pull-progress-format.ts';
+import type { PullSnapshot } from '../runtime/pull-progress.ts';
+import { pullingMessage } from '../runtime/pull-progress-format.ts';
 
 /** A container of a pod whose image is being pulled now. */
 export interface ActivePull {

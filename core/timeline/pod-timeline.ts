@@ -1,4 +1,4 @@
-import type { PullSnapshot } from '../pod/pull-progress.ts';
+import type { PullSnapshot } from '../runtime/pull-progress.ts';
 
 /** One step of a pod's start: what happened, when it began and how long it took. */
 export interface TimelineStep {

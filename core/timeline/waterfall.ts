@@ -1,6 +1,6 @@
 import type { PodStartTimeline, TimelineStep } from './pod-timeline.ts';
-import type { PullSnapshot } from '../pod/pull-progress.ts';
-import { formatPullProgress } from '../pod/pull-progress-format.ts';
+import type { PullSnapshot } from '../runtime/pull-progress.ts';
+import { formatPullProgress } from '../runtime/pull-progress-format.ts';
 
 const BAR_WIDTH = 40;
 /** The step column's width at most; a longer label gets a line of its own, never cut. */

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { podsCommand } from '../../core/commands/pods.ts';
 import { PullProgressThrottle } from '../../core/commands/pull-progress-throttle.ts';
-import { pullingMessage } from '../../core/pod/pull-progress-format.ts';
+import { pullingMessage } from '../../core/runtime/pull-progress-format.ts';
 import { PodLineTracker } from '../../tools/up/pod-lines.ts';
 
 const MB = 1_000_000;

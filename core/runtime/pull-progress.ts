@@ -24,7 +24,7 @@
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { PullProgress } from '../runtime/types.ts';
+import type { PullProgress } from './types.ts';
 
 /** What the views show of one pull. */
 export interface PullSnapshot {

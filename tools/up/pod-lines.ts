@@ -8,7 +8,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { podStatusColumns } from '../../core/commands/pod-columns.ts';
 import { PullProgressThrottle, pullMessagesOf } from '../../core/commands/pull-progress-throttle.ts';
-import { withoutProgress } from '../../core/pod/pull-progress-format.ts';
+import { withoutProgress } from '../../core/runtime/pull-progress-format.ts';
 
 const UID_SHOWN = 8;
 

@@ -10,7 +10,7 @@ import { podsCommand } from './commands/pods.ts';
 import { pluginsCommand } from './commands/plugins.ts';
 import { parseCommandArgs } from './commands/command-args.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
-import { ServerListenError } from './server.ts';
+import { ServerListenError } from './server/read-only-server.ts';
 import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
 
 /** The log levels the config schema accepts, so the help can never list fewer or others. */

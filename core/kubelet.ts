@@ -26,12 +26,12 @@ import { Pleg } from './runtime/pleg.ts';
 import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';
 import { StaticPodUrlSource } from './sources/static-url.ts';
-import { KubeletServer } from './server.ts';
+import { KubeletServer } from './server/read-only-server.ts';
 import { PodTimelines } from './timeline/pod-timeline.ts';
 import { VolumeManager } from './volumes/volume-manager.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
 import { EventRecorder, nodeRef, podRef } from './events/event-recorder.ts';
-import { ApiEventSink } from './events/api-event-sink.ts';
+import { ApiEventSink } from './apiserver/api-event-sink.ts';
 // The API node code is loaded only in API-server mode: @kubernetes/client-node's runtime (all
 // generated APIs and models) costs ~70 MiB of RSS a static-only node has no use for.
 import type { ApiNode } from './node/api-node.ts';
@@ -41,7 +41,7 @@ import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
 import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
 import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
-import type { DownwardInputs } from './pod/downward-api.ts';
+import type { DownwardInputs } from './objects/downward-api.ts';
 import type { AdmissionNode } from './pod/admission.ts';
 import { EvictionManager, PRESSURE_CONDITION_TYPES } from './eviction/eviction-manager.ts';
 import { ImageGC } from './eviction/image-gc.ts';

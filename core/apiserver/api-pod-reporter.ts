@@ -9,7 +9,7 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import { isApiPod, isStaticPod } from '../objects/pod-origin.ts';
-import { ApiStatusSync, type PodTarget } from '../status/api-status-sync.ts';
+import { ApiStatusSync, type PodTarget } from './api-status-sync.ts';
 import type { ApiClient } from './api-client.ts';
 import { MirrorPods } from './mirror-pods.ts';
 import { PodApi, classifyPodWrite } from './pod-api.ts';

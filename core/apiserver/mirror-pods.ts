@@ -15,7 +15,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../objects/pod-origin.ts';
-import type { PodTarget, WriteFailure } from '../status/api-status-sync.ts';
+import type { PodTarget, WriteFailure } from './api-status-sync.ts';
 import { isAlreadyExistsError } from './api-errors.ts';
 
 /** What the mirror pod manager writes (core/apiserver/pod-api.ts). */

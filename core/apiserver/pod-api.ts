@@ -7,7 +7,7 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { ApiClient } from './api-client.ts';
 import { PATCH } from './patch-types.ts';
 import { isConflictError, isNotFoundError } from './api-errors.ts';
-import type { PodStatusApi, PodTarget, WriteFailure } from '../status/api-status-sync.ts';
+import type { PodStatusApi, PodTarget, WriteFailure } from './api-status-sync.ts';
 
 const podPath = (t: { namespace: string; name: string }) => `/api/v1/namespaces/${encodeURIComponent(t.namespace)}/pods/${encodeURIComponent(t.name)}`;
 

@@ -14,14 +14,8 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import { clampTimerMs } from '../util/timeouts.ts';
 import type { ApiClient } from './api-client.ts';
+import type { TokenRequestSpec, TokenSource } from '../objects/object-source.ts';
 
-/** What a projection asks for. */
-export interface TokenRequestSpec { serviceAccountName: string; audience: string | undefined; expirationSeconds: number }
-
-/** Hands out tokens for projections: TokenManager in API-server mode. */
-export interface TokenSource {
-  token(pod: V1Pod, spec: TokenRequestSpec): Promise<string>;
-}
 
 interface Cached { token: string; issuedAt: number; expiresAt: number; refreshAt: number; podUid: string }
 

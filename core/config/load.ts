@@ -4,13 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, errorMessage } from '../errors.ts';
 import { formatAjvErrors } from './ajv-errors.ts';
-import { evictionConfigErrors, resolveEvictionSettings, resolveImageGCSettings } from '../eviction/thresholds.ts';
+import { evictionConfigErrors, resolveEvictionSettings, resolveImageGCSettings } from './eviction-config.ts';
 import { parseDuration } from '../util/duration.ts';
 import { quantityValue } from '../objects/quantity.ts';
 import { configSchema } from './schema.ts';
 import { importModule } from '../util/import-module.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
-import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../node/labels.ts';
+import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../objects/node-labels.ts';
 import { PACKAGE_ROOT, RUNS_COMPILED } from '../util/package-root.ts';
 
 export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, RUNS_COMPILED ? 'kubelet.config.js' : 'kubelet.config.ts');

@@ -1,5 +1,5 @@
-import type { RouteHandler } from '../server.ts';
-import { httpError } from '../server.ts';
+import type { RouteHandler } from '../util/http-route.ts';
+import { httpError } from '../util/http-route.ts';
 import type { EventRecorder, KubeletEvent } from './event-recorder.ts';
 
 /**

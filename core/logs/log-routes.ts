@@ -4,7 +4,7 @@ import path from 'node:path';
 import { isNotFound } from '../errors.ts';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime, ContainerSummary } from '../runtime/types.ts';
-import { httpError, type RouteHandler } from '../server.ts';
+import { httpError, type RouteHandler } from '../util/http-route.ts';
 import { parseLogTime, readContainerLog, type ReadLogOptions } from './cri-log.ts';
 
 /**

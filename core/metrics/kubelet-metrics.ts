@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets } from 'prom-client';
-import type { RouteHandler } from '../server.ts';
+import type { RouteHandler } from '../util/http-route.ts';
 import type { TapObserver } from '../plugins/tap-isolation.ts';
 import type { RuntimeObserver } from '../runtime/instrumented-runtime.ts';
 import type { ProbeOutcome, ProbeType } from '../hooks.ts';

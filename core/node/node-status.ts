@@ -31,7 +31,7 @@ import { isAlreadyExistsError, isConflictError, isNotFoundError, isUnavailableEr
 import { allocatableReservation, formatResourceList, machineCapacity, nodeAllocatable } from './allocatable.ts';
 import { goArch, goOS, readMachineInfo, type MachineInfo } from './machine-info.ts';
 import { KUBELET_VERSION } from '../version.ts';
-import { kubeletMaySetLabel } from './labels.ts';
+import { kubeletMaySetLabel } from '../objects/node-labels.ts';
 import {
   PRESSURE_CONDITIONS,
   conditionsWithTimes,

@@ -1,4 +1,4 @@
-import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
 
 /**
  * Reading the ConfigMaps and Secrets a pod refers to: the API cache in API-server mode, files
@@ -8,4 +8,12 @@ import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 export interface ObjectSource {
   configMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
   secret(namespace: string, name: string): Promise<V1Secret | undefined>;
+}
+
+/** What a projection asks for. */
+export interface TokenRequestSpec { serviceAccountName: string; audience: string | undefined; expirationSeconds: number }
+
+/** Hands out tokens for projections: TokenManager in API-server mode. */
+export interface TokenSource {
+  token(pod: V1Pod, spec: TokenRequestSpec): Promise<string>;
 }

@@ -42,3 +42,6 @@ export function canonicalJSON(value: unknown): string {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJSON(v)}`).join(',')}}`;
 }
+
+/** A sidecar: an init container that keeps running beside the app containers (restartPolicy Always). */
+export const isSidecar = (c: V1Container) => c.restartPolicy === 'Always';

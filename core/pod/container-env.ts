@@ -11,7 +11,7 @@ import type { V1ConfigMap, V1Container, V1Pod, V1Secret } from '@kubernetes/clie
 import type { KeyValue } from '../runtime/types.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { expandVars } from './expansion.ts';
-import { DownwardApiError, fieldRefValue, resourceFieldValue, type DownwardInputs } from './downward-api.ts';
+import { DownwardApiError, fieldRefValue, resourceFieldValue, type DownwardInputs } from '../objects/downward-api.ts';
 
 /** A container config that cannot be built (upstream reason CreateContainerConfigError). */
 export class ContainerConfigError extends Error {}

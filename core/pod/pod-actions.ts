@@ -4,7 +4,8 @@ import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { formatDuration } from '../util/duration.ts';
-import { containerHash, podDesc } from '../objects/pod-util.ts';
+import { containerHash, isSidecar, podDesc } from '../objects/pod-util.ts';
+import { restartCountOf } from '../runtime/labels.ts';
 
 /** A container to create and start, with the restart count its new instance carries. */
 export interface ContainerStart {
@@ -44,12 +45,6 @@ export function latestByName(rs: PodRuntimeStatus | undefined): Map<string, Cont
   return out;
 }
 
-export function restartCountOf(c: ContainerStatus | undefined): number {
-  if (!c) return 0;
-  const n = Number(c.annotations[ANNOTATION.containerRestartCount]);
-  return Number.isFinite(n) ? n : c.metadata.attempt;
-}
-
 /** Whether a container that exited should run again under the pod's restart policy. */
 export function shouldRestart(pod: V1Pod, c: ContainerStatus, restartPolicy = pod.spec?.restartPolicy ?? 'Always'): boolean {
   if (c.state === 'CONTAINER_RUNNING') return false;
@@ -62,8 +57,6 @@ export function backoffKey(pod: V1Pod, container: V1Container): string {
   return `${pod.metadata!.uid}/${container.name}/${containerHash(container)}`;
 }
 
-/** A sidecar: an init container that keeps running beside the app containers (restartPolicy Always). */
-export const isSidecar = (c: V1Container) => c.restartPolicy === 'Always';
 
 const isDone = (c: ContainerStatus | undefined) => !!c && c.state === 'CONTAINER_EXITED' && c.exitCode === 0;
 

@@ -16,11 +16,11 @@ import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
 import type { LifecycleHandlers } from './lifecycle-handlers.ts';
-import { computePodActions, isSidecar, type ContainerStart } from './pod-actions.ts';
-import { gracePeriodSeconds, isHostNetwork, podDesc, podUID } from '../objects/pod-util.ts';
+import { computePodActions, type ContainerStart } from './pod-actions.ts';
+import { gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
-import { containerMounts } from '../volumes/container-mounts.ts';
+import { containerMounts } from './container-mounts.ts';
 import { SecurityContextError, needsImageUser, type ImageUser, type SecurityInputs } from './security-context.ts';
 import { checkSeccompProfile } from './seccomp-profiles.ts';
 import { TerminationMessagePathError, removeTerminationMessageFile, terminationMessageMount } from './termination-message.ts';
@@ -30,7 +30,7 @@ import { pulledNote } from '../runtime/pull-progress-format.ts';
 import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
-import type { DownwardInputs } from './downward-api.ts';
+import type { DownwardInputs } from '../objects/downward-api.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }

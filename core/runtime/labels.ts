@@ -1,3 +1,5 @@
+import type { ContainerStatus } from './types.ts';
+
 /**
  * The labels and annotations the kubelet puts on sandboxes and containers. They are the
  * upstream kubelet's keys, so tools that read them (crictl, log collectors) keep working,
@@ -20,3 +22,10 @@ export const ANNOTATION = Object.freeze({
   podTerminationGracePeriod: 'io.kubernetes.pod.terminationGracePeriod',
   containerPorts: 'io.kubernetes.container.ports',
 });
+
+/** A container's restart count: the kubelet's annotation on it, else the runtime's attempt number. */
+export function restartCountOf(c: ContainerStatus | undefined): number {
+  if (!c) return 0;
+  const n = Number(c.annotations[ANNOTATION.containerRestartCount]);
+  return Number.isFinite(n) ? n : c.metadata.attempt;
+}

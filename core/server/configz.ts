@@ -7,7 +7,7 @@
  */
 import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { formatDuration } from '../util/duration.ts';
-import type { RouteHandler } from '../server.ts';
+import type { RouteHandler } from '../util/http-route.ts';
 
 function pluginName(e: PluginEntry): string {
   const head = Array.isArray(e) ? e[0] : e;

@@ -14,7 +14,7 @@ import { metricsRouteHandler, type KubeletMetrics } from '../metrics/kubelet-met
 import { podLogDir } from '../pod/sandbox-config.ts';
 import { LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
-import type { RouteHandler } from '../server.ts';
+import type { RouteHandler } from '../util/http-route.ts';
 import type { StatsProvider } from '../stats/stats-provider.ts';
 import { probeMetricsRouteHandler, resourceMetricsRouteHandler, summaryRouteHandler } from '../stats/stats-routes.ts';
 import type { PodTimelines } from '../timeline/pod-timeline.ts';

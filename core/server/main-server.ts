@@ -23,7 +23,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { ServerListenError } from '../server.ts';
+import { ServerListenError } from './read-only-server.ts';
 import type { RequestAuthenticator, UserInfo } from './authn.ts';
 import { requestAttributes, type RequestAuthorizer } from './authz.ts';
 import { serveRoute, type RouteTable } from './routes.ts';

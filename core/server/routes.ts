@@ -7,7 +7,7 @@
 import type http from 'node:http';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { RouteHandler } from '../server.ts';
+import type { RouteHandler } from '../util/http-route.ts';
 
 /** Resolves an upgrade request to the URL of the runtime's streaming server that serves it. */
 export type UpgradeResolver = (req: http.IncomingMessage, url: URL) => Promise<URL>;

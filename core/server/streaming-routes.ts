@@ -10,7 +10,7 @@ import type http from 'node:http';
 import { isKubeletError } from '../errors.ts';
 import { LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
-import { httpError, type RouteHandler } from '../server.ts';
+import { httpError, type RouteHandler } from '../util/http-route.ts';
 import type { UpgradeResolver } from './routes.ts';
 
 export interface StreamingDeps {

@@ -5,7 +5,7 @@
  * sample with the time it was measured, so rates come out right whenever the scrape happens).
  */
 import type { KubeletMetrics } from '../metrics/kubelet-metrics.ts';
-import { httpError, type RouteHandler } from '../server.ts';
+import { httpError, type RouteHandler } from '../util/http-route.ts';
 import type { StatsProvider, StatsSnapshot } from './stats-provider.ts';
 
 /** `GET /stats/summary[?only_cpu_and_memory=true]`. */

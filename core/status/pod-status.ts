@@ -1,7 +1,8 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
-import { isSidecar, restartCountOf } from '../pod/pod-actions.ts';
+import { isSidecar } from '../objects/pod-util.ts';
+import { restartCountOf } from '../runtime/labels.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { isHostNetwork } from '../objects/pod-util.ts';
 

@@ -18,6 +18,13 @@ import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { isMountPoint, isWithin, unmount } from './mount-utils.ts';
 
+/**
+ * Binds a subPath of a volume for one volumeMount of a container and returns the host path
+ * the runtime mounts (a bind mount the kubelet made, bindSubPath below): never a path string
+ * inside the volume, which the container could change before the runtime resolves it.
+ */
+export type SubPathBinder = (req: { volumeName: string; volumePath: string; subPath: string; mountIndex: number }) => Promise<string>;
+
 /** Linux O_PATH: a descriptor for walking and binding only; opening it has no side effect (a FIFO does not block, a device is not opened). */
 const O_PATH = 0o10000000;
 // libuv opens every descriptor close-on-exec already.

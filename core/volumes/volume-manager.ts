@@ -6,8 +6,7 @@ import { errorMessage } from '../errors.ts';
 import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
-import { bindSubPath } from './subpath.ts';
-import type { SubPathBinder } from './container-mounts.ts';
+import { bindSubPath, type SubPathBinder } from './subpath.ts';
 
 /** The volume source keys of a v1 Volume besides `name`: the first one set is its type. */
 export function volumeType(v: V1Volume): string {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1PodStatus } from '@kubernetes/client-node';
-import { ApiStatusSync, type PodTarget } from '../../core/status/api-status-sync.ts';
+import { ApiStatusSync, type PodTarget } from '../../core/apiserver/api-status-sync.ts';
 import { silentLogger } from '../../core/logger.ts';
 
 const target: PodTarget = { namespace: 'ns', name: 'web', uid: 'u1' };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1ConfigMap, V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { ContainerConfigError, containerEnv, fetchEnvObjects, type InvalidEnvKeys } from '../../core/pod/container-env.ts';
-import { DownwardApiError, fieldRefValue, resourceFieldValue } from '../../core/pod/downward-api.ts';
+import { DownwardApiError, fieldRefValue, resourceFieldValue } from '../../core/objects/downward-api.ts';
 import type { ObjectSource } from '../../core/apiserver/object-cache.ts';
 
 const inputs = { podIPs: ['10.88.0.7', 'fd00::7'], hostIPs: ['192.168.1.10'], allocatable: () => ({ cpu: 2, memory: 4 * 2 ** 30, 'ephemeral-storage': 10 * 2 ** 30 }) };

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../core/config/load.ts';
 import { ConfigError } from '../../core/errors.ts';
-import { parseThresholdValue, resolveEvictionSettings, thresholdQuantity, thresholdsOf } from '../../core/eviction/thresholds.ts';
+import { thresholdQuantity, thresholdsOf } from '../../core/eviction/thresholds.ts';
+import { parseThresholdValue, resolveEvictionSettings } from '../../core/config/eviction-config.ts';
 
 describe('eviction thresholds', function () {
   describe('parseThresholdValue', function () {

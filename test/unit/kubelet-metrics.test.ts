@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { silentLogger } from '../../core/logger.ts';
-import { KubeletServer } from '../../core/server.ts';
+import { KubeletServer } from '../../core/server/read-only-server.ts';
 import { createHooks } from '../../core/hooks.ts';
 import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import { instrumentRuntime } from '../../core/runtime/instrumented-runtime.ts';

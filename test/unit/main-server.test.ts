@@ -16,7 +16,7 @@ import { RequestAuthorizer, requestAttributes } from '../../core/server/authz.ts
 import { MainServer } from '../../core/server/main-server.ts';
 import { RouteTable } from '../../core/server/routes.ts';
 import { loadServingTls, type ServingTls } from '../../core/server/serving-tls.ts';
-import { ServerListenError } from '../../core/server.ts';
+import { ServerListenError } from '../../core/server/read-only-server.ts';
 import { kubeletRequest } from '../support/kubelet-https.ts';
 import { SERVING_PAIR_DIR, testConfig } from '../support/test-kubelet.ts';
 

@@ -5,7 +5,7 @@ import {
 } from '../../core/node/node-object.ts';
 import { microTime } from '../../core/node/node-lease.ts';
 import { KUBELET_VERSION } from '../../core/version.ts';
-import { invalidLabelKey, kubeletMaySetLabel } from '../../core/node/labels.ts';
+import { invalidLabelKey, kubeletMaySetLabel } from '../../core/objects/node-labels.ts';
 
 const UP = { conditions: [{ type: 'RuntimeReady', status: true }, { type: 'NetworkReady', status: true }] };
 const CAPACITY = ['cpu', 'memory', 'pods', 'ephemeral-storage'];

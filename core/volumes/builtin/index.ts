@@ -9,7 +9,7 @@ import { writeAtomic, type Payload } from '../atomic-writer.ts';
 import { isMountPoint, isWithin, mountTmpfs, mountsUnder, removeUnmounted, unmount } from '../mount-utils.ts';
 import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
-import type { TokenSource } from '../../apiserver/token-manager.ts';
+import type { TokenSource } from '../../objects/object-source.ts';
 import { checkHostPath } from './host-path.ts';
 import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
 

@@ -1,8 +1,8 @@
 import type { V1ConfigMapProjection, V1DownwardAPIVolumeFile, V1KeyToPath, V1Pod, V1SecretProjection, V1VolumeProjection } from '@kubernetes/client-node';
 import type { Payload } from '../atomic-writer.ts';
-import { fieldRefValue, resourceFieldValue, type DownwardInputs } from '../../pod/downward-api.ts';
+import { fieldRefValue, resourceFieldValue, type DownwardInputs } from '../../objects/downward-api.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
-import type { TokenSource } from '../../apiserver/token-manager.ts';
+import type { TokenSource } from '../../objects/object-source.ts';
 
 /** API defaulting: files of projected volumes are 0644 unless a mode says otherwise. */
 export const DEFAULT_MODE = 0o644;

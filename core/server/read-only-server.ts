@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from './logger.ts';
-import { errorMessage } from './errors.ts';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { RouteHandler } from '../util/http-route.ts';
 
 /** At most this many open connections to one server; more are refused until some close. */
 const MAX_CONNECTIONS = 256;
@@ -15,9 +16,6 @@ export class ServerListenError extends Error {
     this.name = 'ServerListenError';
   }
 }
-
-/** A route handler: returns the response body (JSON-serialised unless a string) or writes it itself. */
-export type RouteHandler = (req: http.IncomingMessage, url: URL, res: http.ServerResponse) => unknown | Promise<unknown>;
 
 /**
  * The kubelet's read-only HTTP server (upstream --read-only-port): GET only, no auth, so it
@@ -101,9 +99,4 @@ export class KubeletServer {
       res.end(`${errorMessage(err)}\n`);
     }
   }
-}
-
-/** An error that becomes an HTTP status. */
-export function httpError(statusCode: number, message: string): Error {
-  return Object.assign(new Error(message), { statusCode });
 }

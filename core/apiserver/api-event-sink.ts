@@ -8,10 +8,10 @@
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { ApiClient } from '../apiserver/api-client.ts';
-import { PATCH } from '../apiserver/patch-types.ts';
-import { isAlreadyExistsError, isNotFoundError, isUnavailableError } from '../apiserver/api-errors.ts';
-import type { EventSink, KubeletEvent } from './event-recorder.ts';
+import type { ApiClient } from './api-client.ts';
+import { PATCH } from './patch-types.ts';
+import { isAlreadyExistsError, isNotFoundError, isUnavailableError } from './api-errors.ts';
+import type { EventSink, KubeletEvent } from '../events/event-recorder.ts';
 
 const MAX_QUEUE = 1000;
 const RETRY_INITIAL_MS = 1000;

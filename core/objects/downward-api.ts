@@ -5,7 +5,7 @@
  * (pkg/apis/core/validation: validEnvDownwardAPIFieldPathExpressions, validVolumeDownwardAPIFieldPathExpressions).
  */
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { parseQuantity } from '../objects/quantity.ts';
+import { parseQuantity } from './quantity.ts';
 
 /** Where a downward API value goes: env allows a few more fields than volumes. */
 export type DownwardTarget = 'env' | 'volume';

@@ -1,9 +1,9 @@
 import type { V1Container, V1Pod, V1VolumeMount } from '@kubernetes/client-node';
 import type { VolumeMountResult } from '../hooks.ts';
 import type { KeyValue, Mount } from '../runtime/types.ts';
-import { ContainerConfigError } from '../pod/container-config.ts';
-import { expandVars } from '../pod/expansion.ts';
-import { validateSubPath } from './subpath.ts';
+import { ContainerConfigError } from './container-config.ts';
+import { expandVars } from './expansion.ts';
+import { validateSubPath, type SubPathBinder } from '../volumes/subpath.ts';
 
 const PROPAGATION: Record<string, NonNullable<Mount['propagation']>> = {
   None: 'PROPAGATION_PRIVATE',
@@ -22,13 +22,6 @@ export function expandSubPathExpr(expr: string, env: ReadonlyMap<string, string>
   if (missing.size > 0) throw new Error(`subPathExpr "${expr}": missing value for ${[...missing].sort().join(', ')}`);
   return out;
 }
-
-/**
- * Binds a subPath of a volume for one volumeMount of a container and returns the host path
- * the runtime mounts (a bind mount the kubelet made, see subpath.ts): never a path string
- * inside the volume, which the container could change before the runtime resolves it.
- */
-export type SubPathBinder = (req: { volumeName: string; volumePath: string; subPath: string; mountIndex: number }) => Promise<string>;
 
 /**
  * The CRI mounts of one container from its volumeMounts and the pod's set-up volumes:

@@ -21,7 +21,7 @@ import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { run } from '../../tools/node-env/util.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
-import { startThrottledProxy, type ThrottledProxy } from '../support/throttled-proxy.ts';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 
 const RANDOM_BYTES = 40 * 1024 * 1024;
 const BYTES_PER_SECOND = 6 * 1024 * 1024;
@@ -68,7 +68,7 @@ describe('pull progress: a large image shows its progress (real containerd)', fu
   this.timeout(240_000);
   let env: NodeEnv;
   let dir: string;
-  let proxy: ThrottledProxy | undefined;
+  let proxy: TcpProxy | undefined;
   let t: TestKubelet | undefined;
   let cri: CriRuntime | undefined;
   let image = '';
@@ -81,7 +81,7 @@ describe('pull progress: a large image shows its progress (real containerd)', fu
     await env.registryServer.pushImage(tarPath, `${env.registry}/pp/big:${tag}`);
     await fs.rm(tarPath, { force: true });
     const [host, port] = env.registry.split(':');
-    proxy = await startThrottledProxy({ host: host!, port: Number(port) }, BYTES_PER_SECOND);
+    proxy = await startTcpProxy({ host: host!, port: Number(port) }, { bytesPerSecond: BYTES_PER_SECOND });
     // containerd pulls from 127.0.0.1:PORT over plain HTTP without configuration.
     image = `127.0.0.1:${proxy.port}/pp/big:${tag}`;
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 120_000 });

@@ -1,9 +1,12 @@
 import net from 'node:net';
+import { Transform, type TransformCallback } from 'node:stream';
 
 /**
  * A loopback TCP proxy in front of a server, to cut it off and bring it back on the same port:
  * an API server outage as a kubelet sees it (connections reset, then refused), without
- * stopping the shared control plane. TLS passes through untouched.
+ * stopping the shared control plane. TLS passes through untouched. With `bytesPerSecond`,
+ * what the server sends passes at most that fast (all connections together): a slow
+ * registry, so that a pull of a few tens of MB takes seconds and its progress can be watched.
  */
 export interface TcpProxy {
   port: number;
@@ -14,8 +17,9 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export async function startTcpProxy(target: { host: string; port: number }, opts: { bytesPerSecond?: number } = {}): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
+  const downstream = opts.bytesPerSecond ? sharedLink(opts.bytesPerSecond) : undefined;
   let server: net.Server | undefined;
   let port = 0;
   const listen = () =>
@@ -31,7 +35,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
           });
         }
         client.pipe(upstream);
-        upstream.pipe(client);
+        if (downstream) upstream.pipe(downstream()).pipe(client);
+        else upstream.pipe(client);
       });
       s.once('error', reject);
       s.listen(port, '127.0.0.1', () => {
@@ -58,4 +63,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     restore: listen,
     close: stop,
   };
+}
+
+/** Transforms that together pass at most `bytesPerSecond`: each chunk waits for the link to be free, then takes its time. */
+function sharedLink(bytesPerSecond: number): () => Transform {
+  let freeAt = 0;
+  return () =>
+    new Transform({
+      transform(chunk: Buffer, _enc, done: TransformCallback) {
+        const now = Date.now();
+        freeAt = Math.max(now, freeAt) + (chunk.length / bytesPerSecond) * 1000;
+        const wait = freeAt - now;
+        if (wait < 1) return done(null, chunk);
+        setTimeout(() => done(null, chunk), wait);
+      },
+    });
 }

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { procRssBytes } from '../test/support/kubelet-process.ts';
-import { envInt, isMain, isSmoke, printTo, procCpuSeconds, round, runMain, table, writeResults } from './lib.ts';
+import { envInt, envWindowSeconds, isMain, isSmoke, printTo, procCpuSeconds, round, runMain, table, writeResults } from './lib.ts';
 import { apiPodsRound, type ApiDensityRound } from './api/api-pods-round.ts';
 import { deleteAllPods, runningInApi } from './api/api-pods.ts';
 import { withApiBench, type ApiBench, type ApiBenchOptions } from './api/api-bench.ts';
@@ -180,20 +180,14 @@ export async function run(opts: ApiBenchOptions & { seconds?: number; settleSeco
   });
 }
 
-function positive(name: string, v: string): number {
-  const x = Number(v);
-  if (!(x > 0)) throw new Error(`${name}=${v}: expected a positive number of seconds`);
-  return x;
-}
-
 if (await isMain(import.meta.url)) {
-  const seconds = process.env.BENCH_SECONDS ?? process.env.SECONDS;
-  await runMain(() =>
-    run({
+  await runMain(() => {
+    const seconds = envWindowSeconds();
+    return run({
       smoke: isSmoke(),
       ...(process.env.N ? { n: envInt('N', 110) } : {}),
-      ...(seconds ? { seconds: positive('SECONDS', seconds) } : {}),
+      ...(seconds !== undefined ? { seconds } : {}),
       ...(process.env.SETTLE ? { settleSeconds: envInt('SETTLE', 15) } : {}),
-    }),
-  );
+    });
+  });
 }

@@ -65,6 +65,16 @@ export async function withNodeEnv<T>(opts: BenchOptions, fn: (env: NodeEnv) => P
 }
 
 /** An integer from the environment, or the default. */
+/** The measuring window from BENCH_SECONDS, else SECONDS: undefined when unset; a clear error when not a positive number of seconds. */
+export function envWindowSeconds(): number | undefined {
+  const name = process.env.BENCH_SECONDS !== undefined ? 'BENCH_SECONDS' : 'SECONDS';
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const x = Number(v);
+  if (!(x > 0)) throw new Error(`${name}=${v}: expected a positive number of seconds`);
+  return x;
+}
+
 export function envInt(name: string, def: number): number {
   const v = process.env[name];
   if (v === undefined || v === '') return def;

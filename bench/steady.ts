@@ -4,7 +4,7 @@ import { RuntimeCache } from '../core/runtime/runtime-cache.ts';
 import { histogramQuantile, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
 import {
   benchPodManifest, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri,
-  round, runMain, runTag, summarize, table, withNodeEnv, writeResults, envInt,
+  round, runMain, runTag, summarize, table, withNodeEnv, writeResults, envInt, envWindowSeconds,
   type BenchOptions, type Summary,
 } from './lib.ts';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -192,12 +192,12 @@ function subtractHistograms(after: string, before: string, metric: string): stri
 }
 
 if (await isMain(import.meta.url)) {
-  const seconds = process.env.BENCH_SECONDS ?? process.env.SECONDS;
-  await runMain(() =>
-    run({
+  await runMain(() => {
+    const seconds = envWindowSeconds();
+    return run({
       smoke: isSmoke(),
       ...(process.env.N ? { n: envInt('N', 110) } : {}),
-      ...(seconds ? { seconds: Number(seconds) > 0 ? Number(seconds) : 60 } : {}),
-    }),
-  );
+      ...(seconds !== undefined ? { seconds } : {}),
+    });
+  });
 }

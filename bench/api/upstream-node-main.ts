@@ -37,6 +37,7 @@ export interface UpstreamSpec {
   kubeconfig: string;
   nodeName: string;
   nodeIP: string;
+  /** The pause image in the loopback registry (the environment's). */
   sandboxImage: string;
   cgroupRoot: string;
   maxPods: number;

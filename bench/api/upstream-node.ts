@@ -35,17 +35,10 @@ export interface UpstreamNode {
   stop(): Promise<void>;
 }
 
-export interface UpstreamNodeOptions {
-  dir: string;
-  kubeletBinary: string;
-  kubeconfig: string;
-  nodeName: string;
-  nodeIP: string;
-  /** The pause image in the loopback registry (the environment's). */
-  sandboxImage: string;
-  maxPods: number;
+/** What the caller says of the node: the spec the process inside gets, less what this side works out (ports, cgroup root, namespace). */
+export type UpstreamNodeOptions = Pick<UpstreamSpec, 'dir' | 'kubeletBinary' | 'kubeconfig' | 'nodeName' | 'nodeIP' | 'sandboxImage' | 'maxPods'> & {
   log: (line: string) => void;
-}
+};
 
 export function upstreamUnavailableReason(kubeletBinary: string | undefined): string | undefined {
   if (!kubeletBinary) return 'no upstream kubelet binary (the control plane directory has no bin/kubelet)';

@@ -16,6 +16,7 @@ import { CriClient } from '../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../tools/node-env/index.ts';
 import { removeCgroupRoot } from '../test/support/cgroups.ts';
+import { removeLeftCgroupRoots } from '../test/support/kubelet-process.ts';
 import { testConfig } from '../test/support/test-kubelet.ts';
 
 /**
@@ -61,10 +62,10 @@ export async function withNodeEnv<T>(opts: BenchOptions, fn: (env: NodeEnv) => P
     process.off('SIGINT', stop);
     log('stopping containerd + registry ...');
     await env.stop();
+    await removeLeftCgroupRoots();
   }
 }
 
-/** An integer from the environment, or the default. */
 /** The measuring window from BENCH_SECONDS, else SECONDS: undefined when unset; a clear error when not a positive number of seconds. */
 export function envWindowSeconds(): number | undefined {
   const name = process.env.BENCH_SECONDS !== undefined ? 'BENCH_SECONDS' : 'SECONDS';
@@ -75,6 +76,7 @@ export function envWindowSeconds(): number | undefined {
   return x;
 }
 
+/** An integer from the environment, or the default. */
 export function envInt(name: string, def: number): number {
   const v = process.env[name];
   if (v === undefined || v === '') return def;

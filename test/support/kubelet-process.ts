@@ -68,6 +68,19 @@ export interface KubeletProcessOptions {
 
 let instances = 0;
 
+/** The cgroup roots kubelet processes of this run got (see removeLeftCgroupRoots); process-wide, whichever copy of this module made them. */
+const cgroupRootsMade: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('kubelet-ts.test.cgroup-roots')] ??= new Set<string>()) as Set<string>;
+
+/**
+ * Removes what is left of the cgroup roots of this run's kubelet processes. A kubelet stopped
+ * while its pods still run leaves their cgroups busy, so its own clean-up cannot remove them;
+ * once the runtime is gone (the node environment stopped) they are empty and go here.
+ */
+export async function removeLeftCgroupRoots(): Promise<void> {
+  for (const root of cgroupRootsMade) await removeCgroupRoot(root).catch(() => {});
+  cgroupRootsMade.clear();
+}
+
 export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOptions = {}): Promise<KubeletProcess> {
   const dir = opts.dir ?? (await mkdtemp(path.join(os.tmpdir(), 'ktsb-proc-')));
   const manifests = path.join(dir, 'manifests');
@@ -78,6 +91,7 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
   // A restart on the same state keeps the cgroup root its pods run in.
   const cgroupRoot = opts.dir ? (await readFile(path.join(dir, 'cgroup-root'), 'utf8').catch(() => '')) || `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}` : `/${opts.cgroupPrefix ?? 'kubelet-ts-proc'}-${process.pid}-${++instances}`;
   await writeFile(path.join(dir, 'cgroup-root'), cgroupRoot);
+  cgroupRootsMade.add(cgroupRoot);
   const configFile = path.join(dir, 'kubelet.config.json');
   // Production periods are the schema's defaults (PLEG 1 s, manifest rescan 1 s, sync 1 m).
   await writeFile(

@@ -57,6 +57,13 @@ describe('the runtime contract', function () {
       },
     },
     {
+      what: 'reports a download with more bytes done than its size',
+      rule: /^pullProgress, if offered, lists downloads/,
+      patch: (r) => {
+        r.pullProgress = async () => [{ ref: 'layer-sha256:0', offsetBytes: 2048, totalBytes: 1024, startedAt: 0, updatedAt: 0 }];
+      },
+    },
+    {
       what: 'ignores the label selector of listContainers',
       rule: /^listContainers filters by sandbox and by label/,
       patch: (r) => {

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '../../errors.ts';
 import { ANNOTATION, LABEL } from '../../runtime/labels.ts';
 import type { ContainerConfig, ContainerRuntime, ContainerState, PodSandboxConfig } from '../../runtime/types.ts';
-import { checkContract, describeContract, type ContractFailure, type ContractRule } from './contract.ts';
+import { checkContract, describeContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
 
 /**
  * The runtime contract: what the core relies on from the provider of the `runtime` slot,
@@ -129,6 +129,23 @@ export const runtimeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
       const ref = await s.runtime.pullImage(s.image);
       assert.ok(ref, 'pullImage returned an empty reference');
       assert.ok(await s.runtime.imageStatus(s.image), `imageStatus(${s.image}) is null after the pull`);
+    },
+  },
+  {
+    // Optional: a runtime without pullProgress shows pulls without figures. Checked with no pull
+    // of the contract's running: the kubelet reads whatever the runtime has in flight.
+    name: 'pullProgress, if offered, lists downloads with a name and whole byte counts, done never past a known total',
+    async run({ s }) {
+      if (typeof s.runtime.pullProgress !== 'function') throw new RuleNotApplicable('the runtime offers no pullProgress');
+      const list = await s.runtime.pullProgress();
+      assert.ok(Array.isArray(list), `pullProgress() answered ${JSON.stringify(list)}, not a list`);
+      for (const p of list) {
+        const where = `pullProgress() entry ${JSON.stringify(p)}`;
+        assert.ok(typeof p.ref === 'string' && p.ref.length > 0, `${where}: no ref`);
+        for (const n of [p.offsetBytes, p.totalBytes]) assert.ok(Number.isSafeInteger(n) && n >= 0, `${where}: byte counts must be whole and not negative`);
+        assert.ok(p.totalBytes === 0 || p.offsetBytes <= p.totalBytes, `${where}: more bytes done than the total`);
+        assert.ok(Number.isFinite(p.startedAt) && Number.isFinite(p.updatedAt), `${where}: times must be numbers`);
+      }
     },
   },
   {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import { logsCommand } from '../../core/commands/logs.ts';
 import { parseCriLog } from '../../core/logs/cri-log.ts';
@@ -12,14 +11,7 @@ import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { httpGet, socketGet } from '../support/http.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
-
-class Collect extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
+import { TextSink } from '../support/text-sink.ts';
 
 /** GET a streaming response on the kubelet's local socket until `enough(body)` holds, then disconnect; bounded by a timeout. */
 function getUntil(socketPath: string, url: string, enough: (body: string) => boolean, timeoutMs = 15_000): Promise<string> {
@@ -186,12 +178,12 @@ describe('container logs on containerd', function () {
   });
 
   it('kubelet-ts logs prints the log through the local socket', async () => {
-    const err = new Collect();
+    const err = new TextSink();
     // (Retried if the crasher restarted between the check and the command.)
     for (let attempt = 0; ; attempt++) {
       await t.waitForPod('crasher', (p) => running(p), 30_000, 'Running');
       await crasherPrinted();
-      const out = new Collect();
+      const out = new TextSink();
       const code = await logsCommand(['crasher', '--tail', '2'], { socketPath, stdout: out, stderr: err });
       assert.equal(code, 0, err.text);
       if (out.text !== 'line-2\nline-3\n' && attempt < 2) continue;
@@ -199,11 +191,11 @@ describe('container logs on containerd', function () {
       break;
     }
 
-    const prev = new Collect();
+    const prev = new TextSink();
     assert.equal(await logsCommand(['crasher', '-n', ns, '-c', 'main', '--previous', '--timestamps'], { socketPath, stdout: prev, stderr: err }), 0, err.text);
     assert.match(prev.text, /^\S+ err-line\n\S+ instance [0-9a-f-]{36}\n\S+ line-1\n/);
 
-    const ticks = new Collect();
+    const ticks = new TextSink();
     const ac = new AbortController();
     const following = logsCommand(['ticker', '-f', '--tail', '1'], { socketPath, stdout: ticks, stderr: err, signal: ac.signal });
     for (let i = 0; i < 100 && ticks.text.split('\n').length < 4; i++) await new Promise((res) => setTimeout(res, 50));
@@ -211,11 +203,11 @@ describe('container logs on containerd', function () {
     assert.equal(await following, 0);
     assert.ok(ticks.text.split('\n').length >= 4, ticks.text);
 
-    const bad = new Collect();
-    assert.equal(await logsCommand(['crasher', '-c', 'nope'], { socketPath, stdout: new Collect(), stderr: bad }), 1);
+    const bad = new TextSink();
+    assert.equal(await logsCommand(['crasher', '-c', 'nope'], { socketPath, stdout: new TextSink(), stderr: bad }), 1);
     assert.match(bad.text, /container "nope" is not valid for pod "crasher-test-node"/);
-    const missing = new Collect();
-    assert.equal(await logsCommand(['ghost'], { socketPath, stdout: new Collect(), stderr: missing }), 1);
+    const missing = new TextSink();
+    assert.equal(await logsCommand(['ghost'], { socketPath, stdout: new TextSink(), stderr: missing }), 1);
     assert.match(missing.text, /pods "ghost" not found/);
   });
 });

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CriLogParser, findTailStart, fixedTimestamp, parseCriLog, parseCriRecord, readContainerLog, type ReadLogOptions } from '../../core/logs/cri-log.ts';
@@ -12,18 +12,7 @@ import { logsCommand } from '../../core/commands/logs.ts';
 import { RouteTable, serveRoute } from '../../core/server/routes.ts';
 import { silentLogger } from '../../core/logger.ts';
 import type { ContainerRuntime, ContainerStatus } from '../../core/runtime/types.ts';
-
-/** A Writable that collects what is written. */
-class Collect extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.chunks.push(chunk);
-    cb();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString();
-  }
-}
+import { TextSink } from '../support/text-sink.ts';
 
 const ts = (i: number) => `2024-05-01T10:00:${String(Math.floor(i / 1000) % 60).padStart(2, '0')}.${String(i % 1000).padStart(3, '0')}123Z`;
 
@@ -36,7 +25,7 @@ after(async () => {
 });
 
 async function read(file: string, opts: ReadLogOptions = {}): Promise<string> {
-  const out = new Collect();
+  const out = new TextSink();
   await readContainerLog(file, opts, out);
   return out.text;
 }
@@ -194,7 +183,7 @@ describe('readContainerLog', () => {
     const f = path.join(dir, 'follow2.log');
     await fs.writeFile(f, '2024-01-01T00:00:01Z stdout F a\n');
     let running = true;
-    const out = new Collect();
+    const out = new TextSink();
     const done = readContainerLog(f, { follow: true, tailLines: 0, isRunning: () => running, pollIntervalMs: 50 }, out);
     await sleep(100);
     // Rotation: the file is replaced by a new one under the same path.
@@ -309,33 +298,33 @@ describe('containerLogs route and logs command (fake runtime)', () => {
   });
 
   it('logsCommand resolves a static pod by manifest name and prints the log', async () => {
-    const out = new Collect();
-    const err = new Collect();
+    const out = new TextSink();
+    const err = new TextSink();
     assert.equal(await logsCommand(['web', '-c', 'main', '--tail', '2'], { socketPath, stdout: out, stderr: err }), 0, err.text);
     assert.equal(out.text, 'new-2\nnew-3\n');
-    const out2 = new Collect();
+    const out2 = new TextSink();
     assert.equal(await logsCommand(['web-node1', '-n', 'ns1', '--previous', '--timestamps'], { socketPath, stdout: out2, stderr: err }), 0, err.text);
     assert.equal(out2.text, '2024-01-01T00:00:01.000000000Z old-1\n2024-01-01T00:00:02.000000000Z old-2\n');
     assert.match(err.text, /Defaulted container "main" out of: main, side/);
   });
 
   it('logsCommand fails clearly for an unknown pod or container, or an unreachable kubelet', async () => {
-    const err = new Collect();
-    assert.equal(await logsCommand(['nope'], { socketPath, stdout: new Collect(), stderr: err }), 1);
+    const err = new TextSink();
+    assert.equal(await logsCommand(['nope'], { socketPath, stdout: new TextSink(), stderr: err }), 1);
     assert.match(err.text, /pods "nope" not found/);
-    const err2 = new Collect();
-    assert.equal(await logsCommand(['web', '-c', 'other'], { socketPath, stdout: new Collect(), stderr: err2 }), 1);
+    const err2 = new TextSink();
+    assert.equal(await logsCommand(['web', '-c', 'other'], { socketPath, stdout: new TextSink(), stderr: err2 }), 1);
     assert.match(err2.text, /container "other" is not valid for pod "web-node1"/);
-    const err3 = new Collect();
-    assert.equal(await logsCommand(['web', '-c', 'side'], { socketPath, stdout: new Collect(), stderr: err3 }), 1);
+    const err3 = new TextSink();
+    assert.equal(await logsCommand(['web', '-c', 'side'], { socketPath, stdout: new TextSink(), stderr: err3 }), 1);
     assert.match(err3.text, /Error from server \(BadRequest\): container "side" in pod "web-node1" is waiting to start/);
-    const err4 = new Collect();
+    const err4 = new TextSink();
     const absent = path.join(dir, 'absent.sock');
-    assert.equal(await logsCommand(['web'], { socketPath: absent, stdout: new Collect(), stderr: err4 }), 1);
+    assert.equal(await logsCommand(['web'], { socketPath: absent, stdout: new TextSink(), stderr: err4 }), 1);
     assert.equal(err4.text, `kubelet-ts logs: cannot reach the kubelet at ${absent} (no socket there); is it running with this root dir? (--root-dir DIR)\n`);
-    const err5 = new Collect();
-    assert.equal(await logsCommand(['web', '--root-dir', path.join(dir, 'elsewhere')], { socketPath, stdout: new Collect(), stderr: err5 }), 1);
+    const err5 = new TextSink();
+    assert.equal(await logsCommand(['web', '--root-dir', path.join(dir, 'elsewhere')], { socketPath, stdout: new TextSink(), stderr: err5 }), 1);
     assert.match(err5.text, /cannot reach the kubelet at .*elsewhere\/kubelet-ts\.sock/, '--root-dir names the kubelet');
-    assert.equal(await logsCommand([], { socketPath, stdout: new Collect(), stderr: new Collect() }), 2);
+    assert.equal(await logsCommand([], { socketPath, stdout: new TextSink(), stderr: new TextSink() }), 2);
   });
 });

@@ -7,13 +7,13 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { podsCommand } from '../../core/commands/pods.ts';
 import { PullProgressThrottle } from '../../core/commands/pull-progress-throttle.ts';
 import { pullingMessage } from '../../core/runtime/pull-progress-format.ts';
 import { PodLineTracker } from '../../tools/up/pod-lines.ts';
+import { TextSink } from '../support/text-sink.ts';
 
 const MB = 1_000_000;
 const NOW = Date.parse('2026-01-01T00:00:00Z');
@@ -26,14 +26,6 @@ function pullingPod(message: string | undefined, uid = 'u1'): V1Pod {
     spec: { containers: [{ name: 'app', image: 'r/big:1' }] },
     status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'r/big:1', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating', ...(message ? { message } : {}) } } }] },
   };
-}
-
-class Collect extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
 }
 
 describe('ux: pull progress in pods -w and the up console', function () {
@@ -83,10 +75,10 @@ describe('ux: pull progress in pods -w and the up console', function () {
     });
     await new Promise<void>((r) => server.listen(socketPath, r));
     const ac = new AbortController();
-    const out = new Collect();
+    const out = new TextSink();
     let now = NOW;
     try {
-      const watching = podsCommand(['-w'], { socketPath, stdout: out, stderr: new Collect(), now: () => now, signal: ac.signal, pollMs: 10 });
+      const watching = podsCommand(['-w'], { socketPath, stdout: out, stderr: new TextSink(), now: () => now, signal: ac.signal, pollMs: 10 });
       for (let i = 0; i < 200 && !out.text.includes('big-vm'); i++) await sleep(5);
       // The pull moves 10 MB a (fake) second for 30 s, each step seen by a few polls.
       for (let s = 1; s <= 30; s++) {

@@ -7,7 +7,6 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
@@ -15,16 +14,9 @@ import { podsCommand } from '../../core/commands/pods.ts';
 import { logsCommand } from '../../core/commands/logs.ts';
 import { explainCommand } from '../../core/commands/explain.ts';
 import type { PodStartTimeline } from '../../core/timeline/pod-timeline.ts';
+import { TextSink } from '../support/text-sink.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
-
-class Collect extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
 /** Serves /pods, a timeline and a container log on a unix socket, as the kubelet's local socket does. */
 class FakeLocalKubelet {
@@ -85,8 +77,8 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
   let dir: string;
   let kubelet: FakeLocalKubelet;
   const run = async (argv: string[], extra: { signal?: AbortSignal; pollMs?: number } = {}) => {
-    const out = new Collect();
-    const err = new Collect();
+    const out = new TextSink();
+    const err = new TextSink();
     const code = await podsCommand(argv, { socketPath: kubelet.socketPath, stdout: out, stderr: err, now: () => NOW, ...extra });
     return { code, out: out.text, err: err.text };
   };
@@ -152,8 +144,8 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
 
   it('-w prints the table, then a row each time a pod changes (keyed by UID), and the last row of a pod that went away', async () => {
     const ac = new AbortController();
-    const out = new Collect();
-    const watching = podsCommand(['-w'], { socketPath: kubelet.socketPath, stdout: out, stderr: new Collect(), now: () => NOW, signal: ac.signal, pollMs: 30 });
+    const out = new TextSink();
+    const watching = podsCommand(['-w'], { socketPath: kubelet.socketPath, stdout: out, stderr: new TextSink(), now: () => NOW, signal: ac.signal, pollMs: 30 });
     const waitFor = async (re: RegExp) => {
       for (let i = 0; i < 200 && !re.test(out.text); i++) await sleep(10);
       assert.match(out.text, re);
@@ -180,27 +172,27 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
 
   it('logs: two pods of one name are ambiguous with their UID prefixes and states; a UID prefix picks one', async () => {
     kubelet.pods = [pod('hello-vm', '1a2b3c4d-aaaa', { deleting: true }), pod('hello-vm', '9f8e7d6c-bbbb', { phase: 'Pending', waiting: 'ContainerCreating' })];
-    const err = new Collect();
-    assert.equal(await logsCommand(['hello'], { socketPath: kubelet.socketPath, stdout: new Collect(), stderr: err }), 1);
+    const err = new TextSink();
+    assert.equal(await logsCommand(['hello'], { socketPath: kubelet.socketPath, stdout: new TextSink(), stderr: err }), 1);
     assert.equal(err.text, 'kubelet-ts logs: pod "hello" is ambiguous: default/hello-vm uid 1a2b3c4d (Terminating), default/hello-vm uid 9f8e7d6c (ContainerCreating); give a UID prefix instead of the name, as in: kubelet-ts logs 9f8e7d6c\n');
-    const out = new Collect();
-    assert.equal(await logsCommand(['1a2b'], { socketPath: kubelet.socketPath, stdout: out, stderr: new Collect() }), 0);
+    const out = new TextSink();
+    assert.equal(await logsCommand(['1a2b'], { socketPath: kubelet.socketPath, stdout: out, stderr: new TextSink() }), 0);
     assert.equal(out.text, 'log of /containerLogs/default/hello-vm/app\n');
-    assert.equal(await logsCommand(['hello', '--uid', '9f8e'], { socketPath: kubelet.socketPath, stdout: new Collect(), stderr: new Collect() }), 0);
+    assert.equal(await logsCommand(['hello', '--uid', '9f8e'], { socketPath: kubelet.socketPath, stdout: new TextSink(), stderr: new TextSink() }), 0);
   });
 
   it('explain: a UID prefix asks for that pod\'s own timeline', async () => {
     kubelet.pods = [pod('hello-vm', '1a2b3c4d-aaaa', { deleting: true }), pod('hello-vm', '9f8e7d6c-bbbb', { phase: 'Pending', waiting: 'ContainerCreating' })];
     kubelet.timelines.set('9f8e7d6c-bbbb', { uid: '9f8e7d6c-bbbb', namespace: 'default', name: 'hello-vm', seenMs: NOW, readyMs: undefined, steps: [{ step: 'source-seen', startMs: NOW, durationMs: 0 }] });
-    const err = new Collect();
-    assert.equal(await explainCommand(['hello'], { socketPath: kubelet.socketPath, stdout: new Collect(), stderr: err }), 1);
+    const err = new TextSink();
+    assert.equal(await explainCommand(['hello'], { socketPath: kubelet.socketPath, stdout: new TextSink(), stderr: err }), 1);
     assert.match(err.text, /is ambiguous: .*uid 1a2b3c4d \(Terminating\).*uid 9f8e7d6c \(ContainerCreating\); give a UID prefix instead of the name, as in: kubelet-ts explain 9f8e7d6c/);
-    const out = new Collect();
+    const out = new TextSink();
     assert.equal(await explainCommand(['9f8e7d6c'], { socketPath: kubelet.socketPath, stdout: out, stderr: err }), 0, err.text);
     assert.match(out.text, /^default\/hello-vm {2}seen /);
     assert.ok(kubelet.requests.includes('/debug/pods/default/hello-vm/timeline?uid=9f8e7d6c-bbbb'), kubelet.requests.join(' '));
-    const extra = new Collect();
-    assert.equal(await explainCommand(['hello', 'world'], { socketPath: kubelet.socketPath, stdout: new Collect(), stderr: extra }), 2);
+    const extra = new TextSink();
+    assert.equal(await explainCommand(['hello', 'world'], { socketPath: kubelet.socketPath, stdout: new TextSink(), stderr: extra }), 2);
     assert.match(extra.text, /^kubelet-ts explain: unexpected argument 'world'/);
   });
 });

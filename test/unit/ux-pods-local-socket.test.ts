@@ -4,21 +4,13 @@
  * server, with a running pod and one whose image cannot be pulled.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { podsCommand } from '../../core/commands/pods.ts';
 import { localSocketPath } from '../../core/commands/local-kubelet.ts';
 import { fakeCriSuite } from '../support/fake-cri-suite.ts';
 import { isRunning, podManifest } from '../support/test-kubelet.ts';
+import { TextSink } from '../support/text-sink.ts';
 
 const IMAGE = 'busybox:1.36';
-
-class Collect extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
 describe('ux: kubelet-ts pods against a running kubelet', function () {
   this.timeout(30_000);
@@ -31,8 +23,8 @@ describe('ux: kubelet-ts pods against a running kubelet', function () {
     await t.waitForPod('web', isRunning, 8000, 'Running');
     await t.waitForPod('nope', (p) => /ImagePull|ErrImagePull/.test(p?.status?.containerStatuses?.[0]?.state?.waiting?.reason ?? ''), 8000, 'a failed pull');
 
-    const out = new Collect();
-    const err = new Collect();
+    const out = new TextSink();
+    const err = new TextSink();
     const code = await podsCommand(['-o', 'wide'], { socketPath: localSocketPath(t.config.rootDir), stdout: out, stderr: err });
     assert.equal(code, 0, err.text);
     const lines = out.text.trimEnd().split('\n');

@@ -10,23 +10,15 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Writable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import { UpConsole, wrap } from '../../tools/up/console.ts';
 import { PodLineTracker, podLine } from '../../tools/up/pod-lines.ts';
 import { describeLogLine, KubeletWarningFollower } from '../../tools/up/kubelet-warnings.ts';
 import { removePodCgroups, podUidsUnder } from '../../tools/up/pod-cgroup-cleanup.ts';
 import { parseUpOptions } from '../../tools/up/options.ts';
+import { TextSink } from '../support/text-sink.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-class Collect extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
 function pod(name: string, uid: string, status: V1Pod['status'], deleting = false): V1Pod {
   return {
@@ -74,7 +66,7 @@ describe('ux: the up console', function () {
   });
 
   it('wraps long lines under the text instead of cutting them', () => {
-    const out = new Collect();
+    const out = new TextSink();
     const con = new UpConsole(out, () => new Date('2026-11-22T10:11:12'));
     const cause = 'failed to resolve reference "127.0.0.1:5050/nope:1": 127.0.0.1:5050/nope:1: not found';
     con.say(`default/broken-vm  ImagePullBackOff  ready 0/1  ip 10.88.0.5  restarts 0  app: ErrImagePull (rpc error: code = NotFound desc = ${cause})`);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { mountsUnder, unmount } from '../../core/volumes/mount-utils.ts';
@@ -56,7 +55,7 @@ describe('image garbage collection on containerd', function () {
 
   /** A busybox image of its own (a distinct config, so a distinct image ID), pushed to the private registry. */
   async function uniqueImage(what: string): Promise<string> {
-    const cacheDir = process.env.KUBELET_TS_IMAGE_CACHE ?? path.join(os.tmpdir(), 'kubelet-ts-image-cache');
+    const cacheDir = env!.imageCacheDir;
     const built = await buildImage({ repository: `h15/${what}`, tag: '1', cmd: ['sh'], env: [`H15_IMAGE=${what}`] }, { cacheDir });
     const ref = `${env!.registry}/h15/${what}:1`;
     await env!.registryServer.pushImage(built.tarPath, ref);

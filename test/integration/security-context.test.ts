@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NodeV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -31,7 +30,7 @@ async function hostCapBnd(): Promise<string> {
 
 /** Builds a busybox image whose config has a `User`, pushes it to the environment's registry. */
 async function userImage(env: NodeEnv, tag: string, user: string): Promise<string> {
-  const cacheDir = process.env.KUBELET_TS_IMAGE_CACHE ?? path.join(os.tmpdir(), 'kubelet-ts-image-cache');
+  const cacheDir = env.imageCacheDir;
   const built = await buildImage({ repository: 'kubelet-ts/busybox-user', tag, cmd: ['sh'], user }, { cacheDir });
   const ref = `${env.registry}/kubelet-ts/busybox-user:${tag}`;
   await env.registryServer.pushImage(built.tarPath, ref);

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildTestImages, type BuiltImage } from './images.ts';
 import { startRegistry, type Registry } from './registry.ts';
@@ -35,7 +34,7 @@ export interface NodeEnvOptions {
   /** Registry port on 127.0.0.1. Default: a free port. */
   registryPort?: number;
   log?: (line: string) => void;
-  /** Image tarball cache. Default `$KUBELET_TS_IMAGE_CACHE` or `<os tmp>/kubelet-ts-image-cache`. */
+  /** Image tarball cache. Default `$KUBELET_TS_IMAGE_CACHE` or `<baseDir>/image-cache`. */
   imageCacheDir?: string;
   /** CNI conf dir handed to containerd. Default `<baseDir>/containerd/cni/net.d`. */
   cniConfDir?: string;
@@ -69,6 +68,8 @@ export interface NodeEnv {
   registryServer: Registry;
   /** Built image tarballs (for `ctr images import`, or pushing under other names). */
   imageTarballs: { busybox: BuiltImage; pause: BuiltImage };
+  /** Where image tarballs are built (a test building images of its own puts them here too). */
+  imageCacheDir: string;
   /** Runs `ctr -a SOCK -n k8s.io ...args`, returns stdout; rejects with stderr on failure. */
   ctr(args: string[]): Promise<string>;
   /** Stops containerd (removing whatever pods are left) and the registry. Idempotent. */
@@ -129,8 +130,9 @@ export async function startNodeEnv(opts: NodeEnvOptions): Promise<NodeEnv> {
   const baseDir = resolve(opts.baseDir);
   await mkdir(baseDir, { recursive: true });
   const started = Date.now();
-  const imageCacheDir =
-    opts.imageCacheDir ?? process.env.KUBELET_TS_IMAGE_CACHE ?? join(tmpdir(), 'kubelet-ts-image-cache');
+  // In the environment's own directory (gone with it): a build takes ~0.1 s, nothing worth
+  // keeping in /tmp between runs.
+  const imageCacheDir = opts.imageCacheDir ?? process.env.KUBELET_TS_IMAGE_CACHE ?? join(baseDir, 'image-cache');
 
   const built = await buildTestImages({ cacheDir: imageCacheDir, log });
   const registryServer = await startRegistry({
@@ -170,6 +172,7 @@ export async function startNodeEnv(opts: NodeEnvOptions): Promise<NodeEnv> {
       containerd: cd,
       registryServer,
       imageTarballs: built,
+      imageCacheDir,
       ctr: (args) => cd.ctr(args),
       stop() {
         stopping ??= (async () => {

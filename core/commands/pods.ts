@@ -144,9 +144,7 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
     const lastSeen = new Map(initial.map((p, i) => [p.metadata?.uid ?? '', { pod: p, key: rowKey(initialRows[i]!) }]));
     const pulls = new PullProgressThrottle();
     /** Pull progress after the row, for the table outputs, when it has moved on enough to say so. */
-    const progressNote = (pod: V1Pod): string | undefined => {
-      const uid = pod.metadata?.uid ?? '';
-      const messages = pullMessagesOf(pod);
+    const progressNote = (uid: string, messages: ReturnType<typeof pullMessagesOf>): string | undefined => {
       const shown = messages.filter((m) => pulls.shouldShow(`${uid}/${m.key}`, m.message, now()));
       if (!table || shown.length === 0) return undefined;
       return shown.map((m) => (messages.length > 1 ? `${m.container}: ${m.message}` : m.message)).join('; ');
@@ -171,10 +169,11 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
       for (const pod of current) {
         const uid = pod.metadata?.uid ?? '';
         present.add(uid);
-        for (const m of pullMessagesOf(pod)) pulling.add(`${uid}/${m.key}`);
+        const messages = pullMessagesOf(pod);
+        for (const m of messages) pulling.add(`${uid}/${m.key}`);
         const row = podRow(pod, now());
         const key = rowKey(row);
-        const note = progressNote(pod);
+        const note = progressNote(uid, messages);
         if (lastSeen.get(uid)?.key === key && !note) continue;
         lastSeen.set(uid, { pod, key });
         // The progress after the last column, padded so that notes line up.

@@ -4,7 +4,7 @@ import { errorMessage } from '../errors.ts';
 import type { ContainerRuntime, PodSandboxConfig } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { Limiter } from '../util/limiter.ts';
-import { goDurationMs } from '../util/go-duration.ts';
+import { formatDuration } from '../util/duration.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
@@ -183,5 +183,5 @@ interface PullResult { imageRef: string; pullMs: number; sizeBytes?: number }
  */
 export function pulledMessage(image: string, pullMs: number, waitedMs: number, sizeBytes?: number): string {
   const size = sizeBytes !== undefined && Number.isSafeInteger(sizeBytes) && sizeBytes >= 0 ? ` Image size: ${sizeBytes} bytes.` : '';
-  return `Successfully pulled image "${image}" in ${goDurationMs(pullMs)} (${goDurationMs(waitedMs)} including waiting).${size}`;
+  return `Successfully pulled image "${image}" in ${formatDuration(pullMs)} (${formatDuration(waitedMs)} including waiting).${size}`;
 }

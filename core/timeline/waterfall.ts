@@ -100,7 +100,9 @@ export function renderWaterfall(t: PodStartTimeline, opts: { color?: boolean } =
   const end = Math.max(t.readyMs ?? 0, ...t.steps.map((s) => s.startMs + s.durationMs), t.seenMs + 1);
   const span = end - t.seenMs;
   const rows = mergeAttempts(t.steps);
-  const title = (r: Row) => (r.attempts + (r.running ? 1 : 0) > 1 ? `${r.label} ×${r.attempts + (r.running ? 1 : 0)}` : r.label);
+  // Attempts shown: the finished ones and the one running now.
+  const shown = (r: Row) => r.attempts + (r.running ? 1 : 0);
+  const title = (r: Row) => (shown(r) > 1 ? `${r.label} ×${shown(r)}` : r.label);
   const width = Math.min(MAX_LABEL_WIDTH, Math.max(12, ...rows.map((r) => title(r).length).filter((n) => n <= MAX_LABEL_WIDTH)));
   const lines: string[] = [];
   const total = t.readyMs !== undefined ? `Ready after ${t.readyMs - t.seenMs} ms` : `not Ready yet (${span} ms so far)`;
@@ -110,7 +112,7 @@ export function renderWaterfall(t: PodStartTimeline, opts: { color?: boolean } =
     const offset = r.startMs - t.seenMs;
     const from = Math.min(Math.floor((offset / span) * BAR_WIDTH), BAR_WIDTH - 1);
     // A merged row's bar covers its first attempt's start to its last attempt's end.
-    const len = Math.max(1, Math.round(((r.attempts + (r.running ? 1 : 0) > 1 ? r.endMs - r.startMs : r.durationMs) / span) * BAR_WIDTH));
+    const len = Math.max(1, Math.round(((shown(r) > 1 ? r.endMs - r.startMs : r.durationMs) / span) * BAR_WIDTH));
     const bar = ' '.repeat(from) + (r.failing ? 'x' : '█').repeat(Math.min(len, BAR_WIDTH - from));
     const name = title(r);
     // Too long for the column: the label on a line of its own, the figures below it.

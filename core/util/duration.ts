@@ -22,14 +22,26 @@ export function parseDuration(value: Duration): number {
   return total;
 }
 
-/** Formats milliseconds the way Go prints durations in messages ("10s", "5m0s"). */
+/**
+ * Milliseconds as Go's time.Duration prints them after Truncate(time.Millisecond), which is how
+ * upstream's kubelet writes durations into messages and events (`850ms`, `1.234s`, `1m2.5s`,
+ * `5m0s`, `1h0m0s`, `0s`), so tools that read upstream's messages read ours too.
+ */
 export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  const totalSeconds = ms / 1000;
-  const h = Math.floor(totalSeconds / 3600);
-  const m = Math.floor((totalSeconds % 3600) / 60);
-  const s = +(totalSeconds % 60).toFixed(3);
-  if (h > 0) return `${h}h${m}m${s}s`;
-  if (m > 0) return `${m}m${s}s`;
-  return `${s}s`;
+  // Truncated, as Go's Truncate does: 999.9 ms is `999ms`, never `1s`.
+  let left = Number.isFinite(ms) && ms > 0 ? Math.floor(Math.min(ms, Number.MAX_SAFE_INTEGER)) : 0;
+  if (left === 0) return '0s';
+  if (left < 1000) return `${left}ms`;
+  const hours = Math.floor(left / 3_600_000);
+  left -= hours * 3_600_000;
+  const minutes = Math.floor(left / 60_000);
+  left -= minutes * 60_000;
+  const seconds = Math.floor(left / 1000);
+  const millis = left - seconds * 1000;
+  // Go drops trailing zeros of the fraction, and the fraction itself when it is zero.
+  const fraction = millis ? `.${String(millis).padStart(3, '0').replace(/0+$/, '')}` : '';
+  const sec = `${seconds}${fraction}s`;
+  if (hours) return `${hours}h${minutes}m${sec}`;
+  if (minutes) return `${minutes}m${sec}`;
+  return sec;
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Backoff } from '../../core/pod/backoff.ts';
 import { ImagePuller, pulledMessage } from '../../core/pod/image-puller.ts';
-import { goDurationMs } from '../../core/util/go-duration.ts';
+import { formatDuration } from '../../core/util/duration.ts';
 import { EventRecorder } from '../../core/events/event-recorder.ts';
 import { silentLogger } from '../../core/logger.ts';
 import type { ContainerRuntime, PodSandboxConfig } from '../../core/runtime/types.ts';
@@ -54,6 +54,6 @@ describe('ux: the Pulled event', () => {
 
   it('formats Go durations: ms below a second, h/m/s above, trailing zeros dropped', () => {
     const cases: Array<[number, string]> = [[0, '0s'], [-5, '0s'], [Number.NaN, '0s'], [0.7, '0s'], [1, '1ms'], [850, '850ms'], [1000, '1s'], [1010, '1.01s'], [59_999, '59.999s'], [60_000, '1m0s'], [3_661_500, '1h1m1.5s']];
-    for (const [ms, text] of cases) assert.equal(goDurationMs(ms), text, `${ms} ms`);
+    for (const [ms, text] of cases) assert.equal(formatDuration(ms), text, `${ms} ms`);
   });
 });

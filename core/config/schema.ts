@@ -192,6 +192,9 @@ export const configSchema = {
       'x-allowed': 'a list of sysctl names or prefixes ending in *',
     },
     seccompDefault: { type: 'boolean', default: false },
+    clusterDNS: { type: 'array', items: { type: 'string', pattern: '^[0-9a-fA-F.:]+$' }, default: [], 'x-allowed': 'a list of IPv4 or IPv6 addresses' },
+    clusterDomain: { type: 'string', pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$', default: '', 'x-allowed': "a DNS domain such as 'cluster.local', or \"\"" },
+    resolvConf: { type: 'string', default: '/etc/resolv.conf', 'x-allowed': 'a file path, or "" for none' },
     runtimeClassHandlers: {
       type: 'object',
       default: {},

@@ -200,6 +200,12 @@ export interface KubeletConfigInput {
   allowedUnsafeSysctls?: string[];
   /** Containers without a seccomp profile run with the runtime's default one instead of unconfined (upstream seccompDefault). Default false. */
   seccompDefault?: boolean;
+  /** DNS servers of `ClusterFirst` pods (upstream clusterDNS); none: such pods fall back to `Default`, with a warning event. Default none. */
+  clusterDNS?: string[];
+  /** The cluster's DNS domain (upstream clusterDomain), e.g. `cluster.local`: the search path of `ClusterFirst` pods and the FQDN of pods with a subdomain. Default "". */
+  clusterDomain?: string;
+  /** The resolver config `Default` pods inherit and `ClusterFirst` pods extend (upstream resolvConf); "" for none. Default /etc/resolv.conf. */
+  resolvConf?: string;
   /**
    * kubelet-ts: runtimeClassName → CRI runtime handler, for a kubelet without an API server
    * (in API-server mode the RuntimeClass objects say it). A pod naming a class not listed waits
@@ -283,6 +289,10 @@ export interface KubeletConfig {
   /** Sysctl names and `prefix*` patterns pods may set besides the safe ones. */
   allowedUnsafeSysctls: string[];
   seccompDefault: boolean;
+  clusterDNS: string[];
+  clusterDomain: string;
+  /** The resolv.conf path; "" for none. */
+  resolvConf: string;
   /** runtimeClassName → runtime handler without an API server. */
   runtimeClassHandlers: Record<string, string>;
   logLevel: string;

@@ -86,6 +86,9 @@ export function resourceFieldValue(pod: V1Pod, self: V1Container | undefined, re
   } catch {
     throw new DownwardApiError(`resourceFieldRef: divisor "${String(ref.divisor)}" is not a quantity`);
   }
+  // An unset divisor is the zero quantity, which the API server writes back as "0" when it
+  // defaults the selector: upstream reads zero as 1 (ExtractContainerResourceValue).
+  if (divisor === 0) divisor = 1;
   if (!(divisor > 0)) throw new DownwardApiError('resourceFieldRef: divisor must be positive');
   return String(Math.ceil(value / divisor - 1e-9));
 }

@@ -99,6 +99,9 @@ describe('container env: envFrom, ConfigMap and Secret keys, the downward API', 
     assert.equal(resourceFieldValue(p, c, { resource: 'requests.cpu' }, inputs), '1', 'rounded up to whole cores');
     assert.equal(resourceFieldValue(p, c, { resource: 'limits.cpu' }, inputs), '2', 'an unset limit is the node allocatable');
     assert.throws(() => resourceFieldValue(p, c, { resource: 'limits.gpu' }, inputs), /unsupported resource/);
-    assert.throws(() => resourceFieldValue(p, c, { resource: 'limits.cpu', divisor: '0' }, inputs), /divisor must be positive/);
+    // The API server defaults an unset divisor to "0"; upstream reads it as 1.
+    assert.equal(resourceFieldValue(p, c, { resource: 'requests.memory', divisor: '0' }, inputs), resourceFieldValue(p, c, { resource: 'requests.memory' }, inputs));
+    assert.equal(resourceFieldValue(p, c, { resource: 'limits.cpu', divisor: '0' }, inputs), '2');
+    assert.throws(() => resourceFieldValue(p, c, { resource: 'limits.cpu', divisor: 'x' }, inputs), /divisor "x" is not a quantity/);
   });
 });

@@ -38,6 +38,7 @@ import type { ApiNode } from './node/api-node.ts';
 import { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
 import { isApiPod } from './objects/pod-origin.ts';
 import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
+import { ServiceCache } from './apiserver/service-cache.ts';
 import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
 import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
@@ -132,6 +133,8 @@ export class Kubelet {
   private readonly localObjects: LocalObjects;
   /** ConfigMaps and Secrets of API pods, watched by name (API-server mode). */
   private objectCache: ApiObjectCache | undefined;
+  /** The cluster's services, for service link variables (API-server mode). */
+  private services: ServiceCache | undefined;
   /** Service account tokens of API pods (API-server mode). */
   private tokens: TokenManager | undefined;
   /** The node's capacity and allocatable, read at start. */
@@ -242,6 +245,7 @@ export class Kubelet {
       lifecycle: new LifecycleHandlers({ runtime: () => this.runtimeImpl, logger, events: this.events }),
       objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}),
       runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),
+      services: () => this.services,
     });
     this.loop = new SyncLoop({
       config, logger, hooks: this.hooks, cache: this.cache, status: this.status, syncer: this.syncer, probes: this.probes,
@@ -364,6 +368,7 @@ export class Kubelet {
     this.reporter?.stop();
     this.tokens?.stop();
     await this.objectCache?.stop();
+    await this.services?.stop();
     this.events.setSink(undefined);
     await this.api?.stop();
     this.pleg?.stop();
@@ -415,6 +420,8 @@ export class Kubelet {
       for (const uid of uids) this.loop.resync(uid);
     };
     this.objectCache = new ApiObjectCache({ client: api.main, logger: logger.child({ component: 'api-objects' }), onChange: resync });
+    this.services = new ServiceCache({ client: api.main, logger: logger.child({ component: 'services' }) });
+    this.services.start();
     this.tokens = new TokenManager({ client: api.main, logger: logger.child({ component: 'tokens' }), onRefreshDue: (uid) => resync([uid]), ...this.testHooks.tokens });
     this.loop.attachApi({ reporter: this.reporter, objectCache: this.objectCache, tokens: this.tokens });
     api.start();

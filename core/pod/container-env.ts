@@ -1,8 +1,9 @@
 /**
  * A container's environment, as upstream's makeEnvironmentVariables builds it: `envFrom`
  * sources first (ConfigMaps and Secrets, each key with the source's `prefix`), then `env` in
- * order — plain values with `$(VAR)` expansion of what is defined before them, ConfigMap and
- * Secret keys, and the downward API. A missing ConfigMap or Secret, or a missing key, is a
+ * order — plain values with `$(VAR)` expansion of what is defined before them (then of the
+ * service links), ConfigMap and Secret keys, and the downward API — then the service link
+ * variables the container does not define itself. A missing ConfigMap or Secret, or a missing key, is a
  * CreateContainerConfigError naming it unless the reference is `optional`; the pod starts once
  * it appears (the object cache watches it and the kubelet syncs the pod again).
  */
@@ -73,7 +74,15 @@ const KIND_NAME = { configmaps: ['configmap', 'ConfigMap'], secrets: ['secret', 
  * The container's environment in order. Throws ContainerConfigError naming the missing
  * object or key; `onInvalidKeys` hears of envFrom keys skipped because they are no env var names.
  */
-export function containerEnv(pod: V1Pod, container: V1Container, objects: EnvObjects, inputs: DownwardInputs, onInvalidKeys?: (r: InvalidEnvKeys) => void): KeyValue[] {
+export function containerEnv(
+  pod: V1Pod,
+  container: V1Container,
+  objects: EnvObjects,
+  inputs: DownwardInputs,
+  onInvalidKeys?: (r: InvalidEnvKeys) => void,
+  /** The pod's service link variables (service-links.ts): `$(VAR)` sees them after the container's own; appended where the container does not define them. */
+  serviceEnv: ReadonlyMap<string, string> = new Map(),
+): KeyValue[] {
   const ns = pod.metadata?.namespace ?? 'default';
   const defined = new Map<string, string>();
   /** The object of a reference: undefined when absent (and optional), else an error naming it. */
@@ -120,13 +129,14 @@ export function containerEnv(pod: V1Pod, container: V1Container, objects: EnvObj
           throw new ContainerConfigError(`couldn't find key ${ref.key} in ${KIND_NAME[kind][1]} ${ns}/${ref.name}`);
         }
       } else if (from) throw new ContainerConfigError(`env ${e.name}: valueFrom has no source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)`);
-      else value = expandVars(e.value ?? '', (name) => defined.get(name));
+      else value = expandVars(e.value ?? '', (name) => defined.get(name) ?? serviceEnv.get(name));
     } catch (err) {
       if (err instanceof DownwardApiError) throw new ContainerConfigError(`env ${e.name}: ${err.message}`);
       throw err;
     }
     defined.set(e.name, value ?? '');
   }
+  for (const [k, v] of serviceEnv) if (!defined.has(k)) defined.set(k, v);
   return [...defined].map(([key, value]) => ({ key, value }));
 }
 

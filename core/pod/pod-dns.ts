@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { DnsConfig } from 'kubelet-ts';
+import { readFile } from 'node:fs/promises';
+import type { DnsConfig } from '../runtime/types.ts';
 
 /** Upstream limits (k8s.io/kubernetes pkg/apis/core/validation, ExpandedDNSConfig). */
 export const DNS_LIMITS = Object.freeze({ nameservers: 3, searchPaths: 32, searchChars: 2048, searchPathChars: 253 });
@@ -121,4 +122,35 @@ export function podHostnameAndDomain(pod: V1Pod, clusterDomain: string): { hostn
   const sub = pod.spec?.subdomain;
   const domain = sub && clusterDomain ? `${sub}.${pod.metadata?.namespace ?? 'default'}.svc.${clusterDomain}` : '';
   return { hostname, domain };
+}
+
+/** The node's resolv.conf for pod DNS: "" means none (upstream's resolvConf ""); a file that cannot be read fails the sandbox, as upstream. */
+export async function readHostResolvConf(file: string): Promise<string | undefined> {
+  if (file === '') return undefined;
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new Error(`could not read the node's resolv.conf ${file} (resolvConf) for the pod's DNS: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * The sandbox's host name and DNS config, as upstream's GeneratePodHostNameAndDomain and
+ * GetPodDNS: a host-network pod keeps the node's host name (""); `setHostnameAsFQDN` makes the
+ * host name the FQDN, refused over 64 characters as upstream refuses it. `warnings` are
+ * upstream's DNSConfigForming event messages.
+ */
+export function sandboxHostnameAndDns(pod: V1Pod, s: DnsSettings): { hostname: string; dnsConfig: DnsConfig; warnings: string[] } {
+  const { config: dnsConfig, warnings } = podDnsConfig(pod, s);
+  let hostname = '';
+  if (!pod.spec?.hostNetwork) {
+    const hd = podHostnameAndDomain(pod, s.clusterDomain);
+    hostname = hd.hostname;
+    if (pod.spec?.setHostnameAsFQDN && hd.domain) {
+      const fqdn = `${hd.hostname}.${hd.domain}`;
+      if (fqdn.length > 64) throw new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (64 characters is the max, ${fqdn.length} characters requested)`);
+      hostname = fqdn;
+    }
+  }
+  return { hostname, dnsConfig, warnings };
 }

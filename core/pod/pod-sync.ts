@@ -21,6 +21,8 @@ import { gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '.
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from './container-mounts.ts';
+import { readHostResolvConf, sandboxHostnameAndDns } from './pod-dns.ts';
+import { etcHostsMount } from './etc-hosts.ts';
 import { SecurityContextError, needsImageUser, type ImageUser, type SecurityInputs } from './security-context.ts';
 import { checkSeccompProfile } from './seccomp-profiles.ts';
 import { TerminationMessagePathError, removeTerminationMessageFile, terminationMessageMount } from './termination-message.ts';
@@ -31,6 +33,8 @@ import { podRef, type EventRecorder, type EventType } from '../events/event-reco
 import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
 import type { DownwardInputs } from '../objects/downward-api.ts';
+import { serviceLinkEnv, type ServiceLinkSource } from '../objects/service-links.ts';
+import { isStaticPod } from '../objects/pod-origin.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -92,6 +96,8 @@ export class PodSyncer {
       objects?: (pod: V1Pod) => ObjectSource;
       /** The downward API's inputs for a pod (its IPs, the node's, the node's allocatable). */
       downward?: (pod: V1Pod) => DownwardInputs;
+      /** The cluster's services for service link variables (API-server mode; none standalone, as upstream). */
+      services?: () => ServiceLinkSource | undefined;
       /** Resolves a pod's runtimeClassName to the runtime handler its sandbox is created with. */
       runtimeClasses?: { handler(pod: V1Pod): Promise<string> };
       logger: Logger;
@@ -152,9 +158,7 @@ export class PodSyncer {
       if (actions.createSandbox) {
         const started = performance.now();
         try {
-          sandboxConfig = buildSandboxConfig(pod, actions.attempt, config);
-          if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
-          sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
+          sandboxConfig = await this.sandboxConfig(pod, actions.attempt, true);
           await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
           const cfg = sandboxConfig;
           // runtimeClassName → handler (an unknown RuntimeClass fails here, shown as FailedCreatePodSandBox).
@@ -188,9 +192,7 @@ export class PodSyncer {
         if (known && known.id === sandboxId) sandboxConfig = known.config;
         else {
           // Adopted after a restart: rebuild the config the sandbox was created with.
-          sandboxConfig = buildSandboxConfig(pod, sb.metadata.attempt, config);
-          if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
-          sandboxConfig = await hooks.beforeSandbox.promise(sandboxConfig, pod);
+          sandboxConfig = await this.sandboxConfig(pod, sb.metadata.attempt, false);
           this.sandboxConfigs.set(uid, { id: sandboxId!, config: sandboxConfig });
         }
         podIP = isHostNetwork(pod) ? config.nodeIP : sb.ip;
@@ -208,6 +210,23 @@ export class PodSyncer {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
     }
     return this.finish(pod, waiting, requeueAfterMs, acts || removedDead);
+  }
+
+  /**
+   * The pod's sandbox config as the runtime gets it: the base config, the pod's host name and
+   * DNS (from clusterDNS, clusterDomain, resolvConf and the pod's dnsPolicy / dnsConfig, for
+   * whatever owns the network), its cgroup parent, then the beforeSandbox taps. `report`: say
+   * what DNS had to cut (DNSConfigForming), once per sandbox creation, not on adoption.
+   */
+  private async sandboxConfig(pod: V1Pod, attempt: number, report: boolean): Promise<PodSandboxConfig> {
+    const { config, hooks } = this.deps;
+    const sandboxConfig = buildSandboxConfig(pod, attempt, config);
+    const dns = sandboxHostnameAndDns(pod, { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, hostResolvConf: await readHostResolvConf(config.resolvConf) });
+    sandboxConfig.hostname = dns.hostname;
+    sandboxConfig.dnsConfig = dns.dnsConfig;
+    if (report) for (const w of dns.warnings) this.event(pod, undefined, 'Warning', 'DNSConfigForming', w);
+    if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
+    return hooks.beforeSandbox.promise(sandboxConfig, pod);
   }
 
   /**
@@ -311,9 +330,13 @@ export class PodSyncer {
       if (podIP && inputs.podIPs.length === 0) inputs.podIPs = [podIP];
       const env = containerEnv(pod, c, await fetchEnvObjects(pod, c, objects), inputs, (bad) =>
         event('Warning', 'InvalidEnvironmentVariableNames', `Keys [${bad.keys.join(', ')}] from the EnvFrom ${bad.source} were skipped since they are considered invalid environment variable names.`),
-      );
+      this.serviceEnv(pod));
       containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c));
       containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(uid), this.deps.volumes.subPathBinder(uid, c.name));
+      const hosts = await etcHostsMount(pod, c, { podDir: this.deps.volumes.podDir(uid), podIPs: inputs.podIPs, clusterDomain: config.clusterDomain }).catch((err: unknown) => {
+        throw new ContainerConfigError(`failed to write the pod's /etc/hosts: ${errorMessage(err)}`);
+      });
+      if (hosts) containerConfig.mounts.push(hosts);
       await this.prepareContainer(pod, c, containerConfig);
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
@@ -363,6 +386,18 @@ export class PodSyncer {
       event('Warning', 'FailedPostStartHook', errorMessage(err));
       await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * The pod's service link variables. As upstream, an API pod waits (CreateContainerConfigError)
+   * until the services were listed once, so a restarted kubelet never starts a container
+   * without KUBERNETES_SERVICE_HOST; a static pod takes what is known.
+   */
+  private serviceEnv(pod: V1Pod): Map<string, string> {
+    const services = this.deps.services?.();
+    if (!services) return new Map();
+    if (!services.synced && !isStaticPod(pod)) throw new ContainerConfigError('services have not yet been read at least once, cannot construct envvars');
+    return serviceLinkEnv(services.list(), pod.metadata?.namespace ?? 'default', pod.spec?.enableServiceLinks !== false);
   }
 
   /**

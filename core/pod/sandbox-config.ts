@@ -6,6 +6,7 @@ import type { NamespaceMode, PodSandboxConfig, PortMapping } from '../runtime/ty
 import { gracePeriodSeconds, isHostNetwork } from '../objects/pod-util.ts';
 import { sandboxSecurityContext } from './security-context.ts';
 import { podSysctls } from './sysctls.ts';
+import { podHostnameAndDomain } from './pod-dns.ts';
 
 /** `<podLogsDir>/<namespace>_<name>_<uid>`: the upstream per-pod log directory. */
 export function podLogDir(config: Pick<KubeletConfig, 'podLogsDir'>, pod: V1Pod): string {
@@ -25,8 +26,8 @@ export function namespaceModes(pod: V1Pod): { network: NamespaceMode; pid: Names
 
 /**
  * Builds the runtime's sandbox config for a pod, as upstream's generatePodSandboxConfig does
- * (labels, log directory, host ports, namespaces). `beforeSandbox` taps refine it (DNS,
- * cgroups, network options) before the runtime sees it.
+ * (labels, log directory, host ports, namespaces). The pod sync adds the pod's DNS config and
+ * cgroup parent, and `beforeSandbox` taps refine it (network options) before the runtime sees it.
  */
 export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<KubeletConfig, 'podLogsDir'>): PodSandboxConfig {
   const m = pod.metadata!;
@@ -42,7 +43,8 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<Kub
   const sysctls = podSysctls(pod);
   return {
     metadata: { name: m.name!, uid: m.uid!, namespace: m.namespace ?? 'default', attempt },
-    hostname: isHostNetwork(pod) ? '' : (spec.hostname ?? m.name!).slice(0, 63),
+    // The pod sync replaces it with the DNS-aware one (pod-dns.ts sandboxHostnameAndDns).
+    hostname: isHostNetwork(pod) ? '' : podHostnameAndDomain(pod, '').hostname,
     logDirectory: podLogDir(config, pod),
     portMappings,
     labels: {

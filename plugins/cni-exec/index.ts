@@ -1,4 +1,3 @@
-import type { V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import type { Server } from 'node:net';
 import path from 'node:path';
@@ -8,8 +7,6 @@ import { detectShim, installDelegate, isDelegateConf } from './delegate/install.
 import { serveDelegate } from './delegate/protocol.ts';
 import { CniNetwork, type CniNetworkService } from './network-service.ts';
 import { optionsSchema, type CniExecOptions } from './options-schema.ts';
-import { podDnsConfig, podHostnameAndDomain } from './pod/dns.ts';
-import { managedHostsFile, nodeHostsFile } from './pod/hosts.ts';
 
 export type { CniNetworkService, CniNetworkSetUpEvent, CniNetworkTearDownEvent, CniPodNetwork } from './network-service.ts';
 export type { CniResult } from './cni/types.ts';
@@ -18,15 +15,21 @@ export type { CniResult } from './cni/types.ts';
  * cni-exec: the kubelet owns pod networking. A CNI runtime in TypeScript runs the
  * configured plugin chain (confDir, binDirs); the container runtime reaches it through a
  * delegate: a one-plugin network config in the runtime's CNI dir whose plugin is a small
- * shim that forwards each CNI request to this plugin over a unix socket. It also sets each
- * sandbox's DNS config and host name (`beforeSandbox`) and gives containers the managed
- * /etc/hosts with `hostAliases` (`beforeContainerCreate`).
+ * shim that forwards each CNI request to this plugin over a unix socket. Pod DNS and the
+ * managed /etc/hosts are the core's (they are the same whoever owns the network).
  */
+/** Options of earlier versions that the kubelet's config now holds. */
+const MOVED_TO_KUBELET_CONFIG = ['clusterDNS', 'clusterDomain', 'resolvConf', 'hostsFile'] as const;
+
 export default definePlugin<CniExecOptions>({
   name: 'cni-exec',
   kind: 'network',
   optionsSchema,
   async apply(ctx, options) {
+    const moved = MOVED_TO_KUBELET_CONFIG.filter((o) => (options as unknown as Record<string, unknown>)[o] !== undefined);
+    if (moved.length) {
+      throw new Error(`option${moved.length > 1 ? 's' : ''} ${moved.join(', ')} moved to the kubelet's own config: pod DNS and /etc/hosts are the core's for every network owner (set clusterDNS, clusterDomain and resolvConf there, as in upstream's KubeletConfiguration)`);
+    }
     const log = ctx.logger;
     const cni = new CniRuntime({
       confDir: options.confDir,
@@ -65,57 +68,14 @@ export default definePlugin<CniExecOptions>({
       );
     });
 
-    const dnsSettings = async () => ({
-      clusterDNS: options.clusterDNS,
-      clusterDomain: options.clusterDomain,
-      hostResolvConf: options.resolvConf === '' ? undefined : await fs.readFile(options.resolvConf, 'utf8'),
-    });
-
-    // DNS and host name of the sandbox, as upstream's GetPodDNS and GeneratePodHostNameAndDomain.
+    // The sandbox is about to be created: its CNI request will come through the delegate.
     ctx.hooks.beforeSandbox.tapPromise('cni-exec', async (config, pod) => {
       network.sandboxPending(pod);
-      const { config: dnsConfig, warnings } = podDnsConfig(pod, await dnsSettings());
-      for (const w of warnings) log.warn({ pod: podName(pod) }, `DNSConfigForming: ${w}`);
-      let hostname = config.hostname;
-      if (!pod.spec?.hostNetwork) {
-        const hd = podHostnameAndDomain(pod, options.clusterDomain);
-        hostname = hd.hostname;
-        if (pod.spec?.setHostnameAsFQDN && hd.domain) {
-          const fqdn = `${hd.hostname}.${hd.domain}`;
-          if (fqdn.length > 64) throw new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (64 characters is the max, ${fqdn.length} characters requested)`);
-          hostname = fqdn;
-        }
-      }
-      return { ...config, hostname, dnsConfig };
-    });
-
-    // The managed /etc/hosts (pod IPs, host name, hostAliases), one file per pod, mounted into each container.
-    ctx.hooks.beforeContainerCreate.tapPromise('cni-exec', async (config, c) => {
-      if (config.mounts.some((m) => m.containerPath === '/etc/hosts')) return config;
-      const pod = c.pod;
-      let content: string;
-      if (pod.spec?.hostNetwork) {
-        content = nodeHostsFile(await fs.readFile(options.hostsFile, 'utf8'), pod.spec.hostAliases);
-      } else {
-        let ips = (await network.attachment(c.sandboxId))?.ips ?? [];
-        if (!ips.length) {
-          const st = await ctx.runtime().podSandboxStatus(c.sandboxId);
-          ips = [st.ip, ...st.additionalIps].filter(Boolean);
-        }
-        // Upstream mounts no managed hosts file while the pod has no IP.
-        if (!ips.length) return config;
-        const { hostname, domain } = podHostnameAndDomain(pod, options.clusterDomain);
-        content = managedHostsFile(ips, hostname, domain, pod.spec?.hostAliases);
-      }
-      const file = hostsPath(ctx.stateDir, pod);
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      await fs.writeFile(file, content, { mode: 0o644 });
-      return { ...config, mounts: [...config.mounts, { containerPath: '/etc/hosts', hostPath: file, readonly: false }] };
+      return config;
     });
 
     ctx.hooks.podRemoved.tapPromise('cni-exec', async (pod) => {
       network.podRemoved(pod);
-      await fs.rm(path.dirname(hostsPath(ctx.stateDir, pod)), { recursive: true, force: true });
     });
 
     // Garbage collection: cached attachments of sandboxes the runtime no longer has.
@@ -137,14 +97,6 @@ export default definePlugin<CniExecOptions>({
     ctx.onClose(() => clearInterval(gcTimer));
   },
 });
-
-function podName(pod: V1Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-}
-
-function hostsPath(stateDir: string, pod: V1Pod): string {
-  return path.join(stateDir, 'pods', pod.metadata!.uid!, 'etc-hosts');
-}
 
 /** The service as other plugins get it: hooks with tap methods only. */
 function serviceView(n: CniNetwork): CniNetworkService {

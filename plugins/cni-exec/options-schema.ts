@@ -28,14 +28,6 @@ export interface CniExecOptions {
   socketPath: string;
   /** How long the shim waits for the kubelet's answer. */
   shimTimeoutSeconds: number;
-  /** Cluster DNS servers for `ClusterFirst` pods (KubeletConfiguration `clusterDNS`). */
-  clusterDNS: string[];
-  /** Cluster domain (KubeletConfiguration `clusterDomain`), e.g. `cluster.local`. */
-  clusterDomain: string;
-  /** The resolver config `Default` pods inherit (KubeletConfiguration `resolvConf`); "" for none. */
-  resolvConf: string;
-  /** The node's hosts file, the base of hostNetwork pods' /etc/hosts. */
-  hostsFile: string;
   /** How often cached attachments of sandboxes the runtime no longer has are torn down. */
   gcIntervalSeconds: number;
 }
@@ -58,10 +50,11 @@ export const optionsSchema = {
     shim: { enum: ['auto', 'perl', 'node'], default: 'auto' },
     socketPath: { type: 'string', pattern: '^/', maxLength: 100, default: '/run/kubelet-ts/cni-exec.sock', 'x-allowed': 'an absolute path of at most 100 characters' },
     shimTimeoutSeconds: { type: 'integer', minimum: 1, default: 240, 'x-allowed': 'an integer number of seconds >= 1' },
-    clusterDNS: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], 'x-allowed': 'a list of IP addresses' },
-    clusterDomain: { type: 'string', default: '', 'x-allowed': "a domain such as 'cluster.local'" },
-    resolvConf: { type: 'string', default: '/etc/resolv.conf', 'x-allowed': 'a file path, or "" for none' },
-    hostsFile: { type: 'string', minLength: 1, default: '/etc/hosts', 'x-allowed': 'a file path' },
+    // Moved to the kubelet's config; still known here so that apply can say where they went.
+    clusterDNS: { description: 'moved to the kubelet config (clusterDNS)' },
+    clusterDomain: { description: 'moved to the kubelet config (clusterDomain)' },
+    resolvConf: { description: 'moved to the kubelet config (resolvConf)' },
+    hostsFile: { description: 'moved: the core writes /etc/hosts' },
     gcIntervalSeconds: { type: 'number', exclusiveMinimum: 0, default: 600, 'x-allowed': 'a number of seconds > 0' },
   },
 } as const;

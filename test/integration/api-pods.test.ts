@@ -116,6 +116,34 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
     assert.ok(Date.now() - t0 < 20_000);
   });
 
+  it('service links: the namespace\'s services and the API server\'s `kubernetes` service as env, as upstream injects them', async function () {
+    const { name } = await node('links');
+    const ns = await namespace('links');
+    const svc = await suite.core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'foo-service' }, spec: { ports: [{ name: 'http', port: 8765, protocol: 'TCP', targetPort: 8080 as never }], selector: { app: 'x' } } } });
+    const ip = svc.spec!.clusterIP!;
+    const master = await suite.core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+    const pod = (podName: string, spec: Partial<V1Pod["spec"]>) => suite.core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: podName }, spec: { nodeName: name, automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [], ...spec } },
+    });
+    await pod('linked', { containers: [sleeper({ env: [{ name: 'LINK', value: 'http://$(FOO_SERVICE_SERVICE_HOST):$(FOO_SERVICE_SERVICE_PORT_HTTP)' }, { name: 'FOO_SERVICE_PORT', value: 'mine' }] })] });
+    await pod('unlinked', { enableServiceLinks: false, containers: [sleeper()] });
+    const envOf = async (podName: string) => {
+      const p = await waitFor(`${podName} Running`, async () => { const x = await readPod(podName, ns); return running(x) && x; });
+      return (await exec(p, 'env')).out.split('\n');
+    };
+    const linked = await envOf('linked');
+    for (const want of [
+      `FOO_SERVICE_SERVICE_HOST=${ip}`, 'FOO_SERVICE_SERVICE_PORT=8765', 'FOO_SERVICE_SERVICE_PORT_HTTP=8765',
+      `FOO_SERVICE_PORT_8765_TCP=tcp://${ip}:8765`, 'FOO_SERVICE_PORT_8765_TCP_PROTO=tcp', 'FOO_SERVICE_PORT_8765_TCP_PORT=8765', `FOO_SERVICE_PORT_8765_TCP_ADDR=${ip}`,
+      `LINK=http://${ip}:8765`, 'FOO_SERVICE_PORT=mine',
+      `KUBERNETES_SERVICE_HOST=${master.spec!.clusterIP}`, 'KUBERNETES_SERVICE_PORT=443', 'KUBERNETES_SERVICE_PORT_HTTPS=443',
+    ]) assert.ok(linked.includes(want), `${want} in ${linked.join(' ')}`);
+    const unlinked = await envOf('unlinked');
+    assert.ok(unlinked.includes(`KUBERNETES_SERVICE_HOST=${master.spec!.clusterIP}`), 'the API server\'s service is always linked');
+    assert.ok(!unlinked.some((l) => l.startsWith('FOO_SERVICE_')), unlinked.join(' '));
+  });
+
   it('a pod whose ConfigMap is missing waits with CreateContainerConfigError naming it, and starts once it is created', async function () {
     const { name } = await node('missing');
     const ns = await namespace('missing');

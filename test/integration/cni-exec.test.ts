@@ -54,14 +54,15 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
 
   const kubeletPlugins = () => [
     ['cri-containerd', { endpoint: env.containerdEndpoint }],
-    ['cni-exec', cniEnv!.cniExecOptions({ execTimeoutSeconds: 20, clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' })],
+    ['cni-exec', cniEnv!.cniExecOptions({ execTimeoutSeconds: 20 })],
     recorder,
   ] as const;
 
   const startKubelet = (reuseDir?: string) => startTestKubelet({
     plugins: kubeletPlugins() as never,
     ...(reuseDir ? { dir: reuseDir } : {}),
-    config: { crashLoopBackOff: { initialMs: 500, maxMs: 2000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 } },
+    // Pod DNS and /etc/hosts are the core's; with cni-exec as the network owner they are the same.
+    config: { crashLoopBackOff: { initialMs: 500, maxMs: 2000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 }, clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' },
   });
 
   /** Files host-local keeps per allocated IP (it also keeps `last_reserved_ip.0` and `lock`). */
@@ -212,8 +213,10 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
     const nat = await natRules();
     for (const id of sbIds) assert.ok(!nat.includes(id), `no iptables rule of sandbox ${id.slice(0, 12)} left`);
     assert.deepEqual(await fs.readdir(path.join(t.config.rootDir, 'plugin-state', 'cni-exec', 'results')), []);
-    // podRemoved fires just after the pod leaves the kubelet's list.
-    await eventually('managed hosts files removed', async () => (await fs.readdir(path.join(t.config.rootDir, 'plugin-state', 'cni-exec', 'pods')).catch(() => [])).length === 0, 5000);
+    // The managed hosts files go with the pods' dirs.
+    for (const uid of [web.metadata!.uid!, client.metadata!.uid!]) {
+      await eventually('pod dir with its etc-hosts removed', async () => !(await fs.stat(path.join(t.config.rootDir, 'pods', uid)).then(() => true, () => false)), 5000);
+    }
     assert.ok(tearDowns.some((e) => e.sandboxId === sbIds[0] && e.podRef?.uid === web.metadata!.uid));
   });
 

@@ -18,6 +18,8 @@ export interface PodRow {
   age: string;
   ip: string;
   node: string;
+  /** kubelet-ts (`-o wide`): the pod's ephemeral containers (kubectl debug) and their states, `debugger:Running`. */
+  ephemeral: string;
 }
 
 /** Dates arrive as RFC 3339 strings on the wire, as Date objects from the client types. */
@@ -132,5 +134,17 @@ export function podRow(pod: V1Pod, now = Date.now()): PodRow {
     age: created === undefined ? '<unknown>' : humanDuration(now - created),
     ip: pod.status?.podIP || '<none>',
     node: pod.spec?.nodeName || '<none>',
+    ephemeral: ephemeralColumn(pod),
   };
+}
+
+/** `name:State` of each ephemeral container (Running, a terminated reason, a waiting reason), or `<none>`. */
+function ephemeralColumn(pod: V1Pod): string {
+  const byName = new Map((pod.status?.ephemeralContainerStatuses ?? []).map((s) => [s.name, s] as const));
+  const cells = (pod.spec?.ephemeralContainers ?? []).map((c) => {
+    const st = byName.get(c.name)?.state;
+    const state = st?.running ? 'Running' : st?.terminated ? terminatedReason(st.terminated) : st?.waiting?.reason ?? 'Waiting';
+    return `${c.name}:${state}`;
+  });
+  return cells.length ? cells.join(',') : '<none>';
 }

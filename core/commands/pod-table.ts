@@ -1,13 +1,16 @@
 /**
  * `kubectl get pods` tables: the columns (NAME READY STATUS RESTARTS AGE; `-o wide` adds IP,
- * NODE, NOMINATED NODE, READINESS GATES; `-A` puts NAMESPACE first), each padded to its
- * widest cell with three spaces between, as kubectl's tabwriter prints them.
+ * NODE, NOMINATED NODE, READINESS GATES, and kubelet-ts's EPHEMERAL when a pod has kubectl
+ * debug containers: their states; `-A` puts NAMESPACE first), each padded to its widest cell with
+ * three spaces between, as kubectl's tabwriter prints them.
  */
 import type { PodRow } from './pod-columns.ts';
 
 export interface TableShape {
   wide: boolean;
   allNamespaces: boolean;
+  /** With `wide`: the EPHEMERAL column, shown when a listed pod has ephemeral containers (kubectl's own columns otherwise). */
+  ephemeral?: boolean;
 }
 
 const NONE = '<none>';
@@ -17,6 +20,7 @@ function header(shape: TableShape): string[] {
     ...(shape.allNamespaces ? ['NAMESPACE'] : []),
     'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE',
     ...(shape.wide ? ['IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES'] : []),
+    ...(shape.wide && shape.ephemeral ? ['EPHEMERAL'] : []),
   ];
 }
 
@@ -25,6 +29,7 @@ function cells(r: PodRow, shape: TableShape): string[] {
     ...(shape.allNamespaces ? [r.namespace] : []),
     r.name, r.ready, r.status, r.restarts, r.age,
     ...(shape.wide ? [r.ip, r.node, NONE, NONE] : []),
+    ...(shape.wide && shape.ephemeral ? [r.ephemeral] : []),
   ];
 }
 

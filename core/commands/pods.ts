@@ -27,7 +27,8 @@ Terminating, Completed, OOMKilled, ...). It asks the kubelet on its local socket
 Flags:
   -n, --namespace NS       pods of this namespace (default: "default")
   -A, --all-namespaces     pods of every namespace, with a NAMESPACE column
-  -o, --output FORMAT      wide (adds IP and NODE), json, yaml or name
+  -o, --output FORMAT      wide (adds IP and NODE, and EPHEMERAL: kubectl debug containers and
+                           their states, when a pod has them), json, yaml or name
   -w, --watch              after the list, print a pod's row each time it changes (Ctrl-C to stop);
                            while an image pulls, its row again with the progress after it, when
                            it has moved on (every 10 %, at most every 2 s):
@@ -117,6 +118,7 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
     return 1;
   }
   const rows = pods.map((p) => podRow(p, now()));
+  shape.ephemeral = rows.some((r) => r.ephemeral !== '<none>');
   if (output === 'json') out.write(`${JSON.stringify(listOf(pods), null, 4)}\n`);
   else if (output === 'yaml') out.write(yaml.dump(listOf(pods), { noRefs: true }));
   else if (output === 'name') out.write(pods.map((p) => `pod/${p.metadata?.name}\n`).join(''));

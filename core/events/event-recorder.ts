@@ -13,6 +13,8 @@
  *    bucket per source and object); what it drops is counted, not sent.
  */
 import type { Logger } from '../logger.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { containerKind, type ContainerKind } from '../objects/pod-util.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -200,16 +202,19 @@ export class EventRecorder {
 }
 
 /** The reference of a pod, or of one of its containers (`fieldPath`), for an event. */
-export function podRef(pod: { metadata?: { name?: string; namespace?: string; uid?: string } }, container?: string, init = false): EventObjectRef {
+export function podRef(pod: V1Pod, container?: string): EventObjectRef {
   return {
     kind: 'Pod',
     name: pod.metadata?.name ?? '',
     namespace: pod.metadata?.namespace ?? 'default',
     ...(pod.metadata?.uid ? { uid: pod.metadata.uid } : {}),
     apiVersion: 'v1',
-    ...(container ? { fieldPath: `${init ? 'spec.initContainers' : 'spec.containers'}{${container}}` } : {}),
+    ...(container ? { fieldPath: `${FIELD_OF_KIND[containerKind(pod, container)]}{${container}}` } : {}),
   };
 }
+
+/** The spec field a container's events point at (upstream's fieldPath), by where the container is declared. */
+const FIELD_OF_KIND: Record<ContainerKind, string> = { init: 'spec.initContainers', app: 'spec.containers', ephemeral: 'spec.ephemeralContainers' };
 
 /** The reference of this node, for node events (upstream gives the node's name as its UID). */
 export function nodeRef(nodeName: string): EventObjectRef {

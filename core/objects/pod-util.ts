@@ -45,3 +45,22 @@ export function canonicalJSON(value: unknown): string {
 
 /** A sidecar: an init container that keeps running beside the app containers (restartPolicy Always). */
 export const isSidecar = (c: V1Container) => c.restartPolicy === 'Always';
+
+/** Where a container of a pod is declared: `spec.initContainers`, `spec.containers` or `spec.ephemeralContainers`. */
+export type ContainerKind = 'init' | 'app' | 'ephemeral';
+
+/**
+ * The pod's ephemeral containers (added through the `ephemeralcontainers` subresource, as
+ * `kubectl debug` does), as containers: their fields are a subset of a container's, plus
+ * `targetContainerName`.
+ */
+export function ephemeralContainersOf(pod: V1Pod): Array<V1Container & { targetContainerName?: string }> {
+  return (pod.spec?.ephemeralContainers ?? []) as Array<V1Container & { targetContainerName?: string }>;
+}
+
+/** Which list of the pod's spec declares the container named `name` (app when none does). */
+export function containerKind(pod: V1Pod, name: string): ContainerKind {
+  if ((pod.spec?.initContainers ?? []).some((c) => c.name === name)) return 'init';
+  if ((pod.spec?.ephemeralContainers ?? []).some((c) => c.name === name)) return 'ephemeral';
+  return 'app';
+}

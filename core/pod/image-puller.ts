@@ -71,7 +71,7 @@ export class ImagePuller {
    * each matching credential is tried in turn (upstream's keyring), then none.
    */
   async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource): Promise<ImageReady | ImageWait> {
-    const ref = podRef(pod, container.name, init);
+    const ref = podRef(pod, container.name);
     const event = (type: 'Normal' | 'Warning', reason: string, message: string) => this.deps.events?.record(ref, type, reason, message);
     const image = container.image ?? '';
     if (!image.trim()) return { reason: 'InvalidImageName', message: `Failed to apply default image tag "${image}": couldn't parse image name` };

@@ -4,7 +4,7 @@ import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
 import { formatDuration } from '../util/duration.ts';
-import { containerHash, isSidecar, podDesc } from '../objects/pod-util.ts';
+import { containerHash, ephemeralContainersOf, isSidecar, podDesc } from '../objects/pod-util.ts';
 import { restartCountOf } from '../runtime/labels.ts';
 
 /** A container to create and start, with the restart count its new instance carries. */
@@ -30,6 +30,8 @@ export interface PodActions {
   nextInit: ContainerStart | undefined;
   /** App containers to start, in parallel. */
   containersToStart: ContainerStart[];
+  /** Ephemeral containers to start in the running sandbox: each once, never restarted. */
+  ephemeralToStart: ContainerStart[];
   /** Running containers to stop (spec changed). */
   containersToKill: Array<{ id: string; name: string; message: string }>;
   /** Containers held back by crash-loop back-off: the waiting reason and message for status. */
@@ -75,7 +77,7 @@ export function computePodActions(
   const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
   const actions: PodActions = {
     killPod: false, createSandbox: false, attempt: 0, sandboxId: undefined, nextInit: undefined,
-    containersToStart: [], containersToKill: [], waiting: new Map(), requeueAfterMs: undefined,
+    containersToStart: [], ephemeralToStart: [], containersToKill: [], waiting: new Map(), requeueAfterMs: undefined,
   };
   const sandboxes = rs?.sandboxes ?? [];
   const latestSandbox = sandboxes[0];
@@ -102,6 +104,9 @@ export function computePodActions(
     return actions;
   }
   actions.sandboxId = latestSandbox!.id;
+  // Ephemeral containers (kubectl debug), as upstream: started once the sandbox runs, even
+  // before init finished; never restarted (one that ran, whatever its end, is not started again).
+  for (const ec of ephemeralContainersOf(pod)) if (!latest.has(ec.name)) actions.ephemeralToStart.push({ container: ec, restartCount: 0 });
 
   // Restart decision for one exited instance, honouring the crash-loop back-off.
   const planRestart = (c: V1Container, st: ContainerStatus, policy: string): ContainerStart | undefined => {
@@ -157,7 +162,10 @@ export function computePodActions(
     // A failed init container: OnFailure and Always retry it, Never fails the pod.
     const restart = planRestart(c, st, restartPolicy === 'Never' ? 'Never' : 'OnFailure');
     if (restart) actions.nextInit = restart;
-    else if (restartPolicy === 'Never') actions.killPod = true;
+    else if (restartPolicy === 'Never') {
+      actions.killPod = true;
+      actions.ephemeralToStart = [];
+    }
     return actions;
   }
   actions.containersToStart.push(...sidecarStarts);
@@ -198,7 +206,10 @@ export function computePodActions(
     const st = latest.get(c.name);
     return st && st.state === 'CONTAINER_EXITED' && !shouldRestart(pod, st, restartPolicy);
   });
-  if (finished) actions.killPod = true;
+  if (finished) {
+    actions.killPod = true;
+    actions.ephemeralToStart = [];
+  }
   void now;
   return actions;
 }

@@ -16,8 +16,8 @@ import type { Backoff } from './backoff.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import type { ImagePuller } from './image-puller.ts';
 import type { LifecycleHandlers } from './lifecycle-handlers.ts';
-import { computePodActions, type ContainerStart } from './pod-actions.ts';
-import { gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
+import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
+import { ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from './container-mounts.ts';
@@ -199,6 +199,8 @@ export class PodSyncer {
       }
 
       await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
+      // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
+      await Promise.all(actions.ephemeralToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
       if (actions.nextInit) {
         await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
         // A started sidecar keeps running, so no exit will wake the pod: go on to the next init container now.
@@ -307,8 +309,11 @@ export class PodSyncer {
     const log = this.podLogger(pod).child({ container: c.name });
     const uid = podUID(pod);
     const init = (pod.spec?.initContainers ?? []).includes(c);
-    const what = init ? `init ${c.name}` : c.name;
-    const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message, init);
+    // An ephemeral container's start is shown by explain after the pod's first Ready.
+    const ephemeral = ephemeralContainersOf(pod).includes(c);
+    const afterReady = { afterReady: ephemeral };
+    const what = init ? `init ${c.name}` : ephemeral ? `ephemeral ${c.name}` : c.name;
+    const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message);
     const objects = this.deps.objects?.(pod);
     // A pull that failed or waits in back-off is a failed step of the start, with its reason.
     const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`, (r) => ('reason' in r ? `${r.reason}: ${r.message}` : undefined), {
@@ -318,6 +323,7 @@ export class PodSyncer {
         return pull?.progress ? { progress: pull.progress } : undefined;
       },
       note: (r) => ('pulled' in r && r.pulled ? pulledNote(r.pulled) : undefined),
+      ...afterReady,
     });
     if ('reason' in image) {
       waiting.set(c.name, image);
@@ -332,6 +338,7 @@ export class PodSyncer {
         event('Warning', 'InvalidEnvironmentVariableNames', `Keys [${bad.keys.join(', ')}] from the EnvFrom ${bad.source} were skipped since they are considered invalid environment variable names.`),
       this.serviceEnv(pod));
       containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c));
+      if (ephemeral) this.targetNamespaces(pod, c, containerConfig);
       containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(uid), this.deps.volumes.subPathBinder(uid, c.name));
       const hosts = await etcHostsMount(pod, c, { podDir: this.deps.volumes.podDir(uid), podIPs: inputs.podIPs, clusterDomain: config.clusterDomain }).catch((err: unknown) => {
         throw new ContainerConfigError(`failed to write the pod's /etc/hosts: ${errorMessage(err)}`);
@@ -357,7 +364,7 @@ export class PodSyncer {
     let id: string;
     try {
       const cfg = containerConfig;
-      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what);
+      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
     } catch (err) {
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
       log.warn({ err: errorMessage(err) }, 'Failed to create container');
@@ -366,7 +373,7 @@ export class PodSyncer {
     }
     event('Normal', 'Created', `Created container ${c.name}`);
     try {
-      await this.timed(uid, 'start', () => runtime.startContainer(id), what);
+      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
     } catch (err) {
       waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
       log.warn({ err: errorMessage(err) }, 'Failed to start container');
@@ -386,6 +393,19 @@ export class PodSyncer {
       event('Warning', 'FailedPostStartHook', errorMessage(err));
       await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * An ephemeral container with `targetContainerName` joins that container's process namespace
+   * (CRI NamespaceMode TARGET), as `kubectl debug --target` wants; the target must be running,
+   * else the container waits with CreateContainerConfigError, as upstream.
+   */
+  private targetNamespaces(pod: V1Pod, c: V1Container & { targetContainerName?: string }, cfg: ContainerConfig): void {
+    const target = c.targetContainerName;
+    if (!target) return;
+    const st = latestByName(this.deps.cache.get(podUID(pod))).get(target);
+    if (st?.state !== 'CONTAINER_RUNNING') throw new ContainerConfigError(`unable to find target container ${target}`);
+    cfg.linux.securityContext.namespaceOptions = { ...cfg.linux.securityContext.namespaceOptions!, pid: 'TARGET', targetId: st.id };
   }
 
   /**
@@ -422,7 +442,7 @@ export class PodSyncer {
 
   /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */
   private async killContainer(pod: V1Pod, id: string, name: string, grace: number, reason: string): Promise<void> {
-    const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c: V1Container) => c.name === name);
+    const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? []), ...ephemeralContainersOf(pod)].find((c: V1Container) => c.name === name);
     const started = Date.now();
     const elapsed = () => Math.floor((Date.now() - started) / 1000);
     const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
@@ -434,8 +454,7 @@ export class PodSyncer {
     // The preStop handler gets what the taps left of the grace period, however long that is.
     if (container) await this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace - elapsed());
     const left = Math.max(MIN_GRACE_SECONDS, grace - elapsed());
-    const init = (pod.spec?.initContainers ?? []).some((c) => c.name === name);
-    this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason, init);
+    this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason);
     try {
       await this.deps.runtime.stopContainer(id, grace === 0 ? 0 : left);
       this.deps.probes.forget(id);
@@ -521,8 +540,8 @@ export class PodSyncer {
     }
   }
 
-  private event(pod: V1Pod, container: string | undefined, type: EventType, reason: string, message: string, init = false): void {
-    this.deps.events?.record(podRef(pod, container, init), type, reason, message);
+  private event(pod: V1Pod, container: string | undefined, type: EventType, reason: string, message: string): void {
+    this.deps.events?.record(podRef(pod, container), type, reason, message);
   }
 
   private podLogger(pod: V1Pod): Logger {

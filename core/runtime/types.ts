@@ -12,6 +12,8 @@
  */
 
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
+/** CRI NamespaceOption: `targetId` names the container whose namespace a TARGET mode joins (an ephemeral container's target). */
+export interface NamespaceOptions { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode; targetId?: string }
 
 export interface KeyValue { key: string; value: string }
 
@@ -28,7 +30,7 @@ export interface SecurityProfile { profileType: 'RuntimeDefault' | 'Unconfined' 
 export interface SELinuxOption { user: string; role: string; type: string; level: string }
 
 export interface LinuxSandboxSecurityContext {
-  namespaceOptions: { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode };
+  namespaceOptions: NamespaceOptions;
   privileged?: boolean;
   runAsUser?: { value: number };
   runAsGroup?: { value: number };
@@ -72,7 +74,7 @@ export interface LinuxContainerResources {
 }
 
 export interface LinuxContainerSecurityContext {
-  namespaceOptions?: { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode };
+  namespaceOptions?: NamespaceOptions;
   privileged?: boolean;
   runAsUser?: { value: number };
   runAsGroup?: { value: number };

@@ -1,7 +1,7 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
-import { isSidecar } from '../objects/pod-util.ts';
+import { ephemeralContainersOf, isSidecar } from '../objects/pod-util.ts';
 import { restartCountOf } from '../runtime/labels.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { isHostNetwork } from '../objects/pod-util.ts';
@@ -133,8 +133,8 @@ function condition(type: string, ok: boolean, inputs: StatusInputs, reason?: str
 
 /**
  * Computes a pod's full v1 PodStatus from its spec and the runtime's view: phase,
- * conditions, container and init container statuses (state, lastState, restartCount, image,
- * imageID, containerID, started, ready), IPs and QoS class.
+ * conditions, container, init container and ephemeral container statuses (state, lastState,
+ * restartCount, image, imageID, containerID, started, ready), IPs and QoS class.
  */
 export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, inputs: StatusInputs): V1PodStatus {
   const byName = new Map<string, ContainerStatus[]>();
@@ -152,6 +152,8 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
   });
   const initComplete = (c: V1Container, s: V1ContainerStatus) => (isSidecar(c) ? !!s.state?.running && s.started === true : s.state?.terminated?.exitCode === 0);
   const statuses = (pod.spec?.containers ?? []).map((c) => containerStatus(pod, c, byName.get(c.name) ?? [], inputs));
+  // Ephemeral containers (kubectl debug): reported apart, never ready, never part of the phase or the conditions.
+  const ephemeralStatuses = ephemeralContainersOf(pod).map((c) => ({ ...containerStatus(pod, c, byName.get(c.name) ?? [], inputs), ready: false }));
   const appStarted = statuses.some((s) => !!s.containerID);
   const initDone = appStarted || initStatuses.every((s, i) => initComplete(inits[i]!, s));
   const initFailed = (pod.spec?.restartPolicy ?? 'Always') === 'Never' && initStatuses.some((s, i) => !isSidecar(inits[i]!) && (s.state?.terminated?.exitCode ?? 0) !== 0);
@@ -186,6 +188,7 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
     startTime: inputs.startTime,
     ...(inits.length ? { initContainerStatuses: initStatuses } : {}),
     containerStatuses: statuses,
+    ...(ephemeralStatuses.length ? { ephemeralContainerStatuses: ephemeralStatuses } : {}),
     qosClass: qosClass(pod),
   };
   if (inputs.rejected) {

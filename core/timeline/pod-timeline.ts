@@ -29,13 +29,18 @@ export interface TimelineStep {
 /** What a step that runs can tell about itself while it runs (read when the timeline is served). */
 export type LiveStep = () => { progress?: PullSnapshot } | undefined;
 
-/** Extras of a timed step: what it tells while it runs, and a note on its result. */
+/** Extras of a timed step: what it tells while it runs, a note on its result, and whether it belongs to the timeline after the pod's first Ready. */
 export interface TimedExtras<T> {
   live?: LiveStep;
   note?: (result: T) => string | undefined;
+  /** Recorded also after the first Ready: an ephemeral container (kubectl debug) starts in a pod long Ready, and `explain` shows its steps. */
+  afterReady?: boolean;
 }
 
 interface Ongoing { step: string; startMs: number; detail: string | undefined; live: LiveStep | undefined }
+
+/** A step's end, recorded (`afterReady`: also once the pod was Ready). */
+type RecordOptions = { afterReady?: boolean };
 
 /** A pod's start, as served on /debug/pods/{ns}/{name}/timeline. */
 export interface PodStartTimeline {
@@ -55,7 +60,8 @@ const MAX_STEPS = 200;
 /**
  * Records every step of each pod's start, from the source seeing it to its first Ready, so
  * an operator can see where a slow start spent its time. Recording for a pod stops at its
- * first Ready: later restarts are not part of its start.
+ * first Ready: later restarts are not part of its start; the start of an ephemeral container
+ * (kubectl debug) is, as steps after the `ready` row.
  */
 export class PodTimelines {
   private readonly pods = new Map<string, PodStartTimeline>();
@@ -69,10 +75,10 @@ export class PodTimelines {
     this.record(uid, { step: 'source-seen', startMs: atMs, durationMs: 0 });
   }
 
-  /** Records a finished step (ignored once the pod was Ready, or for pods not being timed). */
-  record(uid: string, step: TimelineStep): void {
+  /** Records a finished step (ignored once the pod was Ready unless `afterReady`, or for pods not being timed). */
+  record(uid: string, step: TimelineStep, opts: RecordOptions = {}): void {
     const t = this.pods.get(uid);
-    if (!t || t.readyMs !== undefined) return;
+    if (!t || (t.readyMs !== undefined && !opts.afterReady)) return;
     const durationMs = Math.max(0, Math.round(step.durationMs));
     const last = t.steps[t.steps.length - 1];
     if (last && step.error !== undefined && last.error === step.error && last.step === step.step && last.detail === step.detail) {
@@ -93,7 +99,8 @@ export class PodTimelines {
     const startMs = Date.now();
     const t = this.pods.get(uid);
     let running: Ongoing | undefined;
-    if (t && t.readyMs === undefined) {
+    const opts = { afterReady: extras.afterReady === true };
+    if (t && (t.readyMs === undefined || opts.afterReady)) {
       running = { step, startMs, detail, live: extras.live };
       let set = this.ongoing.get(uid);
       if (!set) this.ongoing.set(uid, (set = new Set()));
@@ -103,10 +110,10 @@ export class PodTimelines {
       const result = await fn();
       const error = failureOf?.(result);
       const note = error ? undefined : extras.note?.(result);
-      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), ...(error ? { error } : {}), ...(note ? { note } : {}) });
+      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), ...(error ? { error } : {}), ...(note ? { note } : {}) }, opts);
       return result;
     } catch (err) {
-      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), error: err instanceof Error ? err.message : String(err) });
+      this.record(uid, { step, startMs, durationMs: Date.now() - startMs, ...(detail ? { detail } : {}), error: err instanceof Error ? err.message : String(err) }, opts);
       throw err;
     } finally {
       if (running) {
@@ -130,16 +137,15 @@ export class PodTimelines {
     const t = this.pods.get(uid);
     if (!t) return undefined;
     const running: TimelineStep[] = [];
-    if (t.readyMs === undefined) {
-      for (const o of this.ongoing.get(uid) ?? []) {
-        let live: ReturnType<LiveStep>;
-        try {
-          live = o.live?.();
-        } catch {
-          live = undefined;
-        }
-        running.push({ step: o.step, startMs: o.startMs, durationMs: Math.max(0, nowMs - o.startMs), ...(o.detail ? { detail: o.detail } : {}), running: true, ...(live?.progress ? { progress: live.progress } : {}) });
+    // Only steps the timeline takes are ongoing (those of the start, and ephemeral containers' after it).
+    for (const o of this.ongoing.get(uid) ?? []) {
+      let live: ReturnType<LiveStep>;
+      try {
+        live = o.live?.();
+      } catch {
+        live = undefined;
       }
+      running.push({ step: o.step, startMs: o.startMs, durationMs: Math.max(0, nowMs - o.startMs), ...(o.detail ? { detail: o.detail } : {}), running: true, ...(live?.progress ? { progress: live.progress } : {}) });
     }
     return { ...t, steps: [...t.steps, ...running].sort((a, b) => a.startMs - b.startMs) };
   }

@@ -290,4 +290,26 @@ describe('computePodActions', () => {
       assert.deepEqual(starts(a), []);
     });
   });
+
+  describe('ephemeral containers', () => {
+    const debugger_ = { name: 'debugger', image: 'busybox:1.36', targetContainerName: 'app' } as V1Container;
+    const eph = (a: PodActions) => a.ephemeralToStart.map((s) => `${s.container.name}#${s.restartCount}`);
+
+    it('starts an added one in the running sandbox, once, even before init finished; never one that ran', () => {
+      const pod = makePod({ initContainers: [init1], containers: [app], ephemeralContainers: [debugger_] as never });
+      const initRunning = makeRuntimeStatus([makeSandbox()], [makeContainer(init1)]);
+      assert.deepEqual(eph(computePodActions(pod, initRunning, crash)), ['debugger#0'], 'a debugger starts while init runs');
+      const exited = makeRuntimeStatus([makeSandbox()], [makeContainer(init1, { state: 'CONTAINER_EXITED', exitCode: 0 }), makeContainer(app), makeContainer(debugger_, { state: 'CONTAINER_EXITED', exitCode: 3 })]);
+      assert.deepEqual(eph(computePodActions(pod, exited, crash)), [], 'an ephemeral container is never restarted');
+    });
+
+    it('none in a new sandbox nor in a pod that finished', () => {
+      const pod = makePod({ containers: [app], restartPolicy: 'Never', ephemeralContainers: [debugger_] as never });
+      assert.deepEqual(eph(computePodActions(pod, undefined, crash)), []);
+      const done = makeRuntimeStatus([makeSandbox()], [makeContainer(app, { state: 'CONTAINER_EXITED', exitCode: 0 })]);
+      const a = computePodActions(pod, done, crash);
+      assert.equal(a.killPod, true);
+      assert.deepEqual(eph(a), []);
+    });
+  });
 });

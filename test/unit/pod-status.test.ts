@@ -31,6 +31,24 @@ const cond = (s: V1PodStatus, type: string) => s.conditions?.find((c) => c.type 
 const condStatus = (s: V1PodStatus) => Object.fromEntries((s.conditions ?? []).map((c) => [c.type, c.status]));
 
 describe('computePodStatus', () => {
+  describe('ephemeral containers', () => {
+    it('are reported in ephemeralContainerStatuses, never ready, and change neither the phase nor the conditions', () => {
+      const dbg = { name: 'debugger', image: 'busybox:1.36' };
+      const pod = makePod({ containers: [a], ephemeralContainers: [dbg] as never });
+      const waiting = computePodStatus(pod, makeRuntimeStatus([makeSandbox()], [makeContainer(a)]), inputs());
+      assert.equal(waiting.ephemeralContainerStatuses![0]!.state!.waiting!.reason, 'ContainerCreating');
+      const s = computePodStatus(pod, makeRuntimeStatus([makeSandbox()], [makeContainer(a), makeContainer(dbg, { state: 'CONTAINER_EXITED', exitCode: 3 })]), inputs());
+      assert.equal(s.phase, 'Running');
+      assert.equal(condStatus(s).Ready, 'True');
+      assert.deepEqual(s.containerStatuses!.map((c) => c.name), ['a']);
+      const e = s.ephemeralContainerStatuses![0]!;
+      assert.equal(e.name, 'debugger');
+      assert.equal(e.ready, false);
+      assert.equal(e.state!.terminated!.exitCode, 3);
+      assert.equal(computePodStatus(makePod({ containers: [a] }), undefined, inputs()).ephemeralContainerStatuses, undefined);
+    });
+  });
+
   describe('phase', () => {
     it('Pending with ContainerCreating before any container exists', () => {
       const pod = makePod({ containers: [a, b] });

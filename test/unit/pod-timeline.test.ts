@@ -18,6 +18,20 @@ describe('pod start timelines', () => {
     assert.equal(t.find('default', 'web')!.uid, 'u1');
   });
 
+  it('after Ready, takes only the steps of ephemeral containers (kubectl debug), running ones included', async () => {
+    const t = new PodTimelines();
+    t.seen('u4', 'default', 'web', 1000);
+    t.ready('u4', 1400);
+    await t.time('u4', 'start', async () => undefined, 'main');
+    let release!: () => void;
+    const pulling = t.time('u4', 'image', () => new Promise<void>((r) => (release = r)), 'ephemeral debugger', undefined, { afterReady: true });
+    assert.deepEqual(t.get('u4')!.steps.map((s) => [s.step, s.detail, s.running === true]), [['source-seen', undefined, false], ['ready', undefined, false], ['image', 'ephemeral debugger', true]]);
+    release();
+    await pulling;
+    await t.time('u4', 'start', async () => undefined, 'ephemeral debugger', undefined, { afterReady: true });
+    assert.deepEqual(t.get('u4')!.steps.slice(2).map((s) => [s.step, s.detail, s.running === true]), [['image', 'ephemeral debugger', false], ['start', 'ephemeral debugger', false]]);
+  });
+
   it('times a step and records a failure with its message before rethrowing', async () => {
     const t = new PodTimelines();
     t.seen('u2', 'ns', 'p');

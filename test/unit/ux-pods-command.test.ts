@@ -124,6 +124,23 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
     assert.deepEqual([none.code, none.out, none.err], [0, '', 'No resources found in nowhere namespace.\n']);
   });
 
+  it('-o wide shows the kubectl debug containers of pods that have them (EPHEMERAL), READY counting none of them', async () => {
+    const p = pod('dbg-vm', 'dddd4444-0000', { ns: 'kube-system', ip: '10.88.0.7' });
+    p.spec!.ephemeralContainers = [{ name: 'debugger', image: 'busybox' }, { name: 'once', image: 'busybox' }];
+    p.status!.ephemeralContainerStatuses = [
+      { name: 'debugger', image: 'busybox', imageID: '', restartCount: 0, ready: false, state: { running: { startedAt: new Date(NOW - 1000) } } },
+      { name: 'once', image: 'busybox', imageID: '', restartCount: 0, ready: false, state: { terminated: { exitCode: 3, reason: 'Error' } } },
+    ];
+    kubelet.pods.push(p);
+    const wide = await run(['-o', 'wide', '-n', 'kube-system']);
+    assert.equal(wide.out, [
+      'NAME     READY   STATUS    RESTARTS   AGE   IP          NODE   NOMINATED NODE   READINESS GATES   EPHEMERAL',
+      'dbg-vm   1/1     Running   0          65s   10.88.0.7   vm     <none>           <none>            debugger:Running,once:Error',
+      'sys-vm   1/1     Running   0          65s   10.88.0.9   vm     <none>           <none>            <none>',
+      '',
+    ].join('\n'));
+  });
+
   it('-o json and -o yaml print a v1 List; NAME filters, and a static pod answers to its manifest name', async () => {
     const json = JSON.parse((await run(['-o', 'json', 'web'])).out);
     assert.equal(json.kind, 'List');

@@ -160,8 +160,11 @@ export class ProbeManager {
     }
     const exited = new Set<string>();
     for (const cs of statuses) {
+      // Exited means terminated, never merely "not running": a status read between the
+      // container's create and start shows it waiting with its ID, and its workers (started
+      // by afterStart a moment later) must not be stopped for good by that stale view.
       const id = bareId(cs.containerID);
-      if (id && !cs.state?.running) exited.add(id);
+      if (id && cs.state?.terminated) exited.add(id);
       const last = bareId(cs.lastState?.terminated?.containerID);
       if (last) exited.add(last);
     }

@@ -387,6 +387,22 @@ describe('probe manager (fake clock, fake runtime)', () => {
     assert.equal(h.timers.pending, 0);
   });
 
+  it('reconcile: a status read between create and start (waiting, with the ID) does not stop the new container\'s workers', async () => {
+    const runs: string[] = [];
+    const c: V1Container = { name: 'app', livenessProbe: { exec: { command: ['live'] }, periodSeconds: 1 } };
+    const pod = testPod([c]);
+    const h = managerHarness(pod, fakeRuntime(() => (runs.push('x'), exit(0))));
+    h.manager.containerStarted(pod, c, 'cid-4', '', h.timers.now());
+    const created = { name: 'app', image: 'i', imageID: '', restartCount: 3, ready: false, containerID: 'containerd://cid-4', state: { waiting: { reason: 'ContainerCreating' } }, lastState: { terminated: { exitCode: 137, containerID: 'containerd://cid-3' } } };
+    h.manager.reconcile(pod, { phase: 'Running', containerStatuses: [created] });
+    await h.timers.advance(2_500);
+    assert.equal(h.manager.workers('cid-4')?.get('liveness')?.stopped, false);
+    assert.ok(runs.length >= 2, 'the new container is probed');
+    h.manager.reconcile(pod, { phase: 'Running', containerStatuses: [{ ...created, state: { terminated: { exitCode: 1, containerID: 'containerd://cid-4' } } }] });
+    assert.equal(h.manager.workers('cid-4'), undefined, 'once terminated, its workers stop');
+    h.manager.stopAll();
+  });
+
   it('a pod being deleted keeps readiness but stops liveness and startup', async () => {
     const c: V1Container = { name: 'app', livenessProbe: { exec: { command: ['l'] } }, readinessProbe: { exec: { command: ['r'] } } };
     const pod = testPod([c]);

@@ -120,7 +120,7 @@ describe('kubelet-ts CLI', function () {
     const r = await kubeletTs(['--read-only-port', 'abc', '--root-dir', dir]);
     assert.notEqual(r.code, 0);
     assert.equal(r.signal, null);
-    assert.match(r.stderr, /^kubelet-ts: --read-only-port: 'abc' is not a port number; allowed: an integer 0-65535/);
+    assert.match(r.stderr, /^kubelet-ts: --read-only-port: 'abc' is not an integer; allowed: an integer port 0-65535/);
   });
 
   it('--read-only-port out of range exits 1 naming the flag', async function () {
@@ -136,7 +136,7 @@ describe('kubelet-ts CLI', function () {
     await fs.writeFile(config, 'staticPodPath: ./manifests\nsyncFrequncy: 1m\n');
     const r = await kubeletTs(['--config', config, '--root-dir', dir]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, new RegExp(`^kubelet-ts: ${escape(config)}: unknown field 'syncFrequncy' \\(allowed fields: nodeName, `));
+    assert.equal(r.stderr, `kubelet-ts: ${config}: unknown field 'syncFrequncy' (did you mean 'syncFrequency'?)\n`);
     assert.ok(!r.stderr.includes('    at '), 'a config error must not print a stack trace');
   });
 

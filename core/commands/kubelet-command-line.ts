@@ -10,7 +10,7 @@ import { ConfigError } from '../errors.ts';
 import { UsageError } from './command-args.ts';
 import { parseDuration } from '../util/duration.ts';
 import { nearestName } from '../util/nearest-name.ts';
-import { configSchema } from '../config/schema.ts';
+import { schemaAllowed } from '../config/kubelet-configuration.ts';
 import { KUBELET_FLAGS, longNameOf, type FlagSetting, type FlagSpec } from '../config/upstream-flags.ts';
 
 export interface KubeletCommandLine {
@@ -39,6 +39,11 @@ export function parseKubeletCommandLine(argv: string[], maxPositionals = 1): Kub
       break;
     }
     if (!token.startsWith('-') || token === '-') {
+      // pflag would read `--rotate-certificates false` as the flag and a word: say what was meant.
+      const prev = argv[i - 1];
+      if (/^(true|false)$/i.test(token) && prev?.startsWith('--') && !prev.includes('=') && KUBELET_FLAGS[prev.slice(2)]?.type === 'bool') {
+        throw new UsageError(`flag ${prev} is a boolean: write ${prev}=${token.toLowerCase()}, not ${prev} ${token}`);
+      }
       positionals.push(token);
       continue;
     }
@@ -72,8 +77,7 @@ export function parseKubeletCommandLine(argv: string[], maxPositionals = 1): Kub
   }
   if (positionals.length > maxPositionals) {
     const extra = positionals.slice(maxPositionals);
-    const hint = extra.some((w) => /^(true|false)$/i.test(w)) ? ' (a boolean flag takes its value after =, as in --rotate-certificates=false)' : '';
-    throw new UsageError(`unexpected argument${extra.length > 1 ? 's' : ''} ${extra.map((a) => `'${a}'`).join(', ')}${hint}`);
+    throw new UsageError(`unexpected argument${extra.length > 1 ? 's' : ''} ${extra.map((a) => `'${a}'`).join(', ')}`);
   }
 
   const out: KubeletCommandLine = { command: positionals[0] ?? 'run', help: false, settings: [] };
@@ -113,14 +117,7 @@ function unknownFlag(token: string): UsageError {
 /** What the flag's field allows, from the config schema, for messages. */
 function allowedFor(spec: FlagSpec): string | undefined {
   const target = spec.kubeletTs ?? spec.field;
-  if (!target) return undefined;
-  let node: { properties?: Record<string, unknown> } | undefined = configSchema as { properties?: Record<string, unknown> };
-  let leaf: Record<string, unknown> | undefined;
-  for (const part of target.split('.')) {
-    leaf = node?.properties?.[part] as Record<string, unknown> | undefined;
-    node = leaf as typeof node;
-  }
-  return typeof leaf?.['x-allowed'] === 'string' ? leaf['x-allowed'] : undefined;
+  return target === undefined ? undefined : schemaAllowed(target);
 }
 
 /** Go's strconv.ParseBool, as pflag reads a boolean flag. */

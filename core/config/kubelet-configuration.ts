@@ -47,15 +47,26 @@ function kubeletTsOnlyHint(name: string): string | undefined {
   return `${name} is a field of kubelet-ts's own config format, not of KubeletConfiguration: set it in the --plugins-config file${flag ? ` or by --${flag}` : ''}`;
 }
 
-/** True when kubelet-ts's schema has this (dotted) field: pending fields are implemented once it does. */
-function schemaHas(target: string): boolean {
+/** The schema of a (dotted) kubelet-ts field, if it has one. */
+function schemaOf(target: string): Record<string, unknown> | undefined {
   let node: { properties?: Record<string, unknown> } | undefined = configSchema as { properties?: Record<string, unknown> };
   for (const part of target.split('.')) {
     const next = node?.properties?.[part];
-    if (next === undefined) return false;
+    if (next === undefined) return undefined;
     node = next as typeof node;
   }
-  return true;
+  return node as Record<string, unknown>;
+}
+
+/** True when kubelet-ts's schema has this (dotted) field: pending fields are implemented once it does. */
+export function schemaHas(target: string): boolean {
+  return schemaOf(target) !== undefined;
+}
+
+/** What kubelet-ts's schema says a field allows, for messages under the same name. */
+export function schemaAllowed(target: string): string | undefined {
+  const allowed = schemaOf(target)?.['x-allowed'];
+  return typeof allowed === 'string' ? allowed : undefined;
 }
 
 const TYPE_WORDS: Record<UpstreamValueType, string> = {
@@ -165,12 +176,12 @@ export function readKubeletConfiguration(doc: Record<string, unknown>, source: s
         if (!spec.honoured(value)) out.ignored.push({ name: field, value, needs: spec.needs });
         continue;
       }
-      const wrong = typeOk(spec.type, value) ? spec.check?.(value) : TYPE_WORDS[spec.type];
+      const target = spec.to === undefined ? field : spec.to;
+      const wrong = typeOk(spec.type, value) ? spec.check?.(value) : ((target === field && schemaAllowed(field)) || TYPE_WORDS[spec.type]);
       if (wrong !== undefined) {
         fail(field, value, wrong);
         continue;
       }
-      const target = spec.to === undefined ? field : spec.to;
       if (target === null) continue;
       if (spec.pendingNeeds !== undefined && !schemaHas(target)) {
         // TODO(h-tls): implemented once the TLS bootstrap fields are in the schema.

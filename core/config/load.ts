@@ -12,7 +12,7 @@ import { importModule } from '../util/import-module.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
 import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../objects/node-labels.ts';
 import { PACKAGE_ROOT, RUNS_COMPILED } from '../util/package-root.ts';
-import { isKubeletConfiguration, readKubeletConfiguration, showValue, type IgnoredSetting } from './kubelet-configuration.ts';
+import { isKubeletConfiguration, readKubeletConfiguration, schemaHas, showValue, type IgnoredSetting } from './kubelet-configuration.ts';
 import { KUBELET_FLAGS, type FlagSetting } from './upstream-flags.ts';
 import { UPSTREAM_FIELDS, isZero, upstreamTopLevelNames } from './upstream-fields.ts';
 
@@ -140,7 +140,11 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
     else if (spec.needs !== undefined) {
       if (!(spec.honoured ?? isZero)(setting.value)) ignored.push({ name: setting.spelling, value: setting.value, needs: spec.needs });
     } else if (spec.field !== undefined) fieldSettings.push({ field: spec.field, setting });
-    else if (spec.kubeletTs !== undefined) ownSettings.push({ field: spec.kubeletTs, setting });
+    else if (spec.kubeletTs !== undefined) {
+      // TODO(h-tls): --bootstrap-kubeconfig takes effect once bootstrapKubeconfig is in the schema.
+      if (spec.pendingNeeds !== undefined && !schemaHas(spec.kubeletTs)) continue;
+      ownSettings.push({ field: spec.kubeletTs, setting });
+    }
   }
   /** A flag's value, a path made absolute from the working directory. */
   const flagValue = (kubeletTsField: string, value: unknown) => (PATH_FIELDS.has(kubeletTsField) && typeof value === 'string' && value !== '' ? path.resolve(value) : value);

@@ -167,7 +167,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   enableContentionProfiling: not('bool', zero, 'false', 'profiling handlers'),
   healthzPort: impl('int', { upstreamDefault: () => 10248 }),
   healthzBindAddress: implZ('string', { upstreamDefault: () => '127.0.0.1' }),
-  oomScoreAdj: not('int', always, 'any: set OOMScoreAdjust= in the systemd unit', 'the kubelet setting its own oom_score_adj'),
+  oomScoreAdj: not('int', zero, '0 (set OOMScoreAdjust= in the systemd unit instead)', 'the kubelet setting its own oom_score_adj'),
   clusterDomain: implZ('string'),
   clusterDNS: implZ('stringList'),
   streamingConnectionIdleTimeout: implZ('duration'),

@@ -37,10 +37,17 @@ export interface FlagSpec {
   field?: string;
   /** The kubelet-ts field it sets, for a flag that has no KubeletConfiguration field. */
   kubeletTs?: string;
+  /**
+   * With `kubeletTs`: a field another kubelet-ts part adds (TLS bootstrap): until the schema has
+   * it the flag is accepted without effect, and this says what it needs (README).
+   */
+  pendingNeeds?: string;
   /** A flag kubelet-ts does not implement, without a field: what it would need. */
   needs?: string;
   /** With `needs`: the values at which kubelet-ts already does what upstream does. Default: the zero value. */
   honoured?: (value: unknown) => boolean;
+  /** Those values in words, for the README. Default: unset or empty. */
+  honouredText?: string;
   /** Accepted without effect; the info line at start says why. */
   info?: string;
   /** The value of the flag given without `=value` (pflag's NoOptDefVal); bool flags take 'true'. */
@@ -52,7 +59,8 @@ export interface FlagSpec {
 }
 
 const CADVISOR = 'a cAdvisor flag (upstream registered it by mistake and ignores most of them; kubelet-ts has no cAdvisor)';
-const cadvisor = (type: FlagType): FlagSpec => ({ type, needs: CADVISOR, honoured: () => false });
+export const CADVISOR_NEEDS = CADVISOR;
+const cadvisor = (type: FlagType): FlagSpec => ({ type, needs: CADVISOR, honoured: () => false, honouredText: 'never (a warning whenever given)' });
 
 /** Every flag, by its long name without the dashes. */
 export const KUBELET_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -67,7 +75,9 @@ export const KUBELET_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'log-level': { type: 'string', kubeletTs: 'logging.level', own: true },
 
   // Upstream's flags without a KubeletConfiguration field.
-  'bootstrap-kubeconfig': { type: 'string', kubeletTs: 'bootstrapKubeconfig' },
+  // Upstream reads the bootstrap kubeconfig only while --kubeconfig does not exist (kubeadm's
+  // drop-in keeps passing it after the join deleted the file).
+  'bootstrap-kubeconfig': { type: 'string', kubeletTs: 'bootstrapKubeconfig', pendingNeeds: 'TLS bootstrap: a client certificate from the certificates API when --kubeconfig does not exist' },
   'cert-dir': { type: 'string', kubeletTs: 'certDirectory' },
   'cloud-config': { type: 'string', needs: 'an in-tree cloud provider (removed upstream in 1.29)' },
   'cloud-provider': { type: 'string', needs: "a cloud provider: for 'external', the node.cloudprovider.kubernetes.io/uninitialized taint at registration and addresses left to the cloud controller manager" },
@@ -90,7 +100,7 @@ export const KUBELET_FLAGS: Readonly<Record<string, FlagSpec>> = {
     type: 'string',
     info: 'accepted and ignored, as upstream deprecated it (and removed it in 1.35): the pod sandbox image comes from the runtime (containerd: sandbox_image), which also keeps it from image GC',
   },
-  'register-schedulable': { type: 'bool', needs: 'registering the node unschedulable', honoured: (v) => v === true },
+  'register-schedulable': { type: 'bool', needs: 'registering the node unschedulable', honoured: (v) => v === true, honouredText: 'true' },
   'reserved-memory': { type: 'string', needs: 'a memory manager' },
   'root-dir': { type: 'string', kubeletTs: 'rootDir' },
   'runtime-cgroups': { type: 'string', needs: 'moving the runtime into a cgroup' },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +91,29 @@ describe('kubelet-ts CLI', function () {
     const nodes = await kubeletTs(['get', 'nodes']);
     assert.equal(nodes.code, 2);
     assert.match(nodes.stderr, /only 'get pods' is known here/);
+  });
+
+  it('`logs`, `explain` and `pods NAME` for a pod the kubelet does not have exit 1 naming it', async function () {
+    // A kubelet's local socket that has no pods.
+    const server = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(req.url === '/pods' ? JSON.stringify({ kind: 'PodList', apiVersion: 'v1', items: [] }) : '{}');
+    });
+    await new Promise<void>((resolve) => server.listen(path.join(dir, 'kubelet-ts.sock'), resolve));
+    try {
+      const cases: Array<[string[], string]> = [
+        [['logs', 'web'], 'Error from server (NotFound): pods "web" not found\n'],
+        [['explain', 'web'], 'kubelet-ts explain: pods "web" not found\n'],
+        [['pods', 'web'], 'Error from server (NotFound): pods "web" not found\n'],
+        [['logs', 'web', '-n', 'kube-system'], 'Error from server (NotFound): pods "web" not found in namespace "kube-system"\n'],
+      ];
+      for (const [args, stderr] of cases) {
+        const r = await kubeletTs([...args, '--root-dir', dir]);
+        assert.deepEqual([r.code, r.stderr, r.stdout], [1, stderr, ''], args.join(' '));
+      }
+    } finally {
+      server.close();
+    }
   });
 
   it('`plugins` lists the plugins without touching the node: no runtime, no socket, no CNI config written', async function () {

@@ -120,7 +120,11 @@ async function main(): Promise<number> {
     settings: args.settings,
     notices,
   };
-  if (args.command === 'plugins') return pluginsCommand(loadOptions);
+  if (args.command === 'plugins') {
+    const code = await pluginsCommand(loadOptions);
+    for (const n of notices) process.stderr.write(`kubelet-ts: ${n.level === 'warn' ? 'warning' : 'note'}: ${n.msg}\n`);
+    return code;
+  }
   const config = await loadConfig(loadOptions);
   const logger = createLogger({ level: config.logLevel });
   // What the config reader has to say: one warning naming every setting kubelet-ts ignores, and

@@ -7,6 +7,7 @@
 import { configSchema } from './schema.ts';
 import { unknownNameHint } from '../util/nearest-name.ts';
 import { KUBELET_FLAGS } from './upstream-flags.ts';
+import { getPath, setPath } from './field-paths.ts';
 import {
   KUBELET_CONFIGURATION_API_VERSION,
   KUBELET_CONFIGURATION_KIND,
@@ -104,25 +105,6 @@ function typeOk(type: UpstreamValueType, v: unknown): boolean {
     case 'any':
       return true;
   }
-}
-
-function setPath(target: Record<string, unknown>, dotted: string, value: unknown): void {
-  const parts = dotted.split('.');
-  let node = target;
-  for (const part of parts.slice(0, -1)) {
-    const next = node[part];
-    node = (node[part] = next !== null && typeof next === 'object' && !Array.isArray(next) ? next : {}) as Record<string, unknown>;
-  }
-  node[parts[parts.length - 1]!] = value;
-}
-
-function getPath(doc: Record<string, unknown>, dotted: string): unknown {
-  let node: unknown = doc;
-  for (const part of dotted.split('.')) {
-    if (node === null || typeof node !== 'object' || Array.isArray(node)) return undefined;
-    node = (node as Record<string, unknown>)[part];
-  }
-  return node;
 }
 
 /** A value as the warning shows it: short, YAML-like. */

@@ -1,61 +1,28 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import { cosmiconfig, type Loader } from 'cosmiconfig';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, errorMessage } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import { formatAjvErrors } from './ajv-errors.ts';
 import { evictionConfigErrors, resolveEvictionSettings, resolveImageGCSettings } from './eviction-config.ts';
 import { parseDuration } from '../util/duration.ts';
 import { quantityValue } from '../objects/quantity.ts';
 import { configSchema } from './schema.ts';
-import { importModule } from '../util/import-module.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
 import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../objects/node-labels.ts';
 import { PACKAGE_ROOT, RUNS_COMPILED } from '../util/package-root.ts';
 import { isKubeletConfiguration, readKubeletConfiguration, schemaHas, showValue, type IgnoredSetting } from './kubelet-configuration.ts';
 import { KUBELET_FLAGS, type FlagSetting } from './upstream-flags.ts';
-import { UPSTREAM_FIELDS, isZero, upstreamTopLevelNames } from './upstream-fields.ts';
+import { UPSTREAM_FIELDS, isZero } from './upstream-fields.ts';
+import { readConfigFile, structuredCloneConfig } from './config-file.ts';
+import { PATH_FIELDS, getPath, setPath } from './field-paths.ts';
+import { readPluginsConfig } from './plugins-config.ts';
+import { configFlagSettings, flagConflicts, type ConfigFlags } from './flag-settings.ts';
+
+export { readConfigFile } from './config-file.ts';
+export type { ConfigFlags } from './flag-settings.ts';
 
 export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, RUNS_COMPILED ? 'kubelet.config.js' : 'kubelet.config.ts');
 
-/** Command-line values that override the file, named after the upstream kubelet flags (typed, for programmatic callers). */
-export interface ConfigFlags {
-  podManifestPath?: string;
-  manifestUrl?: string;
-  manifestUrlHeader?: Record<string, string[]>;
-  containerRuntimeEndpoint?: string;
-  rootDir?: string;
-  nodeName?: string;
-  readOnlyPort?: number;
-  nodeIP?: string;
-  logLevel?: string;
-  kubeconfig?: string;
-  port?: number;
-  tlsCertFile?: string;
-  tlsPrivateKeyFile?: string;
-  certDirectory?: string;
-}
-
-/** Each ConfigFlags member as the command-line flag it stands for. */
-const CONFIG_FLAG_NAMES: Record<keyof ConfigFlags, string> = {
-  podManifestPath: 'pod-manifest-path',
-  manifestUrl: 'manifest-url',
-  manifestUrlHeader: 'manifest-url-header',
-  containerRuntimeEndpoint: 'container-runtime-endpoint',
-  rootDir: 'root-dir',
-  nodeName: 'node-name',
-  readOnlyPort: 'read-only-port',
-  nodeIP: 'node-ip',
-  logLevel: 'log-level',
-  kubeconfig: 'kubeconfig',
-  port: 'port',
-  tlsCertFile: 'tls-cert-file',
-  tlsPrivateKeyFile: 'tls-private-key-file',
-  certDirectory: 'cert-dir',
-};
-
-/** kubelet-ts fields that hold a path: a path from a flag is relative to the working directory, one from a file to the file. */
-const PATH_FIELDS = new Set(['rootDir', 'podLogsDir', 'staticPodPath', 'localObjectsDir', 'kubeconfig', 'bootstrapKubeconfig', 'tlsCertFile', 'tlsPrivateKeyFile', 'certDirectory', 'authentication.x509.clientCAFile', 'resolvConf']);
 
 /** Something the start should say besides errors: the settings kubelet-ts ignores (one warning), flags accepted without effect. */
 export interface ConfigNotice {
@@ -78,39 +45,8 @@ export interface LoadConfigOptions {
   notices?: ConfigNotice[];
 }
 
-// cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
-// dependency); importModule loads .ts configs with the same resolution (and `kubelet-ts`
-// package self-reference) as the rest of the program.
-const importLoader: Loader = async (filepath) => {
-  const mod = await importModule(filepath);
-  // Without a default export, the module's named exports would be read as config fields.
-  if (!('default' in mod)) throw new Error('the file has no default export (export default defineConfig({...}))');
-  return mod.default;
-};
-
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
 const validateConfig: ValidateFunction = ajv.compile(configSchema);
-
-/** Reads the config file (cosmiconfig, module name `kubelet`) and returns its raw object. */
-export async function readConfigFile(file: string): Promise<KubeletConfigInput> {
-  const explorer = cosmiconfig('kubelet', {
-    loaders: { '.ts': importLoader, '.mts': importLoader, '.js': importLoader, '.mjs': importLoader },
-  });
-  let result;
-  try {
-    result = await explorer.load(file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new ConfigError(`${file}: config file not found`);
-    throw new ConfigError(`${file}: cannot load config: ${errorMessage(err)}`);
-  }
-  const config = result?.config;
-  if (config === undefined || config === null) return {};
-  if (typeof config !== 'object' || Array.isArray(config)) {
-    throw new ConfigError(`${file}: the config must be an object (export default defineConfig({...}))`);
-  }
-  return config as KubeletConfigInput;
-}
 
 /**
  * Loads, validates and resolves the configuration: the file (or the package's default
@@ -196,7 +132,13 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
     }
   }
   for (const { field, setting } of ownSettings) {
-    const value = setting.flag === 'hostname-override' && typeof setting.value === 'string' ? setting.value.trim().toLowerCase() : setting.value;
+    let value = setting.flag === 'hostname-override' && typeof setting.value === 'string' ? setting.value.trim().toLowerCase() : setting.value;
+    // Upstream takes a dual-stack pair (--node-ip=10.0.0.5,fd00::5); kubelet-ts reports one address.
+    if (setting.flag === 'node-ip' && typeof value === 'string' && value.includes(',')) {
+      const [first, ...others] = value.split(',').map((a) => a.trim());
+      ignored.push({ name: setting.spelling, value: others.join(','), needs: `dual-stack node addresses (kubelet-ts reports the first, ${first})` });
+      value = first;
+    }
     setPath(input, field, flagValue(field, value));
     sources.set(field, setting.spelling);
   }
@@ -239,71 +181,6 @@ function unique(lines: string[]): string[] {
   return [...new Set(lines)];
 }
 
-/** ConfigFlags as the command-line settings they stand for. */
-function configFlagSettings(flags: ConfigFlags): FlagSetting[] {
-  const out: FlagSetting[] = [];
-  for (const [key, value] of Object.entries(flags)) {
-    if (value === undefined) continue;
-    const flag = CONFIG_FLAG_NAMES[key as keyof ConfigFlags];
-    out.push({ flag, spelling: `--${flag}`, value });
-  }
-  return out;
-}
-
-/** Two flags that set one thing are a mistake to name, not a race to settle. */
-function flagConflicts(settings: FlagSetting[]): string[] {
-  const given = new Set(settings.map((s) => s.flag));
-  const errors: string[] = [];
-  for (const [a, b, what] of [['node-name', 'hostname-override', 'the node name'], ['log-level', 'v', 'the log level']] as const) {
-    if (given.has(a) && given.has(b)) errors.push(`--${a} and --${b} both set ${what}; give one`);
-  }
-  return errors;
-}
-
-/**
- * kubelet-ts's own file next to a KubeletConfiguration (--plugins-config): `plugins` and the
- * fields upstream has no place for. A field of upstream's there is refused naming where it
- * belongs, so that every setting has one home.
- */
-async function readPluginsConfig(file: string, configFile: string): Promise<{ input: Record<string, unknown>; errors: string[] }> {
-  const raw = structuredCloneConfig(await readConfigFile(file)) as Record<string, unknown>;
-  if (isKubeletConfiguration(raw)) {
-    return { input: {}, errors: [`${file}: a KubeletConfiguration; --plugins-config takes kubelet-ts's own format (plugins: [...]): give the KubeletConfiguration as --config`] };
-  }
-  const upstream = upstreamTopLevelNames();
-  const errors: string[] = [];
-  for (const key of Object.keys(raw)) {
-    if (!upstream.has(key)) continue;
-    const flag = Object.entries(KUBELET_FLAGS).find(([, spec]) => spec.field === key)?.[0];
-    errors.push(`${file}: ${key} is a KubeletConfiguration field: set it in ${configFile} (the --config file)${flag ? ` or by --${flag}` : ''}`);
-    delete raw[key];
-  }
-  for (const key of Object.keys(raw)) {
-    const v = raw[key];
-    if (PATH_FIELDS.has(key) && typeof v === 'string' && v !== '') raw[key] = path.resolve(path.dirname(file), v);
-  }
-  return { input: raw, errors };
-}
-
-function setPath(target: Record<string, unknown>, dotted: string, value: unknown): void {
-  const parts = dotted.split('.');
-  let node = target;
-  for (const part of parts.slice(0, -1)) {
-    const next = node[part];
-    node = (node[part] = next !== null && typeof next === 'object' && !Array.isArray(next) ? next : {}) as Record<string, unknown>;
-  }
-  node[parts[parts.length - 1]!] = value;
-}
-
-function getPath(doc: Record<string, unknown>, dotted: string): unknown {
-  let node: unknown = doc;
-  for (const part of dotted.split('.')) {
-    if (node === null || typeof node !== 'object' || Array.isArray(node)) return undefined;
-    node = (node as Record<string, unknown>)[part];
-  }
-  return node;
-}
-
 /** Upstream's hard eviction thresholds on Linux (pkg/kubelet/eviction: DefaultEvictionHard). */
 export const DEFAULT_EVICTION_HARD: Readonly<Partial<Record<EvictionSignal, string>>> = Object.freeze({
   'memory.available': '100Mi',
@@ -340,15 +217,6 @@ function servingFieldErrors(c: KubeletConfigInput, file: string): string[] {
     return [`${file}: ${given} is set but ${missing} is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`];
   }
   return [];
-}
-
-/** Copies the config without breaking plugin objects or functions inside `plugins`. */
-function structuredCloneConfig(config: KubeletConfigInput): KubeletConfigInput {
-  const copy: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) {
-    copy[k] = k === 'plugins' || v === null || typeof v !== 'object' ? v : JSON.parse(JSON.stringify(v));
-  }
-  return copy as KubeletConfigInput;
 }
 
 function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {

@@ -53,6 +53,29 @@ describe('kubelet-ts CLI', function () {
     assert.equal(r.stderr, '');
   });
 
+  it('--version prints what kubeadm\'s preflight reads; --help lists kubeadm\'s flags', async function () {
+    const { KUBELET_VERSION } = await import('../../core/version.ts');
+    for (const args of [['--version'], ['--version=raw']]) {
+      const r = await kubeletTs(args);
+      assert.deepEqual([r.code, r.stdout, r.stderr], [0, `Kubernetes ${KUBELET_VERSION}\n`, ''], args.join(' '));
+    }
+    assert.match(KUBELET_VERSION, /^v1\.\d+\.\d+\+kubelet-ts\./);
+    const help = await kubeletTs(['--help']);
+    for (const flag of ['--plugins-config', '--bootstrap-kubeconfig', '--hostname-override', '--pod-infra-container-image', '--node-labels', '--register-with-taints', '-v, --v', '--cgroup-driver', '--resolv-conf', '--cluster-dns', '--cluster-domain', '--rotate-certificates']) {
+      assert.ok(help.stdout.includes(flag), `usage lacks ${flag}`);
+    }
+  });
+
+  it('`plugins` with a KubeletConfiguration: the default bundle\'s plugins, and the warning on stderr', async function () {
+    const config = path.join(dir, 'config.yaml');
+    await fs.writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nsyncFrequency: 0s\n');
+    const r = await kubeletTs(['plugins', `--config=${config}`, '--root-dir', dir, '--pod-infra-container-image', 'pause:3.9']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^cri-containerd {2}\(runtime, builtin: /);
+    assert.match(r.stderr, /^kubelet-ts: warning: settings kubelet-ts does not implement, ignored: cgroupDriver: systemd \(would need /);
+    assert.match(r.stderr, /\nkubelet-ts: note: --pod-infra-container-image=pause:3\.9: accepted and ignored/);
+  });
+
   it('an unknown flag exits 2 naming the flag and the nearest known one, in plain words, with usage', async function () {
     const r = await kubeletTs(['--pod-manifest-dir', '/tmp']);
     assert.equal(r.code, 2);

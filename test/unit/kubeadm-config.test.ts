@@ -286,6 +286,13 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       assert.match(infos[0]!.msg, /^--pod-infra-container-image=pause:3\.9: accepted and ignored/);
     });
 
+    it('a dual-stack --node-ip takes the first address and names the second in the warning', async function () {
+      const own = await write('own.yaml', 'plugins: []\n');
+      const { config: c, warnings } = await load(['--config', own, '--node-ip=10.0.0.5,fd00::5']);
+      assert.equal(c.nodeIP, '10.0.0.5');
+      assert.match(warnings[0]!.msg, /--node-ip: fd00::5 \(would need dual-stack node addresses \(kubelet-ts reports the first, 10\.0\.0\.5\)\)/);
+    });
+
     it('two flags for one setting are refused', async function () {
       const own = await write('own.yaml', 'plugins: []\n');
       assert.deepEqual((await failure(['--config', own, '--node-name=a', '--hostname-override=b', '--v=2', '--log-level=warn'])).split('\n'), [

@@ -146,7 +146,7 @@ describe('PluginHost', function () {
       assert.equal(err.message, "plugin 'cri-containerd': invalid options:\nplugin 'cri-containerd' options: connectTimeoutSeconds is -1; allowed: a number of seconds > 0");
     });
 
-    it('rejects an unknown option, listing the few allowed ones', async function () {
+    it('rejects an unknown option, listing the allowed ones', async function () {
       const err = await pluginError(load([['cri-containerd', { endpont: 'unix:///x.sock' }]]));
       assert.match(err.message, /unknown field 'endpont' \(allowed fields: endpoint, connectTimeoutSeconds, pullTimeoutSeconds\)/);
     });

@@ -1,4 +1,4 @@
-import { loadConfig, type ConfigFlags } from './config/load.ts';
+import { loadConfig, type ConfigNotice, type LoadConfigOptions } from './config/load.ts';
 import { configSchema } from './config/schema.ts';
 import { ConfigError, isPluginError, errorMessage } from './errors.ts';
 import { createLogger } from './logger.ts';
@@ -8,7 +8,9 @@ import { explainCommand } from './commands/explain.ts';
 import { eventsCommand } from './commands/events.ts';
 import { podsCommand } from './commands/pods.ts';
 import { pluginsCommand } from './commands/plugins.ts';
-import { parseCommandArgs } from './commands/command-args.ts';
+import { UsageError } from './commands/command-args.ts';
+import { parseKubeletCommandLine, type KubeletCommandLine } from './commands/kubelet-command-line.ts';
+import { KUBELET_VERSION } from './version.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server/read-only-server.ts';
 import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
@@ -30,86 +32,41 @@ const USAGE = `Usage: kubelet-ts [run] [flags]
                                       the local kubelet's events (pods and node), newest last
 
 Each command takes -h for its own flags. Flags of run and plugins (they mirror the upstream kubelet's and override the config file):
-  --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
+  --config FILE                     kubelet-ts's config (kubelet.config.ts|js|json|yaml), or upstream's KubeletConfiguration
+                                    (kind: KubeletConfiguration, as kubeadm writes /var/lib/kubelet/config.yaml); default:
+                                    the package's kubelet.config.ts
+  --plugins-config FILE             with a KubeletConfiguration --config: kubelet-ts's own file for plugins (and the fields
+                                    upstream has no place for); default: the package's plugin bundle
   --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
+  --bootstrap-kubeconfig FILE       the kubeconfig to get a client certificate with when --kubeconfig does not exist
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
   --manifest-url URL                URL of static pods, a Pod or a PodList (staticPodURL)
   --manifest-url-header 'a:x,b:y'   headers for --manifest-url, repeatable (staticPodURLHeader)
   --container-runtime-endpoint EP   CRI endpoint, unix:///path (containerRuntimeEndpoint)
   --root-dir DIR                    kubelet state directory (rootDir)
-  --node-name NAME                  node name (nodeName)
+  --hostname-override NAME          node name (nodeName); --node-name NAME is the same
   --node-ip IP                      node IP reported as hostIP (nodeIP)
+  --node-labels k=v,...             labels the Node registers with (nodeLabels)
+  --register-with-taints k=v:Effect,...  taints the Node registers with (registerWithTaints)
+  --cluster-dns IP,...              DNS servers of ClusterFirst pods (clusterDNS)
+  --cluster-domain DOMAIN           the cluster's DNS domain (clusterDomain)
+  --resolv-conf FILE                the resolver config pods inherit (resolvConf)
   --port N                          the main HTTPS port, authenticated (port, default 10250)
   --tls-cert-file FILE              the main port's serving certificate (tlsCertFile)
   --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
   --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
   --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
+  --healthz-port N                  plain-HTTP /healthz on --healthz-bind-address, 0 disables (healthzPort)
+  --rotate-certificates             renew the client certificate before it expires (rotateCertificates)
+  --cgroup-driver cgroupfs          kubelet-ts drives cgroupfs only: systemd is accepted with a warning (cgroupDriver)
+  --pod-infra-container-image IMG   accepted and ignored: the sandbox image comes from the runtime
+  -v, --v N                         log verbosity as upstream's: 0-2 info, 3-4 debug, 5+ trace
   --log-level LEVEL                 ${LOG_LEVELS} (logging.level, default info)
+  --version                         print the version (Kubernetes vX.Y.Z+kubelet-ts.V) and exit
   -h, --help                        this help
+Every other flag of the upstream kubelet (v1.28) is accepted: --flag=value or --flag value, a
+boolean as --flag or --flag=false. One warning line at start names those kubelet-ts ignores.
 `;
-
-/** `--manifest-url-header 'a:hello,b:again,c:world'` (repeatable), as upstream's mapStringSlice flag. */
-function parseHeaderFlag(values: string[] | undefined): Record<string, string[]> | undefined {
-  if (!values) return undefined;
-  const out: Record<string, string[]> = {};
-  for (const value of values) {
-    for (const pair of value.split(',')) {
-      const colon = pair.indexOf(':');
-      if (colon <= 0) throw new ConfigError(`--manifest-url-header: '${pair}' is not name:value; allowed: 'name:value,name:value', repeatable`);
-      (out[pair.slice(0, colon).trim()] ??= []).push(pair.slice(colon + 1).trim());
-    }
-  }
-  return out;
-}
-
-function parse(argv: string[]) {
-  // At most one word: the command. Anything else is a mistake to report, not to ignore.
-  const { values, positionals } = parseCommandArgs(argv, {
-    config: { type: 'string' },
-    kubeconfig: { type: 'string' },
-    'pod-manifest-path': { type: 'string' },
-    'manifest-url': { type: 'string' },
-    'manifest-url-header': { type: 'string', multiple: true },
-    'container-runtime-endpoint': { type: 'string' },
-    'root-dir': { type: 'string' },
-    'node-name': { type: 'string' },
-    'node-ip': { type: 'string' },
-    'read-only-port': { type: 'string' },
-    port: { type: 'string' },
-    'tls-cert-file': { type: 'string' },
-    'tls-private-key-file': { type: 'string' },
-    'cert-dir': { type: 'string' },
-    'log-level': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  }, 1);
-  let readOnlyPort: number | undefined;
-  if (values['read-only-port'] !== undefined) {
-    readOnlyPort = Number(values['read-only-port']);
-    if (!/^\d+$/.test(values['read-only-port'])) throw new ConfigError(`--read-only-port: '${values['read-only-port']}' is not a port number; allowed: an integer 0-65535 (0 disables)`);
-  }
-  let port: number | undefined;
-  if (values.port !== undefined) {
-    port = Number(values.port);
-    if (!/^\d+$/.test(values.port)) throw new ConfigError(`--port: '${values.port}' is not a port number; allowed: an integer 1-65535`);
-  }
-  const flags: ConfigFlags = {
-    podManifestPath: values['pod-manifest-path'],
-    manifestUrl: values['manifest-url'],
-    manifestUrlHeader: parseHeaderFlag(values['manifest-url-header']),
-    kubeconfig: values.kubeconfig,
-    containerRuntimeEndpoint: values['container-runtime-endpoint'],
-    rootDir: values['root-dir'],
-    nodeName: values['node-name'],
-    nodeIP: values['node-ip'],
-    readOnlyPort,
-    logLevel: values['log-level'],
-    port,
-    tlsCertFile: values['tls-cert-file'],
-    tlsPrivateKeyFile: values['tls-private-key-file'],
-    certDirectory: values['cert-dir'],
-  };
-  return { command: positionals[0] ?? 'run', configFile: values.config, flags, help: values.help === true };
-}
 
 /** Commands that talk to a running kubelet over its local socket; each parses its own flags. */
 const CLIENT_COMMANDS: Record<string, (argv: string[], opts: { socketPath: string }) => Promise<number>> = {
@@ -135,10 +92,11 @@ async function main(): Promise<number> {
     const rootDir = await loadConfig().then((c) => c.rootDir, () => '/var/lib/kubelet');
     return client.run(client.argv, { socketPath: localSocketPath(rootDir) });
   }
-  let args;
+  let args: KubeletCommandLine;
   try {
-    args = parse(process.argv.slice(2));
+    args = parseKubeletCommandLine(process.argv.slice(2));
   } catch (err) {
+    if (!(err instanceof UsageError || err instanceof ConfigError)) throw err;
     process.stderr.write(`kubelet-ts: ${errorMessage(err)}\n\n${USAGE}`);
     return 2;
   }
@@ -146,13 +104,32 @@ async function main(): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (args.version !== undefined && args.version !== 'false') {
+    // As upstream's: kubeadm's preflight reads `kubelet --version` as "Kubernetes vX.Y.Z".
+    process.stdout.write(`Kubernetes ${KUBELET_VERSION}\n`);
+    return 0;
+  }
   if (args.command !== 'run' && args.command !== 'plugins') {
     process.stderr.write(`kubelet-ts: unknown command '${args.command}'\n\n${USAGE}`);
     return 2;
   }
-  if (args.command === 'plugins') return pluginsCommand({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
-  const config = await loadConfig({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
+  const notices: ConfigNotice[] = [];
+  const loadOptions: LoadConfigOptions = {
+    ...(args.configFile !== undefined ? { configFile: args.configFile } : {}),
+    ...(args.pluginsConfig !== undefined ? { pluginsConfig: args.pluginsConfig } : {}),
+    settings: args.settings,
+    notices,
+  };
+  if (args.command === 'plugins') {
+    const code = await pluginsCommand(loadOptions);
+    for (const n of notices) process.stderr.write(`kubelet-ts: ${n.level === 'warn' ? 'warning' : 'note'}: ${n.msg}\n`);
+    return code;
+  }
+  const config = await loadConfig(loadOptions);
   const logger = createLogger({ level: config.logLevel });
+  // What the config reader has to say: one warning naming every setting kubelet-ts ignores, and
+  // why flags accepted without effect have none.
+  for (const n of notices) logger[n.level](n.ignored ? { config: config.configFile, ignored: n.ignored.map((i) => i.name) } : {}, n.msg);
   const kubelet = new Kubelet(config, logger);
 
   // The last line of defence: whatever a pod spec, a plugin or a library manages to throw

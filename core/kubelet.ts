@@ -113,6 +113,9 @@ export class Kubelet {
   private started = false;
   /** The port the read-only server bound (0 when disabled). */
   readOnlyPort = 0;
+  /** The plain-HTTP /healthz server (upstream healthzPort) and the port it bound (0 when disabled). */
+  private healthzServer: KubeletServer | undefined;
+  healthzPort = 0;
   /** Node and pod resource use (CRI stats, cgroups, filesystems): /stats/summary, /metrics/resource, and eviction decisions. */
   stats!: StatsProvider;
   /** Node pressure: eviction signals, the pressure conditions, evictions through `onPressure` (core/eviction). */
@@ -349,6 +352,12 @@ export class Kubelet {
     // Only what upstream's read-only port serves: no logs, no exec, no debugging views.
     for (const [route, handler] of readOnlyRoutes(routeDeps)) this.server.route(route, handler);
     if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
+    // Upstream's healthz server, which kubeadm's kubelet-check polls on 127.0.0.1:10248.
+    if (config.healthzPort > 0) {
+      this.healthzServer = new KubeletServer(logger.child({ component: 'healthz' }), 'healthz');
+      this.healthzServer.route('/healthz', () => this.healthz());
+      this.healthzPort = await this.healthzServer.listen(config.healthzBindAddress, config.healthzPort, 'healthzPort');
+    }
     this.started = true;
     this.events.record(nodeRef(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
     await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
@@ -374,6 +383,7 @@ export class Kubelet {
     this.pleg?.stop();
     this.loop?.stopQueue();
     await this.server.close();
+    await this.healthzServer?.close();
     await this.mainServer?.close();
     if (this.started) {
       const busy = await this.loop.drain(SHUTDOWN_STEP_MS);

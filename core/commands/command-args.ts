@@ -5,6 +5,7 @@
  * "positional arguments" and suggests `--` quoting that no kubelet-ts command needs.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { nearestName } from '../util/nearest-name.ts';
 
 /** A command line that cannot be run: the message says what is wrong, in one line. */
 export class UsageError extends Error {}
@@ -51,28 +52,6 @@ function describeParseError(err: NodeJS.ErrnoException, options: Options): strin
 
 /** The known flag nearest to `given` by edit distance, when it is close enough to be a typo. */
 function closestFlag(given: string, options: Options): string | undefined {
-  const bare = given.replace(/^-+/, '').split('=')[0]!;
-  let best: { name: string; d: number } | undefined;
-  for (const name of Object.keys(options)) {
-    const d = editDistance(bare, name);
-    if (!best || d < best.d) best = { name, d };
-  }
-  if (!best) return undefined;
-  // A prefix (--pod-manifest for --pod-manifest-path) or a few edits away.
-  const close = best.d <= Math.max(2, Math.floor(best.name.length / 4)) || (bare.length >= 3 && best.name.startsWith(bare));
-  return close ? `--${best.name}` : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length]!;
+  const near = nearestName(given.replace(/^-+/, '').split('=')[0]!, Object.keys(options));
+  return near === undefined ? undefined : `--${near}`;
 }

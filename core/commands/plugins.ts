@@ -5,13 +5,13 @@
  * node: no runtime connection, no socket, no file a plugin writes when it starts.
  */
 import type { Writable } from 'node:stream';
-import { loadConfig, type ConfigFlags } from '../config/load.ts';
+import { loadConfig, type LoadConfigOptions } from '../config/load.ts';
 import { createLogger } from '../logger.ts';
 import { Kubelet } from '../kubelet.ts';
 
 /** Prints the plugin tree; returns the exit code. Load errors propagate (the CLI names them). */
-export async function pluginsCommand(args: { configFile?: string; flags: ConfigFlags }, out: Writable = process.stdout): Promise<number> {
-  const config = await loadConfig({ ...(args.configFile ? { configFile: args.configFile } : {}), flags: args.flags });
+export async function pluginsCommand(args: LoadConfigOptions, out: Writable = process.stdout): Promise<number> {
+  const config = await loadConfig(args);
   const kubelet = new Kubelet(config, createLogger({ level: 'warn' }));
   try {
     await kubelet.plugins.loadAll(config.plugins);

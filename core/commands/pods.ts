@@ -113,10 +113,12 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
     return 1;
   }
 
-  if (names.length && !pods.length) {
-    err.write(`Error from server (NotFound): ${names.map((n) => `pods "${n}" not found`).join(', ')}\n`);
-    return 1;
-  }
+  // As kubectl get pods a b: the pods found are listed, each name not found is an error, and
+  // the exit code says something was missing.
+  const matches = (q: string) => (p: V1Pod) => p.metadata?.name === q || (p.spec?.nodeName !== undefined && p.metadata?.name === `${q}-${p.spec.nodeName.toLowerCase()}`);
+  const missing = names.filter((q) => !pods.some(matches(q)));
+  if (missing.length) err.write(`Error from server (NotFound): ${missing.map((n) => `pods "${n}" not found`).join(', ')}\n`);
+  if (names.length && !pods.length) return 1;
   const rows = pods.map((p) => podRow(p, now()));
   shape.ephemeral = rows.some((r) => r.ephemeral !== '<none>');
   if (output === 'json') out.write(`${JSON.stringify(listOf(pods), null, 4)}\n`);
@@ -124,7 +126,7 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
   else if (output === 'name') out.write(pods.map((p) => `pod/${p.metadata?.name}\n`).join(''));
   else if (!rows.length && !parsed.values.watch) err.write(allNamespaces ? 'No resources found\n' : `No resources found in ${namespace} namespace.\n`);
   else if (!parsed.values.watch) out.write(podTable(rows, shape));
-  if (!parsed.values.watch) return 0;
+  if (!parsed.values.watch) return missing.length ? 1 : 0;
   return watch(pods, rows);
 
   async function watch(initial: V1Pod[], initialRows: PodRow[]): Promise<number> {

@@ -1,12 +1,18 @@
 import type { ErrorObject } from 'ajv';
+import { unknownNameHint } from '../util/nearest-name.ts';
 
 /**
- * Turns ajv errors into lines an operator can act on: each names the field path, the bad
- * value and what is allowed. `source` says where the value came from (a file, a flag, a plugin).
+ * Turns ajv errors into lines an operator can act on, each problem once: each names the field
+ * path, the bad value and what is allowed (an unknown field: the nearest known name, never the
+ * whole list). `source` says where the value came from (a file, a flag, a plugin), or finds it
+ * from the value's path when a config was assembled from several.
  */
-export function formatAjvErrors(errors: ErrorObject[] | null | undefined, data: unknown, source: string): string {
+export function formatAjvErrors(errors: ErrorObject[] | null | undefined, data: unknown, source: string | ((instancePath: string) => string)): string {
   const lines = new Set<string>();
-  for (const e of errors ?? []) lines.add(`${source}: ${describe(e, data)}`);
+  for (const e of errors ?? []) {
+    const at = e.keyword === 'additionalProperties' ? `${e.instancePath}/${String(e.params.additionalProperty)}` : e.instancePath;
+    lines.add(`${typeof source === 'string' ? source : source(at)}: ${describe(e, data)}`);
+  }
   return [...lines].join('\n');
 }
 
@@ -17,9 +23,8 @@ function describe(e: ErrorObject, data: unknown): string {
   switch (e.keyword) {
     case 'additionalProperties': {
       const extra = String(e.params.additionalProperty);
-      const known = Object.keys((e.parentSchema as { properties?: object })?.properties ?? {});
-      const field = e.instancePath ? `${path}.${extra}` : extra;
-      return `unknown field '${field}' (allowed fields: ${known.join(', ')})`;
+      const prefix = e.instancePath ? `${path}.` : '';
+      return `unknown field '${prefix}${extra}'${unknownNameHint(extra, Object.keys((e.parentSchema as { properties?: object })?.properties ?? {}), prefix)}`;
     }
     case 'required':
       return `${e.instancePath ? path + '.' : ''}${e.params.missingProperty} is required`;

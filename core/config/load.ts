@@ -1,115 +1,184 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import { cosmiconfig, type Loader } from 'cosmiconfig';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, errorMessage } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import { formatAjvErrors } from './ajv-errors.ts';
 import { evictionConfigErrors, resolveEvictionSettings, resolveImageGCSettings } from './eviction-config.ts';
 import { parseDuration } from '../util/duration.ts';
 import { quantityValue } from '../objects/quantity.ts';
 import { configSchema } from './schema.ts';
-import { importModule } from '../util/import-module.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
 import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../objects/node-labels.ts';
 import { PACKAGE_ROOT, RUNS_COMPILED } from '../util/package-root.ts';
+import { isKubeletConfiguration, readKubeletConfiguration, schemaHas, showValue, type IgnoredSetting } from './kubelet-configuration.ts';
+import { KUBELET_FLAGS, type FlagSetting } from './upstream-flags.ts';
+import { UPSTREAM_FIELDS, isZero } from './upstream-fields.ts';
+import { readConfigFile, structuredCloneConfig } from './config-file.ts';
+import { PATH_FIELDS, getPath, setPath } from './field-paths.ts';
+import { readPluginsConfig } from './plugins-config.ts';
+import { configFlagSettings, flagConflicts, type ConfigFlags } from './flag-settings.ts';
+
+export { readConfigFile } from './config-file.ts';
+export type { ConfigFlags } from './flag-settings.ts';
 
 export const DEFAULT_CONFIG_FILE = path.join(PACKAGE_ROOT, RUNS_COMPILED ? 'kubelet.config.js' : 'kubelet.config.ts');
 
-/** Command-line values that override the file, named after the upstream kubelet flags. */
-export interface ConfigFlags {
-  podManifestPath?: string;
-  manifestUrl?: string;
-  manifestUrlHeader?: Record<string, string[]>;
-  containerRuntimeEndpoint?: string;
-  rootDir?: string;
-  nodeName?: string;
-  readOnlyPort?: number;
-  nodeIP?: string;
-  logLevel?: string;
-  kubeconfig?: string;
-  port?: number;
-  tlsCertFile?: string;
-  tlsPrivateKeyFile?: string;
-  certDirectory?: string;
+
+/** Something the start should say besides errors: the settings kubelet-ts ignores (one warning), flags accepted without effect. */
+export interface ConfigNotice {
+  level: 'warn' | 'info';
+  msg: string;
+  /** For the warning: each ignored setting, its value and what it would need. */
+  ignored?: IgnoredSetting[];
 }
 
-/** Flag → config field, and the flag's spelling for messages. */
-const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]> = {
-  podManifestPath: ['staticPodPath', '--pod-manifest-path'],
-  manifestUrl: ['staticPodURL', '--manifest-url'],
-  manifestUrlHeader: ['staticPodURLHeader', '--manifest-url-header'],
-  containerRuntimeEndpoint: ['containerRuntimeEndpoint', '--container-runtime-endpoint'],
-  rootDir: ['rootDir', '--root-dir'],
-  nodeName: ['nodeName', '--node-name'],
-  readOnlyPort: ['readOnlyPort', '--read-only-port'],
-  nodeIP: ['nodeIP', '--node-ip'],
-  logLevel: ['logging', '--log-level'],
-  kubeconfig: ['kubeconfig', '--kubeconfig'],
-  port: ['port', '--port'],
-  tlsCertFile: ['tlsCertFile', '--tls-cert-file'],
-  tlsPrivateKeyFile: ['tlsPrivateKeyFile', '--tls-private-key-file'],
-  certDirectory: ['certDirectory', '--cert-dir'],
-};
-
-// cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
-// dependency); importModule loads .ts configs with the same resolution (and `kubelet-ts`
-// package self-reference) as the rest of the program.
-const importLoader: Loader = async (filepath) => {
-  const mod = await importModule(filepath);
-  // Without a default export, the module's named exports would be read as config fields.
-  if (!('default' in mod)) throw new Error('the file has no default export (export default defineConfig({...}))');
-  return mod.default;
-};
+export interface LoadConfigOptions {
+  /** kubelet-ts's own format, or upstream's KubeletConfiguration (kubeadm's /var/lib/kubelet/config.yaml). Default: the package's default bundle. */
+  configFile?: string;
+  /** With a KubeletConfiguration: kubelet-ts's own file for `plugins` and the fields upstream has no place for. Default: the default bundle's plugins. */
+  pluginsConfig?: string;
+  /** Flags as typed values (programmatic callers). */
+  flags?: ConfigFlags;
+  /** Flags from the command line (parseKubeletCommandLine), applied after `flags`. */
+  settings?: FlagSetting[];
+  /** Filled with what the start should log once the logger exists. */
+  notices?: ConfigNotice[];
+}
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
 const validateConfig: ValidateFunction = ajv.compile(configSchema);
 
-/** Reads the config file (cosmiconfig, module name `kubelet`) and returns its raw object. */
-export async function readConfigFile(file: string): Promise<KubeletConfigInput> {
-  const explorer = cosmiconfig('kubelet', {
-    loaders: { '.ts': importLoader, '.mts': importLoader, '.js': importLoader, '.mjs': importLoader },
-  });
-  let result;
-  try {
-    result = await explorer.load(file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new ConfigError(`${file}: config file not found`);
-    throw new ConfigError(`${file}: cannot load config: ${errorMessage(err)}`);
-  }
-  const config = result?.config;
-  if (config === undefined || config === null) return {};
-  if (typeof config !== 'object' || Array.isArray(config)) {
-    throw new ConfigError(`${file}: the config must be an object (export default defineConfig({...}))`);
-  }
-  return config as KubeletConfigInput;
-}
-
 /**
  * Loads, validates and resolves the configuration: the file (or the package's default
- * bundle), then the flags on top. Every error names its source (file or flag), the field,
- * the bad value and what is allowed.
+ * bundle), then the flags on top. The file is kubelet-ts's own format, or upstream's
+ * KubeletConfiguration read with upstream's defaulting (kubelet-configuration.ts), whose
+ * plugins then come from `pluginsConfig` or the default bundle. Every error names its source
+ * (file or flag), the field, the bad value and what is allowed; all of them at once, each once.
  */
-export async function loadConfig(options: { configFile?: string; flags?: ConfigFlags } = {}): Promise<KubeletConfig> {
+export async function loadConfig(options: LoadConfigOptions = {}): Promise<KubeletConfig> {
   const file = path.resolve(options.configFile ?? DEFAULT_CONFIG_FILE);
-  const raw = structuredCloneConfig(await readConfigFile(file));
-  if (!validateConfig(raw)) throw new ConfigError(formatAjvErrors(validateConfig.errors, raw, file));
+  const raw = structuredCloneConfig(await readConfigFile(file)) as Record<string, unknown>;
+  const settings = [...configFlagSettings(options.flags ?? {}), ...(options.settings ?? [])];
+  const errors: string[] = flagConflicts(settings);
+  const ignored: IgnoredSetting[] = [];
+  const infos: string[] = [];
+  /** Where a kubelet-ts field's value came from when not from `file`, by dotted path. */
+  const sources = new Map<string, string>();
 
-  const flagged: Record<string, unknown> = { ...raw };
-  for (const [flag, value] of Object.entries(options.flags ?? {})) {
-    if (value === undefined) continue;
-    const [field, spelling] = FLAG_FIELDS[flag as keyof ConfigFlags];
-    const fieldValue = field === 'logging' ? { level: value } : value;
-    const fieldSchema = (configSchema.properties as Record<string, object>)[field]!;
-    const check = ajv.compile({ type: 'object', properties: { [field]: fieldSchema } });
-    if (!check({ [field]: fieldValue })) throw new ConfigError(formatAjvErrors(check.errors, { [field]: fieldValue }, spelling));
-    flagged[field] = fieldValue;
+  // Flags are sorted by what they set: an upstream KubeletConfiguration field, a kubelet-ts
+  // field, nothing (accepted, said at start).
+  const fieldSettings: Array<{ field: string; setting: FlagSetting }> = [];
+  const ownSettings: Array<{ field: string; setting: FlagSetting }> = [];
+  for (const setting of settings) {
+    const spec = KUBELET_FLAGS[setting.flag];
+    if (!spec) throw new Error(`no such flag --${setting.flag}`);
+    if (spec.info !== undefined) infos.push(`${setting.spelling}=${showValue(setting.value)}: ${spec.info}`);
+    else if (spec.needs !== undefined) {
+      if (!(spec.honoured ?? isZero)(setting.value)) ignored.push({ name: setting.spelling, value: setting.value, needs: spec.needs });
+    } else if (spec.field !== undefined) fieldSettings.push({ field: spec.field, setting });
+    else if (spec.kubeletTs !== undefined) {
+      // TODO(h-tls): --bootstrap-kubeconfig takes effect once bootstrapKubeconfig is in the schema.
+      if (spec.pendingNeeds !== undefined && !schemaHas(spec.kubeletTs)) continue;
+      ownSettings.push({ field: spec.kubeletTs, setting });
+    }
   }
-  checkNodeFields(flagged as KubeletConfigInput, file);
-  checkServingFields(flagged as KubeletConfigInput, file);
-  const evictionErrors = evictionConfigErrors(flagged as KubeletConfigInput, file);
-  if (evictionErrors.length) throw new ConfigError(evictionErrors.join('\n'));
-  return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
+  /** A flag's value, a path made absolute from the working directory. */
+  const flagValue = (kubeletTsField: string, value: unknown) => (PATH_FIELDS.has(kubeletTsField) && typeof value === 'string' && value !== '' ? path.resolve(value) : value);
+
+  let input: Record<string, unknown>;
+  let pluginsConfigFile: string | undefined;
+  if (isKubeletConfiguration(raw)) {
+    // Flags override the file, field by field, before upstream's defaulting reads the whole.
+    const flagSources = new Map<string, string>();
+    for (const { field, setting } of fieldSettings) {
+      setPath(raw, field, flagValue(UPSTREAM_TARGETS.get(field) ?? field, setting.value));
+      flagSources.set(field, setting.spelling);
+    }
+    const read = readKubeletConfiguration(raw, file, { sources: flagSources });
+    errors.push(...read.errors);
+    ignored.push(...read.ignored);
+    input = read.input;
+    for (const [target, field] of read.origins) if (flagSources.has(field)) sources.set(target, flagSources.get(field)!);
+    if (options.pluginsConfig !== undefined) {
+      pluginsConfigFile = path.resolve(options.pluginsConfig);
+      const own = await readPluginsConfig(pluginsConfigFile, file);
+      errors.push(...own.errors);
+      for (const [k, v] of Object.entries(own.input)) {
+        input[k] = v;
+        sources.set(k, pluginsConfigFile);
+      }
+    } else {
+      pluginsConfigFile = DEFAULT_CONFIG_FILE;
+      input.plugins = (await readConfigFile(DEFAULT_CONFIG_FILE)).plugins ?? [];
+    }
+  } else {
+    if (options.pluginsConfig !== undefined) {
+      throw new ConfigError(`--plugins-config goes with a KubeletConfiguration --config (kind: KubeletConfiguration); ${file} is kubelet-ts's own format, whose plugins field lists the plugins`);
+    }
+    input = raw;
+    // Flags for upstream's fields, each taken as given over kubelet-ts's format.
+    const doc: Record<string, unknown> = {};
+    const flagSources = new Map<string, string>();
+    for (const { field, setting } of fieldSettings) {
+      setPath(doc, field, flagValue(UPSTREAM_TARGETS.get(field) ?? field, setting.value));
+      flagSources.set(field, setting.spelling);
+    }
+    const read = readKubeletConfiguration(doc, file, { sources: flagSources, literal: true });
+    errors.push(...read.errors);
+    ignored.push(...read.ignored);
+    for (const [target, field] of read.origins) {
+      setPath(input, target, getPath(read.input, target));
+      sources.set(target, flagSources.get(field) ?? file);
+    }
+  }
+  for (const { field, setting } of ownSettings) {
+    let value = setting.flag === 'hostname-override' && typeof setting.value === 'string' ? setting.value.trim().toLowerCase() : setting.value;
+    // Upstream takes a dual-stack pair (--node-ip=10.0.0.5,fd00::5); kubelet-ts reports one address.
+    if (setting.flag === 'node-ip' && typeof value === 'string' && value.includes(',')) {
+      const [first, ...others] = value.split(',').map((a) => a.trim());
+      ignored.push({ name: setting.spelling, value: others.join(','), needs: `dual-stack node addresses (kubelet-ts reports the first, ${first})` });
+      value = first;
+    }
+    setPath(input, field, flagValue(field, value));
+    sources.set(field, setting.spelling);
+  }
+  const sourceOf = (instancePath: string) => {
+    const dotted = instancePath.replace(/^\//, '').split('/');
+    for (let n = dotted.length; n > 0; n--) {
+      const at = sources.get(dotted.slice(0, n).join('.'));
+      if (at !== undefined) return at;
+    }
+    return file;
+  };
+  // Every problem at once: what the reading found, then what the schema finds in the rest.
+  if (!validateConfig(input)) errors.push(...formatAjvErrors(validateConfig.errors, input, sourceOf).split('\n'));
+  if (errors.length) throw new ConfigError(unique(errors).join('\n'));
+  const c = input as KubeletConfigInput;
+  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...evictionConfigErrors(c, file)];
+  if (semantic.length) throw new ConfigError(unique(semantic).join('\n'));
+
+  if (options.notices) {
+    if (ignored.length) {
+      options.notices.push({
+        level: 'warn',
+        msg: `settings kubelet-ts does not implement, ignored: ${ignored.map((i) => `${i.name}: ${showValue(i.value)} (would need ${i.needs})`).join('; ')}`,
+        ignored,
+      });
+    }
+    for (const msg of infos) options.notices.push({ level: 'info', msg });
+  }
+  const resolved = resolve(c as Required<KubeletConfigInput>, file);
+  if (pluginsConfigFile !== undefined) resolved.pluginsConfigFile = pluginsConfigFile;
+  return resolved;
+}
+
+/** The kubelet-ts field an upstream field sets (for path handling of flags). */
+const UPSTREAM_TARGETS = new Map(
+  Object.entries(UPSTREAM_FIELDS).flatMap(([field, spec]) => (spec.implemented === true && typeof spec.to === 'string' ? [[field, spec.to] as const] : [])),
+);
+
+function unique(lines: string[]): string[] {
+  return [...new Set(lines)];
 }
 
 /** Upstream's hard eviction thresholds on Linux (pkg/kubelet/eviction: DefaultEvictionHard). */
@@ -125,7 +194,7 @@ export const DEFAULT_EVICTION_HARD: Readonly<Partial<Record<EvictionSignal, stri
  * qualified name, and only those NodeRestriction lets a node set, as upstream's kubelet
  * refuses at start), and frequencies that must be positive.
  */
-function checkNodeFields(c: KubeletConfigInput, file: string): void {
+function nodeFieldErrors(c: KubeletConfigInput, file: string): string[] {
   const errors: string[] = [];
   for (const key of Object.keys(c.nodeLabels ?? {})) {
     const bad = invalidLabelKey(key);
@@ -138,36 +207,27 @@ function checkNodeFields(c: KubeletConfigInput, file: string): void {
       errors.push(`${file}: ${field} is ${JSON.stringify(value)}; allowed: a Go duration > 0 such as '10s', '1m'`);
     }
   }
-  if (errors.length) throw new ConfigError(errors.join('\n'));
+  return errors;
 }
 
 /** The serving certificate comes as a pair: one file without the other is a mistake, not a request for a self-signed one. */
-function checkServingFields(c: KubeletConfigInput, file: string): void {
+function servingFieldErrors(c: KubeletConfigInput, file: string): string[] {
   if ((c.tlsCertFile === undefined) !== (c.tlsPrivateKeyFile === undefined)) {
     const [given, missing] = c.tlsCertFile !== undefined ? ['tlsCertFile', 'tlsPrivateKeyFile'] : ['tlsPrivateKeyFile', 'tlsCertFile'];
-    throw new ConfigError(`${file}: ${given} is set but ${missing} is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`);
+    return [`${file}: ${given} is set but ${missing} is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`];
   }
+  return [];
 }
 
-/** Copies the config without breaking plugin objects or functions inside `plugins`. */
-function structuredCloneConfig(config: KubeletConfigInput): KubeletConfigInput {
-  const copy: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) {
-    copy[k] = k === 'plugins' || v === null || typeof v !== 'object' ? v : JSON.parse(JSON.stringify(v));
-  }
-  return copy as KubeletConfigInput;
-}
-
-function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFlags): KubeletConfig {
-  // Paths in the file are relative to the file; paths from flags are relative to the cwd.
-  const fromFile = (p: string | undefined, flag: string | undefined) =>
-    p === undefined ? undefined : flag !== undefined ? path.resolve(p) : path.resolve(path.dirname(file), p);
+function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
+  // Paths in the file are relative to the file; paths from flags (and --plugins-config) are absolute already.
+  const fromFile = (p: string | undefined) => (p === undefined ? undefined : path.resolve(path.dirname(file), p));
   return {
     nodeName: c.nodeName ?? os.hostname().toLowerCase(),
     nodeIP: c.nodeIP ?? detectNodeIP(),
-    rootDir: fromFile(c.rootDir, flags.rootDir)!,
-    podLogsDir: fromFile(c.podLogsDir, undefined)!,
-    staticPodPath: fromFile(c.staticPodPath, flags.podManifestPath),
+    rootDir: fromFile(c.rootDir)!,
+    podLogsDir: fromFile(c.podLogsDir)!,
+    staticPodPath: fromFile(c.staticPodPath),
     staticPodURL: c.staticPodURL,
     staticPodURLHeader: c.staticPodURLHeader,
     httpCheckFrequencyMs: parseDuration(c.httpCheckFrequency),
@@ -194,8 +254,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     hookTimeoutMs: parseDuration(c.hookTimeout),
     maxParallelImagePulls: c.serializeImagePulls ? 1 : c.maxParallelImagePulls,
     maxParallelSandboxCreations: c.maxParallelSandboxCreations === 0 ? undefined : (c.maxParallelSandboxCreations ?? defaultMaxParallelSandboxCreations()),
-    localObjectsDir: fromFile(c.localObjectsDir, undefined),
-    kubeconfig: fromFile(c.kubeconfig, flags.kubeconfig),
+    localObjectsDir: fromFile(c.localObjectsDir),
+    kubeconfig: fromFile(c.kubeconfig),
     registerNode: c.registerNode,
     nodeLabels: c.nodeLabels,
     registerWithTaints: c.registerWithTaints,
@@ -209,7 +269,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     eventRecordQPS: c.eventRecordQPS,
     eventBurst: c.eventBurst,
     port: c.port,
-    ...resolveServing(c, fromFile, flags),
+    ...resolveServing(c, fromFile),
     systemReserved: c.systemReserved,
     kubeReserved: c.kubeReserved,
     evictionHard: c.evictionHard ?? { ...DEFAULT_EVICTION_HARD },
@@ -220,8 +280,10 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     seccompDefault: c.seccompDefault,
     clusterDNS: c.clusterDNS,
     clusterDomain: c.clusterDomain,
-    resolvConf: c.resolvConf === '' ? '' : fromFile(c.resolvConf, undefined)!,
+    resolvConf: c.resolvConf === '' ? '' : fromFile(c.resolvConf)!,
     runtimeClassHandlers: c.runtimeClassHandlers,
+    healthzPort: c.healthzPort,
+    healthzBindAddress: c.healthzBindAddress,
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,
     configFile: file,
@@ -231,20 +293,19 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
 /** The main port's TLS, authentication and authorization settings, resolved (paths as other paths, durations in ms). */
 function resolveServing(
   c: Required<KubeletConfigInput>,
-  fromFile: (p: string | undefined, flag: string | undefined) => string | undefined,
-  flags: ConfigFlags,
+  fromFile: (p: string | undefined) => string | undefined,
 ): Pick<KubeletConfig, 'tlsCertFile' | 'tlsPrivateKeyFile' | 'certDirectory' | 'tlsMinVersion' | 'tlsCipherSuites' | 'authentication' | 'authorization' | 'streamingConnectionIdleTimeoutMs'> {
-  const rootDir = fromFile(c.rootDir, flags.rootDir)!;
+  const rootDir = fromFile(c.rootDir)!;
   const authn = c.authentication;
   const authz = c.authorization;
   return {
-    tlsCertFile: fromFile(c.tlsCertFile, flags.tlsCertFile),
-    tlsPrivateKeyFile: fromFile(c.tlsPrivateKeyFile, flags.tlsPrivateKeyFile),
-    certDirectory: fromFile(c.certDirectory, flags.certDirectory) ?? path.join(rootDir, 'pki'),
+    tlsCertFile: fromFile(c.tlsCertFile),
+    tlsPrivateKeyFile: fromFile(c.tlsPrivateKeyFile),
+    certDirectory: fromFile(c.certDirectory) ?? path.join(rootDir, 'pki'),
     tlsMinVersion: c.tlsMinVersion,
     tlsCipherSuites: c.tlsCipherSuites ?? [],
     authentication: {
-      x509ClientCAFile: fromFile(authn.x509?.clientCAFile, undefined),
+      x509ClientCAFile: fromFile(authn.x509?.clientCAFile),
       webhookEnabled: authn.webhook?.enabled ?? true,
       webhookCacheTTLMs: parseDuration(authn.webhook?.cacheTTL ?? '2m'),
       anonymousEnabled: authn.anonymous?.enabled ?? false,

@@ -201,6 +201,8 @@ export const configSchema = {
       additionalProperties: { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', 'x-allowed': "a runtime handler name (a DNS label such as 'runc')" },
       'x-allowed': 'a map of runtimeClassName to runtime handler',
     },
+    healthzPort: { ...port, default: 0 },
+    healthzBindAddress: { type: 'string', pattern: '^[0-9a-fA-F.:]+$', default: '127.0.0.1', 'x-allowed': 'an IPv4 or IPv6 address to listen on' },
     logging: {
       type: 'object',
       additionalProperties: false,

@@ -212,6 +212,14 @@ export interface KubeletConfigInput {
    * with an error. Default none.
    */
   runtimeClassHandlers?: Record<string, string>;
+  /**
+   * The port of the plain-HTTP `/healthz` server on healthzBindAddress (upstream healthzPort),
+   * which kubeadm's kubelet-check polls; 0 disables. Default 0 here, 10248 in a
+   * KubeletConfiguration file (upstream's default).
+   */
+  healthzPort?: number;
+  /** The address the healthz server listens on (upstream healthzBindAddress). Default 127.0.0.1. */
+  healthzBindAddress?: string;
   /** Log level: trace, debug, info, warn, error. Default info. */
   logging?: { level?: string };
   /** The plugins to load, in order. */
@@ -295,8 +303,13 @@ export interface KubeletConfig {
   resolvConf: string;
   /** runtimeClassName → runtime handler without an API server. */
   runtimeClassHandlers: Record<string, string>;
+  /** The /healthz server's port (0: none) and address. */
+  healthzPort: number;
+  healthzBindAddress: string;
   logLevel: string;
   plugins: PluginEntry[];
+  /** The file `plugins` came from, where relative plugin paths resolve (--plugins-config, or the default bundle, next to a KubeletConfiguration); undefined: configFile. */
+  pluginsConfigFile?: string;
   /** The file the config came from (for messages and resolving plugin paths). */
   configFile: string | undefined;
 }

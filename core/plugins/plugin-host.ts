@@ -112,7 +112,8 @@ export class PluginHost {
     for (const r of orderPlugins(resolved)) await this.apply(r);
     for (const slot of REQUIRED_SLOTS) {
       if (!this.slots.has(slot)) {
-        const where = this.deps.config.configFile ? ` in ${this.deps.config.configFile}` : '';
+        const pluginsFile = this.deps.config.pluginsConfigFile ?? this.deps.config.configFile;
+        const where = pluginsFile ? ` in ${pluginsFile}` : '';
         throw new PluginError('host', `no plugin provides the '${slot}' slot: add a ${slot} plugin (for example 'cri-containerd') to plugins${where}`);
       }
     }
@@ -298,7 +299,8 @@ export class PluginHost {
   private async resolve(ref: string | KubeletPlugin<any>, index: number): Promise<{ plugin: KubeletPlugin<any>; origin: LoadedPlugin['origin']; location: string }> {
     if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config' };
 
-    const configDir = this.deps.config.configFile ? path.dirname(this.deps.config.configFile) : process.cwd();
+    const pluginsFile = this.deps.config.pluginsConfigFile ?? this.deps.config.configFile;
+    const configDir = pluginsFile ? path.dirname(pluginsFile) : process.cwd();
     let file: string;
     let origin: LoadedPlugin['origin'];
     if (ref.startsWith('.') || path.isAbsolute(ref)) {

@@ -26,6 +26,8 @@ export function configzBody(c: KubeletConfig): { kubeletconfig: Record<string, u
       address: c.address,
       port: c.port,
       readOnlyPort: c.readOnlyPort,
+      healthzPort: c.healthzPort,
+      healthzBindAddress: c.healthzBindAddress,
       tlsCertFile: c.tlsCertFile ?? '',
       tlsPrivateKeyFile: c.tlsPrivateKeyFile ?? '',
       ...(c.tlsMinVersion ? { tlsMinVersion: c.tlsMinVersion } : {}),

@@ -25,7 +25,8 @@ export class KubeletServer {
   private readonly routes = new Map<string, RouteHandler>();
   private server: http.Server | undefined;
 
-  constructor(private readonly logger: Logger) {}
+  /** `name` says which server it is in its log line (the healthz server is one too). */
+  constructor(private readonly logger: Logger, private readonly name = 'read-only') {}
 
   /** Adds a route for an exact path, or for a prefix when the path ends with '/'. */
   route(path: string, handler: RouteHandler): void {
@@ -64,7 +65,7 @@ export class KubeletServer {
     });
     this.server = server;
     const bound = (server.address() as AddressInfo).port;
-    this.logger.info({ address, port: bound }, 'read-only server listening');
+    this.logger.info({ address, port: bound }, `${this.name} server listening`);
     return bound;
   }
 

@@ -64,6 +64,12 @@ export interface KubeletProcessOptions {
   dir?: string;
   /** Expect the process to exit during start (resolve with what it printed instead of throwing). */
   expectExit?: boolean;
+  /**
+   * The command line after the executable, instead of the JSON config this harness writes: what
+   * a systemd unit passes (kubeadm's drop-in). It gets the harness's directory, ports and cgroup
+   * root to put on it; the harness adds no flag of its own, and `config` and `plugins` are unused.
+   */
+  argv?: (h: { dir: string; port: number; mainPort: number; cgroupRoot: string; manifestDir: string }) => string[] | Promise<string[]>;
 }
 
 let instances = 0;
@@ -94,7 +100,7 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
   cgroupRootsMade.add(cgroupRoot);
   const configFile = path.join(dir, 'kubelet.config.json');
   // Production periods are the schema's defaults (PLEG 1 s, manifest rescan 1 s, sync 1 m).
-  await writeFile(
+  if (!opts.argv) await writeFile(
     configFile,
     JSON.stringify({
       nodeName: 'bench-node',
@@ -116,7 +122,8 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
   const out = createWriteStream(logFile, { flags: 'a' });
   await once(out, 'open');
   const [cmd, ...args] = opts.command ?? [KUBELET_BIN];
-  const child: ChildProcess = spawn(cmd!, [...args, '--config', configFile], { stdio: ['ignore', out, out] });
+  const argv = opts.argv ? await opts.argv({ dir, port, mainPort, cgroupRoot, manifestDir: manifests }) : ['--config', configFile];
+  const child: ChildProcess = spawn(cmd!, [...args, ...argv], { stdio: ['ignore', out, out] });
   const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string);
 
   const base = `http://127.0.0.1:${port}`;

@@ -76,6 +76,8 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     clusterDNS: [],
     clusterDomain: '',
     resolvConf: '/etc/resolv.conf',
+    healthzPort: 0,
+    healthzBindAddress: '127.0.0.1',
     runtimeClassHandlers: {},
     logLevel: 'info',
     plugins: [],

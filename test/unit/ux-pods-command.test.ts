@@ -149,6 +149,10 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
     assert.deepEqual(y.items.map((p) => p.metadata?.name), ['broken-vm', 'web-vm']);
     const missing = await run(['ghost']);
     assert.deepEqual([missing.code, missing.err], [1, 'Error from server (NotFound): pods "ghost" not found\n']);
+    // As kubectl: the pods found are listed, the missing one is named, and the exit code says so.
+    const some = await run(['web', 'ghost']);
+    assert.deepEqual([some.code, some.err], [1, 'Error from server (NotFound): pods "ghost" not found\n']);
+    assert.match(some.out, /^NAME +READY +STATUS +RESTARTS +AGE\nweb-vm +1\/1 +Running /);
   });
 
   it('bad flags and formats are named, with the usage', async () => {

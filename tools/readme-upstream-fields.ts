@@ -1,0 +1,59 @@
+/**
+ * The README's list of upstream kubelet settings kubelet-ts does not implement, made from the
+ * same tables as the start warning (core/config/upstream-fields.ts, upstream-flags.ts), so the
+ * two cannot drift: test/unit/kubeadm-config.test.ts fails when the README differs, and
+ * `npx tsx tools/readme-upstream-fields.ts` writes it again.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { schemaHas } from '../core/config/kubelet-configuration.ts';
+import { UPSTREAM_FIELDS } from '../core/config/upstream-fields.ts';
+import { CADVISOR_NEEDS, KUBELET_FLAGS } from '../core/config/upstream-flags.ts';
+
+export const README = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
+export const BEGIN = '<!-- upstream-settings-not-implemented: made by tools/readme-upstream-fields.ts -->';
+export const END = '<!-- /upstream-settings-not-implemented -->';
+
+const cell = (text: string) => text.replace(/\|/g, '\\|');
+
+/** The markdown between the markers: one table row per field or flag kubelet-ts ignores. */
+export function notImplementedMarkdown(): string {
+  const rows: string[] = [];
+  for (const [field, spec] of Object.entries(UPSTREAM_FIELDS)) {
+    if (spec.implemented === false) rows.push(`| \`${field}\` | ${cell(spec.honouredText)} | ${cell(spec.needs)} |`);
+    else if (spec.implemented === true && spec.pendingNeeds !== undefined && !schemaHas(spec.to ?? field)) rows.push(`| \`${field}\` | false | ${cell(spec.pendingNeeds)} |`);
+  }
+  const cadvisor: string[] = [];
+  for (const [flag, spec] of Object.entries(KUBELET_FLAGS)) {
+    if (spec.needs === CADVISOR_NEEDS) cadvisor.push(`\`--${flag}\``);
+    else if (spec.needs !== undefined) rows.push(`| \`--${flag}\` | ${cell(spec.honouredText ?? 'not given, false or empty')} | ${cell(spec.needs)} |`);
+    else if (spec.pendingNeeds !== undefined && spec.kubeletTs !== undefined && !schemaHas(spec.kubeletTs)) rows.push(`| \`--${flag}\` | any, while --kubeconfig exists | ${cell(spec.pendingNeeds)} |`);
+  }
+  rows.push(`| ${cadvisor.join(', ')} | never | ${cell(CADVISOR_NEEDS)} |`);
+  const info = Object.entries(KUBELET_FLAGS).filter(([, s]) => s.info !== undefined).map(([flag, s]) => `\`--${flag}\` is ${s.info}.`);
+  return [
+    '| field or flag | no warning when it is | honouring other values would need |',
+    '| --- | --- | --- |',
+    ...rows,
+    '',
+    ...info,
+  ].join('\n');
+}
+
+/** The README's text between the markers, or undefined without them. */
+export function readmeBlock(readme: string): string | undefined {
+  const a = readme.indexOf(BEGIN);
+  const b = readme.indexOf(END);
+  if (a < 0 || b < a) return undefined;
+  return readme.slice(a + BEGIN.length, b).trim();
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const readme = await readFile(README, 'utf8');
+  const a = readme.indexOf(BEGIN);
+  const b = readme.indexOf(END);
+  if (a < 0 || b < a) throw new Error(`README.md has no ${BEGIN} ... ${END} block`);
+  await writeFile(README, `${readme.slice(0, a + BEGIN.length)}\n${notImplementedMarkdown()}\n${readme.slice(b)}`);
+  process.stdout.write('README.md: the list of upstream settings not implemented is written\n');
+}

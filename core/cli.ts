@@ -32,6 +32,9 @@ const USAGE = `Usage: kubelet-ts [run] [flags]
 Each command takes -h for its own flags. Flags of run and plugins (they mirror the upstream kubelet's and override the config file):
   --config FILE                     config file (kubelet.config.ts|js|json|yaml); default: the package's kubelet.config.ts
   --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
+  --bootstrap-kubeconfig FILE       TLS bootstrap: get a client certificate with this kubeconfig's token when
+                                    --kubeconfig is missing or expired, and write --kubeconfig (bootstrapKubeconfig)
+  --rotate-certificates             renew the client certificate before it expires (rotateCertificates)
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
   --manifest-url URL                URL of static pods, a Pod or a PodList (staticPodURL)
   --manifest-url-header 'a:x,b:y'   headers for --manifest-url, repeatable (staticPodURLHeader)
@@ -67,6 +70,8 @@ function parse(argv: string[]) {
   const { values, positionals } = parseCommandArgs(argv, {
     config: { type: 'string' },
     kubeconfig: { type: 'string' },
+    'bootstrap-kubeconfig': { type: 'string' },
+    'rotate-certificates': { type: 'boolean' },
     'pod-manifest-path': { type: 'string' },
     'manifest-url': { type: 'string' },
     'manifest-url-header': { type: 'string', multiple: true },
@@ -107,6 +112,8 @@ function parse(argv: string[]) {
     tlsCertFile: values['tls-cert-file'],
     tlsPrivateKeyFile: values['tls-private-key-file'],
     certDirectory: values['cert-dir'],
+    bootstrapKubeconfig: values['bootstrap-kubeconfig'],
+    rotateCertificates: values['rotate-certificates'],
   };
   return { command: positionals[0] ?? 'run', configFile: values.config, flags, help: values.help === true };
 }
@@ -180,6 +187,8 @@ async function main(): Promise<number> {
   try {
     await kubelet.start();
   } catch (err) {
+    // A signal during the start (a TLS bootstrap that waits) ends it: the signal's stop exits.
+    if (stopping) return -1;
     // Release what started (timers, watchers, sockets) so the exit below is clean.
     await kubelet.stop().catch(() => {});
     throw err;

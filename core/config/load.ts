@@ -31,6 +31,8 @@ export interface ConfigFlags {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   certDirectory?: string;
+  bootstrapKubeconfig?: string;
+  rotateCertificates?: boolean;
 }
 
 /** Flag → config field, and the flag's spelling for messages. */
@@ -49,6 +51,8 @@ const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]>
   tlsCertFile: ['tlsCertFile', '--tls-cert-file'],
   tlsPrivateKeyFile: ['tlsPrivateKeyFile', '--tls-private-key-file'],
   certDirectory: ['certDirectory', '--cert-dir'],
+  bootstrapKubeconfig: ['bootstrapKubeconfig', '--bootstrap-kubeconfig'],
+  rotateCertificates: ['rotateCertificates', '--rotate-certificates'],
 };
 
 // cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
@@ -107,6 +111,7 @@ export async function loadConfig(options: { configFile?: string; flags?: ConfigF
   }
   checkNodeFields(flagged as KubeletConfigInput, file);
   checkServingFields(flagged as KubeletConfigInput, file);
+  checkCertificateFields(flagged as KubeletConfigInput, file);
   const evictionErrors = evictionConfigErrors(flagged as KubeletConfigInput, file);
   if (evictionErrors.length) throw new ConfigError(evictionErrors.join('\n'));
   return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
@@ -147,6 +152,14 @@ function checkServingFields(c: KubeletConfigInput, file: string): void {
     const [given, missing] = c.tlsCertFile !== undefined ? ['tlsCertFile', 'tlsPrivateKeyFile'] : ['tlsPrivateKeyFile', 'tlsCertFile'];
     throw new ConfigError(`${file}: ${given} is set but ${missing} is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`);
   }
+}
+
+/** The TLS bootstrap writes `kubeconfig`, and a cluster signs the serving certificate: both need a kubeconfig. */
+function checkCertificateFields(c: KubeletConfigInput, file: string): void {
+  const errors: string[] = [];
+  if (c.bootstrapKubeconfig !== undefined && c.kubeconfig === undefined) errors.push(`${file}: bootstrapKubeconfig is set but kubeconfig is not; allowed: both (the TLS bootstrap writes kubeconfig), or neither`);
+  if (c.serverTLSBootstrap && c.kubeconfig === undefined) errors.push(`${file}: serverTLSBootstrap is true but kubeconfig is not set; allowed: serverTLSBootstrap with a kubeconfig (the cluster signs the serving certificate), or false`);
+  if (errors.length) throw new ConfigError(errors.join('\n'));
 }
 
 /** Copies the config without breaking plugin objects or functions inside `plugins`. */
@@ -196,6 +209,9 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     maxParallelSandboxCreations: c.maxParallelSandboxCreations === 0 ? undefined : (c.maxParallelSandboxCreations ?? defaultMaxParallelSandboxCreations()),
     localObjectsDir: fromFile(c.localObjectsDir, undefined),
     kubeconfig: fromFile(c.kubeconfig, flags.kubeconfig),
+    bootstrapKubeconfig: fromFile(c.bootstrapKubeconfig, flags.bootstrapKubeconfig),
+    rotateCertificates: c.rotateCertificates,
+    serverTLSBootstrap: c.serverTLSBootstrap,
     registerNode: c.registerNode,
     nodeLabels: c.nodeLabels,
     registerWithTaints: c.registerWithTaints,

@@ -15,7 +15,8 @@
  */
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createApiClient, type ApiClient } from '../apiserver/api-client.ts';
+import { ApiClient } from '../apiserver/api-client.ts';
+import { ConnectivityTracker } from '../apiserver/connectivity.ts';
 import { loadKubeconfig, type LoadedKubeconfig } from '../apiserver/kubeconfig.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -88,11 +89,16 @@ export async function bootstrapClientCertificate(opts: BootstrapOptions): Promis
   }
   log.info({ kubeconfig: opts.kubeconfig, why, bootstrapKubeconfig: bootstrap.file, server: bootstrap.server }, `TLS bootstrap: kubeconfig ${opts.kubeconfig}: ${why}; asking ${bootstrap.server} for a client certificate for node ${opts.nodeName} with ${bootstrap.file}`);
   const retry = opts.retry ?? new RetryDelay();
+  // One outage line per server for all attempts, not one per attempt's client.
+  const trackers = new Map<string, ConnectivityTracker>();
   for (;;) {
     let client: ApiClient | undefined;
     try {
       // Read again on every attempt: a new token written into the file is used at once.
-      client = createApiClient({ kubeconfig: opts.bootstrapKubeconfig, logger: log, requestTimeoutMs: 30_000 });
+      const current = loadKubeconfig(opts.bootstrapKubeconfig);
+      const connectivity = trackers.get(current.server) ?? new ConnectivityTracker(current.server, log);
+      trackers.set(current.server, connectivity);
+      client = new ApiClient(current, { logger: log, requestTimeoutMs: 30_000, connectivity });
       await client.resolveIdentity();
       const pair = await requestCertificate({
         client,

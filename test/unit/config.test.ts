@@ -11,7 +11,7 @@ const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '
 const CORE_INDEX = pathToFileURL(path.resolve(CASES, '..', '..', 'core', 'sdk', 'index.ts')).href;
 
 const ALLOWED_FIELDS =
-  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, staticPodURL, staticPodURLHeader, httpCheckFrequency, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, kubeconfig, registerNode, nodeLabels, registerWithTaints, nodeStatusUpdateFrequency, nodeStatusReportFrequency, nodeLeaseDurationSeconds, kubeAPIQPS, kubeAPIBurst, eventRecordQPS, eventBurst, port, tlsCertFile, tlsPrivateKeyFile, certDirectory, tlsMinVersion, tlsCipherSuites, authentication, authorization, streamingConnectionIdleTimeout, systemReserved, kubeReserved, evictionHard, evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim, evictionPressureTransitionPeriod, evictionMaxPodGracePeriod, evictionMonitoringPeriod, evictStaticPods, containerLogMaxSize, containerLogMaxFiles, containerLogMonitorInterval, imageGCHighThresholdPercent, imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge, allowedUnsafeSysctls, seccompDefault, runtimeClassHandlers, logging, plugins';
+  'nodeName, nodeIP, rootDir, podLogsDir, staticPodPath, staticPodURL, staticPodURLHeader, httpCheckFrequency, fileCheckFrequency, syncFrequency, plegRelistPeriod, containerRuntimeEndpoint, runtimeRequestTimeout, address, readOnlyPort, maxPods, cgroupsPerQOS, maxPerPodContainer, maxContainers, cgroupRoot, crashLoopBackOff, imagePullBackOff, serializeImagePulls, maxParallelImagePulls, maxParallelSandboxCreations, hookTimeout, localObjectsDir, kubeconfig, bootstrapKubeconfig, rotateCertificates, serverTLSBootstrap, registerNode, nodeLabels, registerWithTaints, nodeStatusUpdateFrequency, nodeStatusReportFrequency, nodeLeaseDurationSeconds, kubeAPIQPS, kubeAPIBurst, eventRecordQPS, eventBurst, port, tlsCertFile, tlsPrivateKeyFile, certDirectory, tlsMinVersion, tlsCipherSuites, authentication, authorization, streamingConnectionIdleTimeout, systemReserved, kubeReserved, evictionHard, evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim, evictionPressureTransitionPeriod, evictionMaxPodGracePeriod, evictionMonitoringPeriod, evictStaticPods, containerLogMaxSize, containerLogMaxFiles, containerLogMonitorInterval, imageGCHighThresholdPercent, imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge, allowedUnsafeSysctls, seccompDefault, clusterDNS, clusterDomain, resolvConf, runtimeClassHandlers, logging, plugins';
 const DURATION_ALLOWED = "allowed: a Go duration such as '10s', '1m30s', '500ms' (or a number of seconds)";
 
 describe('loadConfig', function () {
@@ -133,6 +133,22 @@ describe('loadConfig', function () {
       assert.equal(await failure(mode), `${mode}: authorization.mode is "RBAC"; allowed: "AlwaysAllow", "Webhook"`);
       const flagged = await loadConfig({ configFile: await write('f.json', {}), flags: { port: 10260, certDirectory: 'certs' } });
       assert.deepEqual([flagged.port, flagged.certDirectory], [10260, path.resolve('certs')]);
+    });
+
+    it('TLS bootstrap and rotation: bootstrapKubeconfig (relative to the file, or the cwd for the flag), rotateCertificates, serverTLSBootstrap', async function () {
+      const none = await loadConfig({ configFile: await write('none.json', {}) });
+      assert.deepEqual([none.bootstrapKubeconfig, none.rotateCertificates, none.serverTLSBootstrap], [undefined, false, false]);
+      const c = await loadConfig({ configFile: await write('tls.json', { kubeconfig: 'kubelet.conf', bootstrapKubeconfig: 'bootstrap.conf', rotateCertificates: true, serverTLSBootstrap: true }) });
+      assert.deepEqual([c.bootstrapKubeconfig, c.rotateCertificates, c.serverTLSBootstrap], [path.join(dir, 'bootstrap.conf'), true, true]);
+      const flagged = await loadConfig({ configFile: await write('k.json', { kubeconfig: 'kubelet.conf' }), flags: { bootstrapKubeconfig: 'b.conf', rotateCertificates: true } });
+      assert.deepEqual([flagged.bootstrapKubeconfig, flagged.rotateCertificates], [path.resolve('b.conf'), true]);
+      const alone = await write('alone.json', { bootstrapKubeconfig: 'b.conf', serverTLSBootstrap: true });
+      assert.equal(await failure(alone), [
+        `${alone}: bootstrapKubeconfig is set but kubeconfig is not; allowed: both (the TLS bootstrap writes kubeconfig), or neither`,
+        `${alone}: serverTLSBootstrap is true but kubeconfig is not set; allowed: serverTLSBootstrap with a kubeconfig (the cluster signs the serving certificate), or false`,
+      ].join('\n'));
+      const bad = await write('bad.json', { kubeconfig: 'k', rotateCertificates: 'yes' });
+      assert.match(await failure(bad), /rotateCertificates is "yes"; allowed: .*boolean/);
     });
 
     it('maxParallelSandboxCreations: a number bounds, 0 means no bound, a negative is refused', async function () {

@@ -18,8 +18,8 @@ export interface FakeCsrApi {
   url: string;
   /** The signer's CA certificate (the fake server's own chains to the test PKI's CA: fakeApiKubeconfig trusts that). */
   caFile: string;
-  /** What happens to a request: signed at once, left pending, denied, or every request refused (401). */
-  mode: 'approve' | 'pending' | 'deny' | 'unauthorized';
+  /** What happens to a request: signed at once, left pending, denied, every request refused (401), or taken for system:anonymous's (403). */
+  mode: 'approve' | 'pending' | 'deny' | 'unauthorized' | 'anonymous';
   /** Each POST: the name asked for, who asked, and the request PEM. */
   posts: Array<{ name: string; token: string | undefined; clientCN: string | undefined; csrPem: string; signerName: string; usages: string[] }>;
   /** Every request: its path and the serial number of the client certificate presented (none: undefined). */
@@ -74,6 +74,7 @@ export async function startFakeCsrApi(): Promise<FakeCsrApi> {
     const clientCN = peer && Object.keys(peer).length ? (peer.subject?.CN as string | undefined) : undefined;
     api.seen.push({ method: req.method ?? '', path: req.url, clientSerial: peer && Object.keys(peer).length ? peer.serialNumber : undefined });
     if (api.mode === 'unauthorized') return sendJSON(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
+    if (api.mode === 'anonymous' && req.method === 'POST') return sendJSON(res, 403, status(403, 'Forbidden', 'certificatesigningrequests.certificates.k8s.io is forbidden: User "system:anonymous" cannot create resource "certificatesigningrequests" in API group "certificates.k8s.io" at the cluster scope'));
     const base = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
     const url = new URL(req.url, 'https://fake');
     if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/selfsubjectreviews') {

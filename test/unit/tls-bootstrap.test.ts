@@ -142,6 +142,18 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
     assert.match(String(refused.msg), new RegExp(`^TLS bootstrap: the API server ${api.url.replace(/[.]/g, '\\.')} refused the credentials of .* \\(401 Unauthorized\\): Unauthorized \\(is the bootstrap token in ${bootstrapKubeconfig.replace(/[.]/g, '\\.')} invalid, expired or deleted\\? kubeadm token create makes a new one\\); retrying in \\d+ms$`));
   });
 
+  it('a bootstrap kubeconfig the API server takes for anonymous (403) says so', async function () {
+    api.mode = 'anonymous';
+    const { logger, lines } = captureLogger();
+    const stop = new AbortController();
+    const done = bootstrapClientCertificate(opts({ logger, signal: stop.signal }));
+    await waitFor('a refusal', () => lines.some((l) => /system:anonymous/.test(String(l.msg))), 5000, 20);
+    stop.abort();
+    await assert.rejects(done, (err: Error) => err.name === 'AbortError');
+    const line = String(lines.find((l) => /system:anonymous/.test(String(l.msg)))!.msg);
+    assert.match(line, new RegExp(`may not create certificatesigningrequests\\.certificates\\.k8s\\.io: .* \\(the API server took the request as anonymous: ${bootstrapKubeconfig.replace(/[.]/g, '\\.')} presents no credentials it reads; it needs a bootstrap token, kubeadm token create makes one\\); retrying in \\d+ms$`));
+  });
+
   it('an API server that does not answer is retried with back-off, one line each, until it does', async function () {
     const away = await fakeApiKubeconfig(path.join(dir), 'https://127.0.0.1:1', { token: TOKEN });
     const { logger, lines } = captureLogger();

@@ -14,6 +14,7 @@
  * an operator can put a new token in it while the kubelet waits.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiClient } from '../apiserver/api-client.ts';
 import { ConnectivityTracker } from '../apiserver/connectivity.ts';
@@ -59,7 +60,8 @@ export function kubeconfigNeedsBootstrap(file: string, now = Date.now()): string
   try {
     loaded = loadKubeconfig(file);
   } catch (err) {
-    return errorMessage(err);
+    // Without the error's own `kubeconfig FILE: `: the bootstrap's line names the file already.
+    return errorMessage(err).replace(`kubeconfig ${path.resolve(file)}: `, '');
   }
   if (loaded.identity.method !== 'client certificate') return `it has no client certificate (it authenticates with ${loaded.identity.method === 'none' ? 'nothing' : `a ${loaded.identity.method}`})`;
   if (loaded.identity.certNotAfter !== undefined && loaded.identity.certNotAfter <= now) return `its client certificate expired at ${new Date(loaded.identity.certNotAfter).toISOString()}`;

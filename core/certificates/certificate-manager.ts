@@ -22,8 +22,12 @@ import { RetryDelay } from './retry-delay.ts';
 
 /** Upstream's certificateWaitTimeout: how long one renewal waits for its certificate. */
 const WAIT_TIMEOUT_MS = 15 * 60_000;
-/** The longest single sleep: a deadline months away is reached in steps (timers cap at ~24.8 days; the clock may jump). */
-const MAX_SLEEP_MS = 3600_000;
+/**
+ * How often a manager waiting for its deadline looks again: whether the certificate still fits
+ * its template (the node's addresses changed) and at the clock (a deadline months away is
+ * reached in steps: timers cap at ~24.8 days, and the clock may jump).
+ */
+const CHECK_MS = 10_000;
 
 /**
  * When to renew a certificate valid from notBefore to notAfter: notBefore plus 70 % to 90 % of
@@ -117,7 +121,7 @@ export class CertificateManager {
       }
       // Asleep until the deadline, in steps; a template that stops fitting (new addresses) cuts it short.
       while (!signal.aborted && this.now() < deadline) {
-        await this.pause.sleep(Math.min(MAX_SLEEP_MS, Math.max(0, deadline - this.now()), 10_000));
+        await this.pause.sleep(Math.min(CHECK_MS, Math.max(0, deadline - this.now())));
         if (this.pair && !fitsTemplate(this.pair, this.opts.template())) break;
       }
       if (signal.aborted) return;

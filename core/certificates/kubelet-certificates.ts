@@ -12,6 +12,8 @@
  *   (`kubelet-server-current.pem`) or is asked for (signer kubernetes.io/kubelet-serving, for the
  *   Node's addresses) and renewed likewise; each new pair is swapped into the running server.
  */
+import fs from 'node:fs/promises';
+import net from 'node:net';
 import { createApiClient, type ApiClient } from '../apiserver/api-client.ts';
 import { loadKubeconfig, type KubeconfigOverrides } from '../apiserver/kubeconfig.ts';
 import type { KubeletConfig } from '../config/types.ts';
@@ -23,8 +25,6 @@ import { CertificateStore } from './certificate-store.ts';
 import type { CsrTemplate } from './csr.ts';
 import type { CertificatePair } from './pem-pair.ts';
 import { CLIENT_CERTIFICATE, SERVING_CERTIFICATE, nodeSubject } from './request-certificate.ts';
-import fs from 'node:fs/promises';
-import net from 'node:net';
 
 type ApiConfig = KubeletConfig & { kubeconfig: string };
 

@@ -169,7 +169,7 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
     assert.equal(lines.filter((l) => /is unreachable; requests are retried/.test(String(l.msg))).length, 1);
   });
 
-  it('a bootstrap kubeconfig that cannot work stops the start with a KubeconfigError naming it; a kubeconfig with an expired certificate is bootstrapped again', async function () {
+  it('a bootstrap kubeconfig that cannot work stops the start with a KubeconfigError naming it; a kubeconfig whose certificate expired or cannot be read is bootstrapped again', async function () {
     await assert.rejects(bootstrapClientCertificate(opts({ bootstrapKubeconfig: path.join(dir, 'nope.kubeconfig') })), (err: unknown) => err instanceof KubeconfigError && /^kubeconfig .*nope\.kubeconfig: cannot read the file/.test(err.message));
     const expired = await generateSelfSigned(['n1'], -1);
     await fs.writeFile(path.join(dir, 'old.crt'), expired.cert);
@@ -178,6 +178,11 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
     assert.match(kubeconfigNeedsBootstrap(path.join(dir, 'kubelet.conf')) ?? '', /^its client certificate expired at /);
     assert.equal(await bootstrapClientCertificate(opts()), 'new certificate');
     assert.equal(kubeconfigNeedsBootstrap(path.join(dir, 'kubelet.conf')), undefined);
+    // An unreadable client certificate: bootstrapped again too.
+    await fs.rm(path.join(dir, 'pki'), { recursive: true });
+    assert.match(kubeconfigNeedsBootstrap(path.join(dir, 'kubelet.conf')) ?? '', /^user "default-auth": client-certificate .*kubelet-client-current\.pem: cannot read: ENOENT/);
+    assert.equal(kubeconfigNeedsBootstrap(path.join(dir, 'none.conf')), 'it does not exist');
+    assert.equal(await bootstrapClientCertificate(opts()), 'new certificate');
   });
 
   describe('rotation', function () {

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiClient } from '../apiserver/api-client.ts';
 import { ConnectivityTracker } from '../apiserver/connectivity.ts';
-import { loadKubeconfig, type LoadedKubeconfig } from '../apiserver/kubeconfig.ts';
+import { KubeconfigError, loadKubeconfig, type LoadedKubeconfig } from '../apiserver/kubeconfig.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { formatDuration } from '../util/duration.ts';
@@ -85,7 +85,9 @@ export async function bootstrapClientCertificate(opts: BootstrapOptions): Promis
   });
   const subject = nodeSubject(opts.nodeName);
   if (stored && stored.notAfter > Date.now() && stored.commonName === subject.commonName) {
-    await writeNodeKubeconfig(opts.kubeconfig, cluster, store.currentPath);
+    await writeNodeKubeconfig(opts.kubeconfig, cluster, store.currentPath).catch((err: unknown) => {
+      throw new KubeconfigError(opts.kubeconfig, `cannot write it: ${errorMessage(err)}`, { cause: err });
+    });
     log.info({ kubeconfig: opts.kubeconfig, why, cert: store.currentPath, notAfter: expiresAt(stored) }, `TLS bootstrap: kubeconfig ${opts.kubeconfig} ${why.startsWith('it does not exist') ? 'was missing' : 'was not usable'}; wrote it with the stored client certificate (valid until ${expiresAt(stored)}), no new request`);
     return 'stored certificate reused';
   }

@@ -59,7 +59,10 @@ export async function prepareClientCredentials(config: ApiConfig, logger: Logger
     log.warn({ err: errorMessage(err) }, 'the stored client certificate is not usable; rotation starts from the kubeconfig\'s');
     return undefined;
   });
-  pair ??= await seedFromKubeconfig(config.kubeconfig, store, log);
+  pair ??= await seedFromKubeconfig(config.kubeconfig, store, log).catch((err: unknown) => {
+    log.warn({ err: errorMessage(err), certDirectory: config.certDirectory }, `rotateCertificates: cannot store the kubeconfig's client certificate in ${config.certDirectory}: ${errorMessage(err)}; the client certificate is not rotated`);
+    return undefined;
+  });
   if (!pair) return { overrides: {}, rotation: undefined };
   return { overrides: { clientCertificateFile: store.currentPath }, rotation: { store, initial: pair } };
 }

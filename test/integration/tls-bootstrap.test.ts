@@ -205,6 +205,13 @@ describe('TLS bootstrap and certificate rotation on the real control plane', fun
       assert.equal(await ready(node), 'True');
       const logs = await kc.run(['logs', '-n', ns, 'talker']);
       assert.equal(logs.stdout, 'hello-through-the-signed-port\n', logs.stderr);
+      // The pod watch, pod status and events, after the first certificate expired: a new pod runs, its status and events arrive.
+      await suite.core.createNamespacedPod({
+        namespace: ns,
+        body: { metadata: { name: 'after-expiry' }, spec: { nodeName: node, automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"] }] } },
+      });
+      await waitFor('the new pod Running in the API', async () => (await suite.core.readNamespacedPod({ name: 'after-expiry', namespace: ns })).status?.phase === 'Running', 60_000);
+      await waitFor('its Started event from the kubelet', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.some((e) => e.involvedObject?.name === 'after-expiry' && e.reason === 'Started' && e.source?.host === node), 30_000);
     });
   });
 

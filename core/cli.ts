@@ -38,7 +38,8 @@ Each command takes -h for its own flags. Flags of run and plugins (they mirror t
   --plugins-config FILE             with a KubeletConfiguration --config: kubelet-ts's own file for plugins (and the fields
                                     upstream has no place for); default: the package's plugin bundle
   --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
-  --bootstrap-kubeconfig FILE       the kubeconfig to get a client certificate with when --kubeconfig does not exist
+  --bootstrap-kubeconfig FILE       TLS bootstrap: get a client certificate with this kubeconfig's token when
+                                    --kubeconfig is missing or expired, and write --kubeconfig (bootstrapKubeconfig)
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
   --manifest-url URL                URL of static pods, a Pod or a PodList (staticPodURL)
   --manifest-url-header 'a:x,b:y'   headers for --manifest-url, repeatable (staticPodURLHeader)
@@ -157,6 +158,8 @@ async function main(): Promise<number> {
   try {
     await kubelet.start();
   } catch (err) {
+    // A signal during the start (a TLS bootstrap that waits) ends it: the signal's stop exits.
+    if (stopping) return -1;
     // Release what started (timers, watchers, sockets) so the exit below is clean.
     await kubelet.stop().catch(() => {});
     throw err;

@@ -57,6 +57,9 @@ import type { MainServer } from './server/main-server.ts';
 import { SecurityAdmission } from './pod/security-admission.ts';
 import { RuntimeClasses } from './apiserver/runtime-classes.ts';
 import { withTerminationMessage } from './pod/termination-message.ts';
+// TLS bootstrap and certificate rotation, loaded with the API side (they use its client).
+import type { CertificateManager } from './certificates/certificate-manager.ts';
+import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
 function podUIDOf(args: readonly unknown[]): string | undefined {
@@ -142,6 +145,11 @@ export class Kubelet {
   private tokens: TokenManager | undefined;
   /** The node's capacity and allocatable, read at start. */
   private nodeResources!: NodeResources;
+  /** Renews the client certificate (rotateCertificates) and the serving one (serverTLSBootstrap). */
+  private clientCertificates: CertificateManager | undefined;
+  private servingCertificates: CertificateManager | undefined;
+  /** Aborted by stop(): ends a TLS bootstrap that still waits. */
+  private readonly stopping = new AbortController();
 
   constructor(
     readonly config: KubeletConfig,
@@ -187,9 +195,13 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
+    // The TLS bootstrap first (it may write the kubeconfig), and with it what rotation needs.
+    const certs = config.kubeconfig ? await import('./certificates/kubelet-certificates.ts') : undefined;
+    const credentials = certs && config.kubeconfig ? await certs.prepareClientCredentials({ ...config, kubeconfig: config.kubeconfig }, logger, this.stopping.signal) : undefined;
+    const serving = certs && config.serverTLSBootstrap ? await certs.servingCertificateAtStart(config, logger) : undefined;
     // A kubeconfig that cannot work fails the start before anything touches the node.
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
-    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName);
+    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
     try {
       this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
@@ -319,7 +331,7 @@ export class Kubelet {
       config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
       metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
     };
-    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main });
+    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main, ...(serving ? { clusterSigned: { pair: serving.pair } } : {}) });
     this.port = this.mainServer.port;
 
     if (config.staticPodPath) {
@@ -337,7 +349,8 @@ export class Kubelet {
     if (config.staticPodURL) {
       this.sources.push(new StaticPodUrlSource({ url: config.staticPodURL, headers: config.staticPodURLHeader, nodeName: config.nodeName, periodMs: config.httpCheckFrequencyMs, logger }));
     }
-    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode);
+    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode, credentials);
+    if (certs && this.api) this.startCertificateRotation(certs, credentials, serving);
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
 
@@ -369,7 +382,10 @@ export class Kubelet {
    * busy pod workers and the shutdown hook get SHUTDOWN_STEP_MS each, plugin cleanups their own bound.
    */
   async stop(): Promise<void> {
+    this.stopping.abort();
     for (const t of this.timers.splice(0)) clearInterval(t);
+    await this.clientCertificates?.stop();
+    await this.servingCertificates?.stop();
     await this.eviction?.stop();
     await this.imageGC?.stop();
     await this.logRotation?.stop();
@@ -402,12 +418,13 @@ export class Kubelet {
    * API-server mode: the API clients, Node registration and status, the Lease, the `api` pod
    * source, and what goes back to the server (pod statuses, mirror pods, final deletes, events).
    */
-  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode): void {
+  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode, credentials?: ClientCredentials): void {
     const { config, logger } = this;
     const api = createApiNode({
       config: { ...config, kubeconfig, port: this.port || config.port },
       hooks: this.hooks,
       logger,
+      ...(credentials?.overrides ? { kubeconfigOverrides: credentials.overrides } : {}),
       inputs: {
         runtimeVersion: () => this.runtimeImpl.version(),
         runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),
@@ -436,6 +453,34 @@ export class Kubelet {
     this.loop.attachApi({ reporter: this.reporter, objectCache: this.objectCache, tokens: this.tokens });
     api.start();
     this.sources.push(api.podSource);
+  }
+
+  /**
+   * Certificates from the cluster (core/certificates): the client certificate renewed with
+   * rotateCertificates, taken up by the API clients; with serverTLSBootstrap the main port's
+   * certificate asked for and renewed, swapped into the running server.
+   */
+  private startCertificateRotation(
+    certs: typeof import('./certificates/kubelet-certificates.ts'),
+    credentials: ClientCredentials | undefined,
+    serving: Awaited<ReturnType<typeof import('./certificates/kubelet-certificates.ts').servingCertificateAtStart>> | undefined,
+  ): void {
+    const { config, logger } = this;
+    const api = this.api!;
+    if (credentials?.rotation) {
+      this.clientCertificates = certs.startClientRotation({ config: { ...config, kubeconfig: config.kubeconfig! }, rotation: credentials.rotation, clients: [api.main, api.heartbeat, api.events], logger });
+    }
+    if (serving) {
+      this.servingCertificates = certs.startServingRotation({
+        config,
+        store: serving.store,
+        initial: serving.pair,
+        client: api.main,
+        addresses: () => api.nodeStatus?.addresses() ?? [{ type: 'InternalIP', address: config.nodeIP }, { type: 'Hostname', address: config.nodeName }],
+        onRotated: (pair) => this.mainServer?.setServingPair({ cert: pair.certPem, key: pair.keyPem, certFile: pair.source }),
+        logger,
+      });
+    }
   }
 
   /**

@@ -97,6 +97,9 @@ export const configSchema = {
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
     localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
     kubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file' },
+    bootstrapKubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file with bootstrap credentials' },
+    rotateCertificates: { type: 'boolean', default: false },
+    serverTLSBootstrap: { type: 'boolean', default: false },
     registerNode: { type: 'boolean', default: true },
     nodeLabels: {
       type: 'object',

@@ -96,6 +96,17 @@ export interface KubeletConfigInput {
   localObjectsDir?: string;
   /** Path of the kubeconfig to reach the API server (upstream --kubeconfig; relative to this file). Unset: standalone, no API server. */
   kubeconfig?: string;
+  /**
+   * TLS bootstrap (upstream --bootstrap-kubeconfig): a kubeconfig with bootstrap credentials (a
+   * bootstrap token). When `kubeconfig` is missing, unusable or its client certificate expired,
+   * the kubelet asks for a client certificate with it, stores it in certDirectory and writes
+   * `kubeconfig` pointing at it. Needs kubeconfig.
+   */
+  bootstrapKubeconfig?: string;
+  /** Renew the client certificate at 70-90 % of its lifetime, with its own identity, without a restart (upstream rotateCertificates, --rotate-certificates). Default false. */
+  rotateCertificates?: boolean;
+  /** The main port's serving certificate comes from the cluster (signer kubernetes.io/kubelet-serving, approved by an admin) and is renewed likewise (upstream serverTLSBootstrap). Needs kubeconfig. Default false. */
+  serverTLSBootstrap?: boolean;
   /** Register the Node with the API server and keep its status and Lease (upstream registerNode). Default true. */
   registerNode?: boolean;
   /** Labels the Node is registered with (upstream nodeLabels); `kubernetes.io`/`k8s.io` keys only where NodeRestriction allows them. */
@@ -258,6 +269,10 @@ export interface KubeletConfig {
   localObjectsDir: string | undefined;
   /** The kubeconfig path, absolute; undefined: no API server. */
   kubeconfig: string | undefined;
+  /** TLS bootstrap: the bootstrap kubeconfig's path, absolute; undefined: none. */
+  bootstrapKubeconfig: string | undefined;
+  rotateCertificates: boolean;
+  serverTLSBootstrap: boolean;
   registerNode: boolean;
   nodeLabels: Record<string, string>;
   registerWithTaints: NodeTaint[];

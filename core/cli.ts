@@ -43,6 +43,11 @@ Each command takes -h for its own flags. Flags of run and plugins (they mirror t
   --tls-cert-file FILE              the main port's serving certificate (tlsCertFile)
   --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
   --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
+  --image-credential-provider-config FILE
+                                    the exec image credential providers' CredentialProviderConfig, a file or
+                                    a directory (imageCredentialProviderConfig; needs the credential-provider-exec plugin)
+  --image-credential-provider-bin-dir DIR
+                                    the directory of their executables (imageCredentialProviderBinDir)
   --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
   --log-level LEVEL                 ${LOG_LEVELS} (logging.level, default info)
   -h, --help                        this help
@@ -80,6 +85,8 @@ function parse(argv: string[]) {
     'tls-private-key-file': { type: 'string' },
     'cert-dir': { type: 'string' },
     'log-level': { type: 'string' },
+    'image-credential-provider-config': { type: 'string' },
+    'image-credential-provider-bin-dir': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   }, 1);
   let readOnlyPort: number | undefined;
@@ -107,6 +114,8 @@ function parse(argv: string[]) {
     tlsCertFile: values['tls-cert-file'],
     tlsPrivateKeyFile: values['tls-private-key-file'],
     certDirectory: values['cert-dir'],
+    imageCredentialProviderConfig: values['image-credential-provider-config'],
+    imageCredentialProviderBinDir: values['image-credential-provider-bin-dir'],
   };
   return { command: positionals[0] ?? 'run', configFile: values.config, flags, help: values.help === true };
 }

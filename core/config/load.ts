@@ -31,6 +31,8 @@ export interface ConfigFlags {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   certDirectory?: string;
+  imageCredentialProviderConfig?: string;
+  imageCredentialProviderBinDir?: string;
 }
 
 /** Flag → config field, and the flag's spelling for messages. */
@@ -49,6 +51,8 @@ const FLAG_FIELDS: Record<keyof ConfigFlags, [keyof KubeletConfigInput, string]>
   tlsCertFile: ['tlsCertFile', '--tls-cert-file'],
   tlsPrivateKeyFile: ['tlsPrivateKeyFile', '--tls-private-key-file'],
   certDirectory: ['certDirectory', '--cert-dir'],
+  imageCredentialProviderConfig: ['imageCredentialProviderConfig', '--image-credential-provider-config'],
+  imageCredentialProviderBinDir: ['imageCredentialProviderBinDir', '--image-credential-provider-bin-dir'],
 };
 
 // cosmiconfig's own TypeScript loader compiles with the `typescript` package (a dev
@@ -107,6 +111,7 @@ export async function loadConfig(options: { configFile?: string; flags?: ConfigF
   }
   checkNodeFields(flagged as KubeletConfigInput, file);
   checkServingFields(flagged as KubeletConfigInput, file);
+  checkCredentialProviderFields(flagged as KubeletConfigInput, file);
   const evictionErrors = evictionConfigErrors(flagged as KubeletConfigInput, file);
   if (evictionErrors.length) throw new ConfigError(evictionErrors.join('\n'));
   return resolve(flagged as Required<KubeletConfigInput>, file, options.flags ?? {});
@@ -146,6 +151,13 @@ function checkServingFields(c: KubeletConfigInput, file: string): void {
   if ((c.tlsCertFile === undefined) !== (c.tlsPrivateKeyFile === undefined)) {
     const [given, missing] = c.tlsCertFile !== undefined ? ['tlsCertFile', 'tlsPrivateKeyFile'] : ['tlsPrivateKeyFile', 'tlsCertFile'];
     throw new ConfigError(`${file}: ${given} is set but ${missing} is not; allowed: both (a certificate and its key), or neither (a self-signed pair in certDirectory)`);
+  }
+}
+
+/** Exec credential providers need both their config and the directory of their executables (upstream fails the start without the directory). */
+function checkCredentialProviderFields(c: KubeletConfigInput, file: string): void {
+  if (c.imageCredentialProviderConfig !== undefined && c.imageCredentialProviderBinDir === undefined) {
+    throw new ConfigError(`${file}: imageCredentialProviderConfig (--image-credential-provider-config) is set but imageCredentialProviderBinDir (--image-credential-provider-bin-dir) is not; allowed: both, or neither`);
   }
 }
 
@@ -221,6 +233,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string, flags: ConfigFla
     clusterDNS: c.clusterDNS,
     clusterDomain: c.clusterDomain,
     resolvConf: c.resolvConf === '' ? '' : fromFile(c.resolvConf, undefined)!,
+    imageCredentialProviderConfig: fromFile(c.imageCredentialProviderConfig, flags.imageCredentialProviderConfig),
+    imageCredentialProviderBinDir: fromFile(c.imageCredentialProviderBinDir, flags.imageCredentialProviderBinDir),
     runtimeClassHandlers: c.runtimeClassHandlers,
     logLevel: c.logging.level ?? 'info',
     plugins: c.plugins,

@@ -76,6 +76,8 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     clusterDNS: [],
     clusterDomain: '',
     resolvConf: '/etc/resolv.conf',
+    imageCredentialProviderConfig: undefined,
+    imageCredentialProviderBinDir: undefined,
     runtimeClassHandlers: {},
     logLevel: 'info',
     plugins: [],

@@ -221,6 +221,10 @@ export class Kubelet {
     this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod) });
     await this.volumes.start();
     await this.plugins.loadAll(config.plugins);
+    // The flags must not be ignored silently by a config whose plugins leave out the one that reads them.
+    if (config.imageCredentialProviderConfig && this.hooks.imageCredentials.taps.length === 0) {
+      throw new ConfigError(`${config.configFile ?? 'config'}: imageCredentialProviderConfig (--image-credential-provider-config) is set but no plugin provides image credentials: add 'credential-provider-exec' to plugins`);
+    }
     // Registration done; now what touches the node: runtime connections, sockets, watchers.
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
@@ -250,7 +254,10 @@ export class Kubelet {
       probes: this.probes,
       onUpdate: (pod, status) => this.reporter?.status(pod, status),
     });
-    const puller = this.puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
+    const puller = this.puller = new ImagePuller({
+      runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}),
+      providerCredentials: (request) => this.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request),
+    });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;

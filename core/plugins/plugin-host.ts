@@ -267,7 +267,8 @@ export class PluginHost {
     } catch (err) {
       if (err instanceof SkipSignal) {
         this.skipped.push({ name, reason: err.reason });
-        this.deps.logger.warn({ plugin: name, reason: err.reason }, 'plugin skipped itself');
+        // Info, not a warning: a plugin of the default bundle skips itself on every node that does not use it.
+        this.deps.logger.info({ plugin: name, reason: err.reason }, 'plugin skipped itself');
         return;
       }
       if (isPluginError(err)) throw err;

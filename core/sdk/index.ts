@@ -16,7 +16,9 @@
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
- *   overflow past 2^31-1 ms), named container ports.
+ *   overflow past 2^31-1 ms), named container ports, Go durations, YAML read as hostile input;
+ * - provide image credentials (the `imageCredentials` hook): upstream's `matchImages` matching,
+ *   image repository names, and its keyring (which credentials of an `auth` map apply, in order).
  *
  * Anything not exported here is the core's own and may change without notice.
  */
@@ -53,3 +55,11 @@ export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } 
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';
+
+// Image credential providers (the `imageCredentials` hook): upstream's image matching, and the
+// readers a provider needs for its config (Go durations, YAML read as hostile input).
+export { imageMatches, imagePatternProblem, imageRepository, repositoryRegistry } from '../credentials/image-match.ts';
+export { keyringLookup } from '../credentials/keyring.ts';
+export type { ProvidedAuth } from '../credentials/keyring.ts';
+export { parseDuration, formatDuration } from '../util/duration.ts';
+export { parseYamlDocument, DocumentError } from '../objects/yaml-decoder.ts';

@@ -8,7 +8,8 @@
  *       start: () => startPluginsForTest([['my-plugin', {}]], { rootDir }) }));
  *
  * The runtime contract takes a runtime, the volume contract a volume type's provider, the
- * network contract a network plugin with the runtime that calls it.
+ * network contract a network plugin with the runtime that calls it, the image-credentials
+ * contract an image credential provider (a plugin tapping `imageCredentials`).
  */
 export { MemoryRuntime } from './memory-runtime.ts';
 export { startPluginsForTest, type PluginsUnderTest } from './plugin-harness.ts';
@@ -16,3 +17,4 @@ export type { ContractFailure, ContractRule } from './contract.ts';
 export { describeRuntimeContract, checkRuntimeContract, runtimeContractRules, type RuntimeContractSubject } from './runtime-contract.ts';
 export { describeVolumeContract, checkVolumeContract, volumeContractRules, type VolumeContractSubject } from './volume-contract.ts';
 export { describeNetworkContract, checkNetworkContract, networkContractRules, type NetworkContractSubject } from './network-contract.ts';
+export { describeImageCredentialsContract, checkImageCredentialsContract, imageCredentialsContractRules, type ImageCredentialsContractSubject } from './credentials-contract.ts';

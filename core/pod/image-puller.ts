@@ -30,6 +30,11 @@ export class ImagePuller {
   private readonly pulled = new Map<string, number>();
 
   /** Milliseconds the pod waited for image pulls so far. */
+  /** Pods with a pull time kept (tests: every entry goes with its pod). */
+  get podsWithPullTime(): number {
+    return this.pulled.size;
+  }
+
   pulledMs(uid: string): number {
     return this.pulled.get(uid) ?? 0;
   }

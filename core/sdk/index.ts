@@ -12,6 +12,8 @@
  *   `io.kubernetes.*` labels and annotations that adoption after a restart reads back;
  * - provide (or use) the network slot: `NetworkService`, its hooks (`networkSetUp`,
  *   `networkTearDown`) and their events, the attachment shape `PodNetwork`;
+ * - provide devices of an extended resource: `DeviceProvider`, registered with `ctx.devices()`
+ *   (the device manager's view: `DeviceManagerView`), and read allocations (podresources);
  * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
@@ -40,6 +42,10 @@ export { LABEL, ANNOTATION } from '../runtime/labels.ts';
 // The network slot: the service a network plugin provides, its hooks and their events.
 export { createNetworkHooks, networkHooksView } from './network.ts';
 export type { NetworkService, NetworkHooks, NetworkHooksView, NetworkSetUpEvent, NetworkTearDownEvent, PodNetwork, PodRef } from './network.ts';
+
+// Device providers (device plugins in-process): what `ctx.devices()` registers and reads.
+export type { ContainerAllocation, ContainerDevices, Device, DeviceHealth, DeviceManagerView, DeviceMount, DeviceNode, DeviceProvider, DeviceRegistration, PreferredAllocationRequest, ResourceDevices } from '../devices/device-types.ts';
+export { isExtendedResourceName } from '../devices/resource-names.ts';
 
 // Coded errors.
 export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorCode, errorMessage } from '../errors.ts';

@@ -9,6 +9,7 @@ import { definePlugin, type Capabilities, type PluginEvent } from '../../plugins
 import { PluginHost } from '../../plugins/plugin-host.ts';
 import { isolateTaps } from '../../plugins/tap-isolation.ts';
 import { MemoryRuntime } from './memory-runtime.ts';
+import { DeviceManager } from '../../devices/device-manager.ts';
 
 /** Plugins applied as a kubelet applies them, without a kubelet: for a plugin's own tests. */
 export interface PluginsUnderTest {
@@ -20,6 +21,11 @@ export interface PluginsUnderTest {
   config: KubeletConfig;
   /** Events the plugins recorded. */
   events: PluginEvent[];
+  /**
+   * The device manager the plugins registered their device providers with (`ctx.devices()`), as
+   * a kubelet's: its checkpoint under rootDir, every pod of `pods` active.
+   */
+  devices: DeviceManager;
   /** Runs the plugins' cleanups (onClose), in reverse order, as a kubelet's stop does. */
   close(): Promise<void>;
 }
@@ -43,16 +49,26 @@ export async function startPluginsForTest(
   const hooks = createHooks();
   isolateTaps(hooks, logger, { timeoutMs: config.hookTimeoutMs });
   const events: PluginEvent[] = [];
+  const pods = () => options.pods?.() ?? [];
+  const devices = new DeviceManager({
+    rootDir: config.rootDir,
+    logger,
+    activePods: pods,
+    sourcesReady: () => true,
+    podRunning: () => false,
+  });
+  await devices.start();
   const host: PluginHost = new PluginHost({
     hooks,
     config,
     logger,
     services: {
       runtime: () => host.slot('runtime'),
-      pods: () => options.pods?.() ?? [],
+      pods,
       reportProbe: async () => {},
       observeProbeRun: () => {},
       recordEvent: (e) => events.push(e),
+      devices: (plugin) => devices.view(plugin),
     },
   });
   const memory = definePlugin({
@@ -66,5 +82,15 @@ export async function startPluginsForTest(
   });
   await host.loadAll(options.memoryRuntime === false ? entries : [memory, ...entries]);
   await host.startAll();
-  return { hooks, slot: (s) => host.slot(s), config, events, close: () => host.close() };
+  return {
+    hooks,
+    slot: (s) => host.slot(s),
+    config,
+    events,
+    devices,
+    close: async () => {
+      await host.close();
+      await devices.stop();
+    },
+  };
 }

@@ -13,5 +13,7 @@ export default defineConfig({
     ['probes'],
     ['csi-grpc'],
     ['eviction-default'],
+    ['device-plugins'],
+    ['pod-resources'],
   ],
 });

@@ -18,7 +18,8 @@
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
- *   overflow past 2^31-1 ms), named container ports.
+ *   overflow past 2^31-1 ms), named container ports, a unix socket listener for gRPC servers
+ *   that Go clients call (`serveHttp2OnUnixSocket`).
  *
  * Anything not exported here is the core's own and may change without notice.
  */
@@ -58,4 +59,6 @@ export { expandVars } from '../pod/expansion.ts';
 export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
+export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';
+export type { UnixHttp2Listener } from '../util/h2-authority.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage, isExtendedResourceName, Limiter, type DeviceManagerView, type Logger } from 'kubelet-ts';
+import { errorMessage, isExtendedResourceName, Limiter, serveHttp2OnUnixSocket, type DeviceManagerView, type Logger, type UnixHttp2Listener } from 'kubelet-ts';
 import { PluginClient, type PluginClientLimits } from './plugin-client.ts';
 import { SUPPORTED_VERSIONS, handlerError, loadDevicePluginProtos } from './protos.ts';
 
@@ -33,6 +33,7 @@ interface RegisterRequest { version?: string; endpoint?: string; resourceName?: 
  */
 export class RegistrationServer {
   private server: grpc.Server | undefined;
+  private listener: UnixHttp2Listener | undefined;
   private readonly clients = new Map<string, PluginClient>();
   private readonly pending = new Limiter(MAX_CONCURRENT_REGISTRATIONS);
   private stopped = false;
@@ -60,13 +61,18 @@ export class RegistrationServer {
         );
       },
     });
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    // Not server.bindAsync: Go clients name the socket path as authority, which Node's HTTP/2
+    // refuses; the listener re-encodes it (serveHttp2OnUnixSocket) and injects the connection.
+    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     this.server = server;
+    this.listener = await serveHttp2OnUnixSocket(this.socketPath, (c) => injector.injectConnection(c), { maxConnections: 64 });
     this.opts.logger.info({ socket: this.socketPath }, 'serving the device plugin registration service');
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    await this.listener?.close();
+    this.listener = undefined;
     this.server?.forceShutdown();
     this.server = undefined;
     for (const c of this.clients.values()) c.close();

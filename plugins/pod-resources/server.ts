@@ -3,7 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { errorMessage, type DeviceManagerView, type Logger } from 'kubelet-ts';
+import { errorMessage, serveHttp2OnUnixSocket, type DeviceManagerView, type Logger, type UnixHttp2Listener } from 'kubelet-ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { allocatableDevices, listPodResources, podResources } from './pod-resources.ts';
 
@@ -52,6 +52,7 @@ export interface PodResourcesServerOptions {
  */
 export class PodResourcesServer {
   private server: grpc.Server | undefined;
+  private listener: UnixHttp2Listener | undefined;
   private readonly limiter: TokenBucket;
 
   constructor(private readonly opts: PodResourcesServerOptions) {
@@ -64,7 +65,6 @@ export class PodResourcesServer {
 
   async start(): Promise<void> {
     await fs.mkdir(this.opts.dir, { recursive: true, mode: 0o750 });
-    await fs.rm(this.socketPath, { force: true });
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     const handle = <Req, Res>(method: string, answer: (req: Req) => Res) => (call: grpc.ServerUnaryCall<Req, Res>, cb: grpc.sendUnaryData<Res>) => {
       if (!this.limiter.allow()) {
@@ -87,15 +87,17 @@ export class PodResourcesServer {
         return { podResources: podResources(pod, this.opts.devices()) };
       }),
     });
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
-    await fs.chmod(this.socketPath, 0o600).catch(() => {});
+    // Go clients (monitoring agents) name the socket path as authority: see serveHttp2OnUnixSocket.
+    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     this.server = server;
+    this.listener = await serveHttp2OnUnixSocket(this.socketPath, (c) => injector.injectConnection(c), { mode: 0o600, maxConnections: 64 });
     this.opts.logger.info({ socket: this.socketPath }, 'serving the podresources API');
   }
 
   async stop(): Promise<void> {
+    await this.listener?.close();
+    this.listener = undefined;
     this.server?.forceShutdown();
     this.server = undefined;
-    await fs.rm(this.socketPath, { force: true }).catch(() => {});
   }
 }

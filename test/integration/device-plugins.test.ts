@@ -51,7 +51,7 @@ describe('device plugins: upstream\'s sample device plugin on real containerd an
     await suite.nodeReady(n.name);
     const ns = await suite.namespace('devices');
 
-    const plugin: SampleDevicePlugin = await startSampleDevicePlugin(bin, dpDir);
+    let plugin: SampleDevicePlugin = await startSampleDevicePlugin(bin, dpDir);
     suite.onCleanup(() => plugin.stop());
     const allocatable = async () => (await suite.core.readNode({ name: n.name })).status?.allocatable?.[SAMPLE_RESOURCE];
     await waitFor('the Node shows 2 allocatable example.com/resource', async () => (await allocatable()) === '2', 60_000).catch((err) => {
@@ -103,12 +103,17 @@ describe('device plugins: upstream\'s sample device plugin on real containerd an
     assert.equal(c.status?.message, 'Allocate failed due to requested number of devices unavailable for example.com/resource. Requested: 1, Available: 0, which is unexpected');
     assert.deepEqual(await suite.runtime.listPodSandboxes({ labelSelector: { 'io.kubernetes.pod.uid': c.metadata!.uid! } }), []);
 
-    // A kubelet restart: the pods keep running, untouched, with their devices; the plugin registers again.
+    // A kubelet restart: the pods keep running, untouched, with their devices; the plugin registers
+    // again (1.28.7's sample plugin does not watch for the restart: it is restarted, as upstream's
+    // e2e test restarts it; test/unit/device-plugins-grpc.test.ts has a plugin that re-registers by itself).
     await kubelet.stop();
     kubelet = await startTestKubelet({ plugins, config: { ...kubelet.config }, dir: kubelet.dir });
     const again = kubelet;
     suite.onCleanup(() => again.dispose());
-    assert.deepEqual(await listed(), want, 'the allocations came back from the checkpoint');
+    assert.deepEqual(await listed(), { ...want, c: [] }, 'the allocations came back from the checkpoint (c, failed, is listed without devices)');
+    assert.equal(again.kubelet.devices.resources().find((r) => r.resourceName === SAMPLE_RESOURCE)?.registered, false, 'restored from the checkpoint, not registered yet');
+    await plugin.stop({ keepDeviceFiles: true });
+    plugin = await startSampleDevicePlugin(bin, dpDir);
     await waitFor('the plugin registers again: 2 allocatable', async () => again.kubelet.devices.resources().some((r) => r.registered && r.resourceName === SAMPLE_RESOURCE), 60_000).catch((err) => {
       throw new Error(`${err.message}\nsample device plugin output:\n${plugin.output()}`);
     });
@@ -119,7 +124,7 @@ describe('device plugins: upstream\'s sample device plugin on real containerd an
       assert.equal(containerId(now), containerId(before), `pod ${name}'s container was not restarted`);
       assert.equal(now.status?.containerStatuses?.[0]?.restartCount, 0);
     }
-    assert.deepEqual(await listed(), want);
+    assert.deepEqual(await listed(), { ...want, c: [] });
     assert.equal((await readPod('c')).status?.phase, 'Failed');
 
     // Deleting pod a frees its device: a new pod gets exactly that one.
@@ -154,12 +159,13 @@ describe('device plugins: the gRPC adapter held to the device provider contract 
 
   describeDeviceProviderContract('device-plugins with sample-device-plugin v1.28.7', async () => ({
     resourceName: SAMPLE_RESOURCE,
-    // It registers again 10 s after the kubelet's socket reappears (its restart watch polls every 10 s).
-    registerTimeoutMs: 45_000,
+    registerTimeoutMs: 30_000,
     start: async ({ pods }) => {
       const socketDir = path.join(dir, 'dp');
       const started = await startPluginsForTest([['device-plugins', { socketDir }]], { rootDir: path.join(dir, 'root'), pods });
-      plugin ??= await startSampleDevicePlugin(bin, socketDir);
+      // 1.28.7 registers once (no restart watch): after a "kubelet restart" it is restarted too.
+      await plugin?.stop({ keepDeviceFiles: true });
+      plugin = await startSampleDevicePlugin(bin, socketDir);
       return started;
     },
   }));

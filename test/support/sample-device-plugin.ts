@@ -13,17 +13,24 @@ import type { ControlPlane } from './control-plane.ts';
  * /var/lib/kubelet, it runs in a mount namespace of its own (unshare -m) where a tmpfs covers
  * /var/lib and the test's device plugin dir is bound at /var/lib/kubelet/device-plugins. The
  * namespace ends with the process: nothing of it is left on the host but the /tmp/Dev-N files,
- * removed at stop unless they were there before.
+ * removed at stop unless they were there before this run started one.
+ *
+ * Version 1.28.7 registers once: it does not watch for a kubelet restart (its binary has only the
+ * REGISTER_CONTROL_FILE watch; the restart watch came to upstream's stub later), and the
+ * restarted kubelet removes its socket. As upstream's own e2e tests do with it, a test restarts
+ * the plugin after restarting the kubelet.
  */
 export const SAMPLE_RESOURCE = 'example.com/resource';
 const DEVICE_FILES = ['/tmp/Dev-1', '/tmp/Dev-2'];
+/** The device files there before this run's first plugin: those are never removed. */
+let preexisting: string[] | undefined;
 
 export interface SampleDevicePlugin {
   pid: number;
   /** What it printed (klog on stderr). */
   output(): string;
-  /** SIGTERM (SIGKILL after 5 s), then the /tmp/Dev-N files it made are removed. */
-  stop(): Promise<void>;
+  /** SIGTERM (SIGKILL after 5 s), then the /tmp/Dev-N files this run's plugins made are removed (kept with `keepDeviceFiles`: pods still mount them). */
+  stop(opts?: { keepDeviceFiles?: boolean }): Promise<void>;
 }
 
 /** The plugin's binary, or why it cannot run here. */
@@ -47,7 +54,7 @@ export function sampleDevicePluginOrSkip(ctx: Mocha.Context, cp: ControlPlane): 
 
 /** Starts the plugin against the device plugin dir `socketDir` (a kubelet must serve its kubelet.sock there already). */
 export async function startSampleDevicePlugin(bin: string, socketDir: string): Promise<SampleDevicePlugin> {
-  const preexisting = DEVICE_FILES.filter((f) => existsSync(f));
+  preexisting ??= DEVICE_FILES.filter((f) => existsSync(f));
   const script = 'mount -t tmpfs -o size=1m,mode=0755 kts-sample-dp /var/lib && mkdir -p /var/lib/kubelet/device-plugins && mount --bind "$DP_DIR" /var/lib/kubelet/device-plugins && exec "$DP_BIN"';
   const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
     env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', DP_DIR: socketDir, DP_BIN: bin, PLUGIN_SOCK_DIR: '/var/lib/kubelet/device-plugins' },
@@ -63,14 +70,14 @@ export async function startSampleDevicePlugin(bin: string, socketDir: string): P
   return {
     pid: child.pid!,
     output: () => output,
-    async stop() {
+    async stop(opts = {}) {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
         await exited;
         clearTimeout(timer);
       }
-      for (const f of DEVICE_FILES) if (!preexisting.includes(f)) await fs.rm(f, { force: true });
+      if (!opts.keepDeviceFiles) for (const f of DEVICE_FILES) if (!preexisting?.includes(f)) await fs.rm(f, { force: true });
     },
   };
 }

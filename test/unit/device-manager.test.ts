@@ -74,7 +74,7 @@ async function register(m: DeviceManager, provider: DeviceProvider, devices: Dev
 
 describe('device manager', function () {
   beforeEach(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-devices-'));
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-devmgr-'));
     active = [];
     running = new Set();
     now = 1_000_000;

@@ -15,5 +15,7 @@ export default defineConfig({
     ['eviction-default'],
     // Reads imageCredentialProviderConfig (--image-credential-provider-config); declines to load without it.
     ['credential-provider-exec'],
+    ['device-plugins'],
+    ['pod-resources'],
   ],
 });

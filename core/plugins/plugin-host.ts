@@ -229,6 +229,11 @@ export class PluginHost {
       reportProbe: (event: ProbeResultEvent) => this.service().reportProbe(event),
       observeProbeRun: (run: ProbeRun) => this.service().observeProbeRun(run),
       recordEvent: (event: PluginEvent) => this.deps.services?.recordEvent(event),
+      devices: () => {
+        const devices = this.service().devices;
+        if (!devices) throw new PluginError(name, 'this host has no device manager');
+        return devices(name);
+      },
       isolateHooks: (hooks: object) => {
         const observe = this.deps.services?.observeTap;
         isolateTaps(hooks, this.deps.logger, { timeoutMs: this.deps.config.hookTimeoutMs, ...(observe ? { observe } : {}) });

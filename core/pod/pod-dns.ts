@@ -46,21 +46,30 @@ export function dnsType(pod: V1Pod): 'cluster' | 'host' | 'none' {
   }
 }
 
+/** A Warning event about a pod's DNS, with upstream's reason: MissingClusterDNS (no cluster DNS, ClusterFirst fell back to Default) or DNSConfigForming (limits cut the config). */
+export interface DnsWarning {
+  reason: 'MissingClusterDNS' | 'DNSConfigForming';
+  message: string;
+}
+
 /**
  * The sandbox's DNS config, as upstream's GetPodDNS builds it: `Default` uses the host's
  * resolv.conf; `ClusterFirst` the cluster DNS servers, the search list
  * `<ns>.svc.<domain> svc.<domain> <domain>` + the host's, and `ndots:5` (falling back to
  * Default without cluster DNS); `None` starts empty. `dnsConfig` is then appended
  * (duplicates dropped, options merged by name with the pod's winning) and the result cut
- * to the limits. `warnings` says what was cut, as upstream's DNSConfigForming events do.
+ * to the limits. `warnings` says what was cut or fell back, as upstream's events do.
  */
-export function podDnsConfig(pod: V1Pod, s: DnsSettings): { config: DnsConfig; warnings: string[] } {
-  const warnings: string[] = [];
+export function podDnsConfig(pod: V1Pod, s: DnsSettings): { config: DnsConfig; warnings: DnsWarning[] } {
+  const warnings: DnsWarning[] = [];
   const host: DnsConfig = s.hostResolvConf !== undefined ? parseResolvConf(s.hostResolvConf) : { servers: [], searches: [], options: [] };
   let cfg: DnsConfig;
   let type = dnsType(pod);
   if (type === 'cluster' && s.clusterDNS.length === 0) {
-    warnings.push(`kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`);
+    // Upstream's reason and wording, the pod named as format.Pod names it (name_namespace(uid)).
+    const m = pod.metadata;
+    const who = `${m?.name ?? ''}_${m?.namespace ?? ''}(${m?.uid ?? ''})`;
+    warnings.push({ reason: 'MissingClusterDNS', message: `pod: ${JSON.stringify(who)}. kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.` });
     type = 'host';
   }
   if (type === 'none') cfg = { servers: [], searches: [], options: [] };
@@ -86,10 +95,10 @@ export function podDnsConfig(pod: V1Pod, s: DnsSettings): { config: DnsConfig; w
   }
   if (cfg.servers.length > DNS_LIMITS.nameservers) {
     cfg.servers = cfg.servers.slice(0, DNS_LIMITS.nameservers);
-    warnings.push(`Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: ${cfg.servers.join(' ')}`);
+    warnings.push({ reason: 'DNSConfigForming', message: `Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: ${cfg.servers.join(' ')}` });
   }
   const searches = fitSearch(cfg.searches);
-  if (searches.length !== cfg.searches.length) warnings.push(`Search Line limits were exceeded, some search paths have been omitted, the applied search line is: ${searches.join(' ')}`);
+  if (searches.length !== cfg.searches.length) warnings.push({ reason: 'DNSConfigForming', message: `Search Line limits were exceeded, some search paths have been omitted, the applied search line is: ${searches.join(' ')}` });
   cfg.searches = searches;
   return { config: cfg, warnings };
 }
@@ -138,9 +147,9 @@ export async function readHostResolvConf(file: string): Promise<string | undefin
  * The sandbox's host name and DNS config, as upstream's GeneratePodHostNameAndDomain and
  * GetPodDNS: a host-network pod keeps the node's host name (""); `setHostnameAsFQDN` makes the
  * host name the FQDN, refused over 64 characters as upstream refuses it. `warnings` are
- * upstream's DNSConfigForming event messages.
+ * upstream's Warning events about the pod's DNS (MissingClusterDNS, DNSConfigForming).
  */
-export function sandboxHostnameAndDns(pod: V1Pod, s: DnsSettings): { hostname: string; dnsConfig: DnsConfig; warnings: string[] } {
+export function sandboxHostnameAndDns(pod: V1Pod, s: DnsSettings): { hostname: string; dnsConfig: DnsConfig; warnings: DnsWarning[] } {
   const { config: dnsConfig, warnings } = podDnsConfig(pod, s);
   let hostname = '';
   if (!pod.spec?.hostNetwork) {

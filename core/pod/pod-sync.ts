@@ -218,7 +218,8 @@ export class PodSyncer {
    * The pod's sandbox config as the runtime gets it: the base config, the pod's host name and
    * DNS (from clusterDNS, clusterDomain, resolvConf and the pod's dnsPolicy / dnsConfig, for
    * whatever owns the network), its cgroup parent, then the beforeSandbox taps. `report`: say
-   * what DNS had to cut (DNSConfigForming), once per sandbox creation, not on adoption.
+   * what DNS had to cut or fall back from (DNSConfigForming, MissingClusterDNS), once per
+   * sandbox creation, not on adoption.
    */
   private async sandboxConfig(pod: V1Pod, attempt: number, report: boolean): Promise<PodSandboxConfig> {
     const { config, hooks } = this.deps;
@@ -226,7 +227,7 @@ export class PodSyncer {
     const dns = sandboxHostnameAndDns(pod, { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, hostResolvConf: await readHostResolvConf(config.resolvConf) });
     sandboxConfig.hostname = dns.hostname;
     sandboxConfig.dnsConfig = dns.dnsConfig;
-    if (report) for (const w of dns.warnings) this.event(pod, undefined, 'Warning', 'DNSConfigForming', w);
+    if (report) for (const w of dns.warnings) this.event(pod, undefined, 'Warning', w.reason, w.message);
     if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
     return hooks.beforeSandbox.promise(sandboxConfig, pod);
   }

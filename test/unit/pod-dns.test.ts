@@ -35,7 +35,8 @@ describe('pod DNS and the managed /etc/hosts (the core, whoever owns the network
     it('ClusterFirst without cluster DNS falls back to Default, with a warning', () => {
       const r = podDnsConfig(pod(), { ...settings, clusterDNS: [] });
       assert.deepEqual(r.config, { servers: ['192.0.2.53', '192.0.2.54'], searches: ['example.com', 'corp.example.com'], options: ['timeout:2', 'attempts:3'] });
-      assert.match(r.warnings[0]!, /does not have ClusterDNS IP configured/);
+      assert.equal(r.warnings[0]!.reason, 'MissingClusterDNS');
+      assert.match(r.warnings[0]!.message, /^pod: "web_shop\(.*\)"\. kubelet does not have ClusterDNS IP configured/);
     });
 
     it('Default with resolvConf "" uses the local machine only', () => {
@@ -57,7 +58,7 @@ describe('pod DNS and the managed /etc/hosts (the core, whoever owns the network
       const r = podDnsConfig(pod({ dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1', '2.2.2.2', '3.3.3.3', '4.4.4.4'], searches: many } }), settings);
       assert.deepEqual(r.config.servers, ['1.1.1.1', '2.2.2.2', '3.3.3.3']);
       assert.ok(r.config.searches.length <= 32 && r.config.searches.join(' ').length <= 2048);
-      assert.equal(r.warnings.length, 2);
+      assert.deepEqual(r.warnings.map((w) => w.reason), ['DNSConfigForming', 'DNSConfigForming']);
     });
 
     it('host name and domain as upstream: hostname/subdomain, long names cut to 63 without a trailing dash', () => {

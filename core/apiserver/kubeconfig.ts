@@ -178,6 +178,12 @@ export function loadKubeconfig(file: string, options: KubeconfigOverrides = {}):
     const key = decode(user, 'client-key-data', who) ?? resolveFile(user, 'client-key', who);
     if (cert && !key) fail(`${who} has a client certificate but no client-key or client-key-data`);
     if (key && !cert) fail(`${who} has a client key but no client-certificate or client-certificate-data`);
+    // YAML reads an unquoted all-digit token as a number, which client-node would drop without a
+    // word (no credentials, then 401s); upstream's loader refuses a token that is not a string.
+    for (const field of ['token', 'token-file', 'username', 'password'] as const) {
+      const v = user[field];
+      if (v !== undefined && v !== null && typeof v !== 'string') fail(`${who}: ${field} must be a string (quote it in YAML), not ${typeof v === 'object' ? 'an object' : `a ${typeof v}`}`);
+    }
     if (typeof user['token-file'] === 'string' && user['token-file']) {
       const tokenFile = path.resolve(dir, user['token-file']);
       user['token-file'] = tokenFile;

@@ -43,6 +43,7 @@ import { ConnectivityTracker } from './connectivity.ts';
 import { describeIdentity, loadKubeconfig, type ClientIdentity, type KubeconfigOverrides, type LoadedKubeconfig } from './kubeconfig.ts';
 import { requestInfo } from './request-info.ts';
 import { TokenBucket } from './token-bucket.ts';
+import type { ApiTransport, Impersonation } from './api-transport.ts';
 
 export interface ApiClientOptions {
   /** The kubeconfig file (relative paths in it are relative to it). */
@@ -56,6 +57,13 @@ export interface ApiClientOptions {
   requestTimeoutMs?: number;
   /** Shared outage reporting for clients of the same server; default: the client's own. */
   connectivity?: ConnectivityTracker;
+  /**
+   * Send requests and watches through this transport (shared by many clients: `kubelet-ts
+   * hollow`'s HTTP/2 pool) instead of the client's own connections. The transport's owner closes it.
+   */
+  transport?: ApiTransport;
+  /** Act as this user and groups (Impersonate-User / Impersonate-Group on every request): the kubeconfig's identity must be allowed to impersonate them. */
+  impersonate?: Impersonation;
 }
 
 /** One watch event as the server sends it (the object is wire JSON, not deserialized). */
@@ -93,7 +101,7 @@ export class ApiClient {
     this.server = loaded.server;
     this.kubeconfigFile = loaded.file;
     this.kubeConfig = loaded.kubeConfig;
-    this.identityValue = loaded.identity;
+    this.identityValue = options.impersonate ? { ...loaded.identity, user: options.impersonate.user, groups: options.impersonate.groups } : loaded.identity;
     this.connectivity = options.connectivity ?? new ConnectivityTracker(loaded.server, options.logger.child({ component: 'api-client' }));
     this.limiter = options.qps !== undefined ? new TokenBucket(options.qps, options.burst ?? Math.max(1, Math.ceil(options.qps))) : undefined;
     this.http = new KubeletHttpLibrary(this);
@@ -132,6 +140,19 @@ export class ApiClient {
   /** @internal Waits for a rate limiter token (no wait without a limiter). */
   throttle(): Promise<void> {
     return this.limiter ? this.limiter.acquire() : Promise.resolve();
+  }
+
+  /** @internal The transport requests go through instead of the client's own connections, if any. */
+  get transport(): ApiTransport | undefined {
+    return this.options.transport;
+  }
+
+  /** @internal Impersonate-User / Impersonate-Group, when the client impersonates. */
+  impersonationHeaders(): Record<string, string> {
+    const who = this.options.impersonate;
+    if (!who) return {};
+    // One group: a header map holds one value per name (the kubelet's identity has one, system:nodes).
+    return { 'Impersonate-User': who.user, ...(who.groups[0] !== undefined ? { 'Impersonate-Group': who.groups[0] } : {}) };
   }
 
   /** @internal The request timeout of this client. */
@@ -192,7 +213,7 @@ export class ApiClient {
     const info = requestInfo('GET', `${path}?watch=true`);
     let answered = false;
     let stopped = false;
-    const controller = await this.watcher.watch(
+    const controller = await (this.options.transport ? this.watchThroughTransport(this.options.transport, path, query) : this.watcher.watch.bind(this.watcher))(
       path,
       query,
       (type, object) => {
@@ -226,6 +247,22 @@ export class ApiClient {
   }
 
   /**
+   * The watch of client-node's Watch (same arguments), sent through the shared transport:
+   * the same query with `watch=true`, the client's User-Agent, authentication and impersonation.
+   */
+  private watchThroughTransport(transport: ApiTransport, path: string, query: Record<string, string | number | boolean | undefined>) {
+    return async (_path: string, _query: unknown, onEvent: (type: string, object: unknown) => void, onDone: (err: unknown) => void): Promise<{ abort(): void }> => {
+      const url = new URL(this.server + path);
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+      url.searchParams.set('watch', 'true');
+      const ctx = new RequestContext(url.toString(), HttpMethod.GET);
+      ctx.setHeaderParam('Accept', 'application/json');
+      await this.kubeConfig.applySecurityAuthentication(ctx);
+      return transport.watch(url.toString(), { ...ctx.getHeaders(), ...this.impersonationHeaders(), 'User-Agent': USER_AGENT }, onEvent, onDone);
+    };
+  }
+
+  /**
    * The client certificate was rotated (the file the kubeconfig names now holds a new pair):
    * messages name the new identity and expiry, and the kept-alive connections, which presented
    * the old certificate, are retired (those in use finish their request; none is reused), so
@@ -236,11 +273,14 @@ export class ApiClient {
     this.http.retireConnections();
   }
 
-  /** Closes kept-alive connections. */
+  /** Closes kept-alive connections (never a shared transport: its owner closes it). */
   close(): void {
     this.http.close();
   }
 }
+
+/** What the three clients of a kubelet take from its process (`kubelet-ts hollow`): a shared transport, an identity to act as. */
+export type SharedClientOptions = Pick<ApiClientOptions, 'transport' | 'impersonate'>;
 
 /** Loads the kubeconfig and makes a client. Throws KubeconfigError for an unusable file. */
 export function createApiClient(options: ApiClientOptions): ApiClient {
@@ -265,20 +305,22 @@ export function createKubeletApiClients(config: {
   eventBurst: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
-}, logger: Logger, overrides: KubeconfigOverrides = {}): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
+}, logger: Logger, overrides: KubeconfigOverrides = {}, shared: SharedClientOptions = {}): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
   const loaded = loadKubeconfig(config.kubeconfig, overrides);
   const connectivity = new ConnectivityTracker(loaded.server, logger.child({ component: 'api-client' }));
-  const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity });
+  const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity, ...shared });
   const heartbeat = new ApiClient(loaded, {
     logger,
     requestTimeoutMs: Math.min(config.nodeStatusUpdateFrequencyMs, config.nodeLeaseDurationSeconds * 1000),
     connectivity,
+    ...shared,
   });
   const events = new ApiClient(loaded, {
     logger,
     qps: config.eventRecordQPS > 0 ? config.eventRecordQPS : undefined,
     burst: config.eventBurst,
     connectivity,
+    ...shared,
   });
   // While the server is away, /version (readable by any authenticated identity) tells when it is back.
   connectivity.setProbe(() => heartbeat.request('GET', '/version', { timeoutMs: 2000 }));
@@ -312,7 +354,9 @@ class KubeletHttpLibrary implements PromiseHttpLibrary {
     const info = requestInfo(request.getHttpMethod(), request.getUrl());
     await this.client.throttle();
     request.setHeaderParam('User-Agent', USER_AGENT);
-    const agent = request.getAgent();
+    for (const [k, v] of Object.entries(this.client.impersonationHeaders())) request.setHeaderParam(k, v);
+    const transport = this.client.transport;
+    const agent = transport ? undefined : request.getAgent();
     if (agent) request.setAgent(this.keepAliveAgent(agent));
     const deadline = timeoutMs ?? this.client.requestTimeoutMs;
     const own = request.getSignal();
@@ -321,7 +365,7 @@ class KubeletHttpLibrary implements PromiseHttpLibrary {
     let res: ResponseContext;
     for (let attempt = 1; ; attempt++) {
       try {
-        res = await this.inner.send(request).toPromise();
+        res = await (transport ? transport.send(request) : this.inner.send(request).toPromise());
         break;
       } catch (err) {
         // A kept-alive connection the server closed while idle (its IdleTimeout) fails the

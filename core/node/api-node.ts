@@ -9,7 +9,7 @@
 import type { KubeletConfig } from '../config/types.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
-import { createKubeletApiClients, type ApiClient } from '../apiserver/api-client.ts';
+import { createKubeletApiClients, type ApiClient, type SharedClientOptions } from '../apiserver/api-client.ts';
 import { KubeconfigError, loadKubeconfig, type KubeconfigOverrides } from '../apiserver/kubeconfig.ts';
 import { ApiPodSource } from '../sources/api-pods.ts';
 import { NodeLease } from './node-lease.ts';
@@ -61,10 +61,12 @@ export function createApiNode(deps: {
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
   /** With rotateCertificates: the clients' credentials are the certificate store's current pair. */
   kubeconfigOverrides?: KubeconfigOverrides;
+  /** A transport shared with other nodes of the process, an identity to act as (`kubelet-ts hollow`). */
+  shared?: SharedClientOptions;
 }): ApiNode {
   const { config, logger } = deps;
   checkKubeconfig(config.kubeconfig, config.nodeName, deps.kubeconfigOverrides);
-  const { main, heartbeat, events } = createKubeletApiClients(config, logger, deps.kubeconfigOverrides);
+  const { main, heartbeat, events } = createKubeletApiClients(config, logger, deps.kubeconfigOverrides, deps.shared);
   const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
   const nodeStatus = config.registerNode
     ? new NodeStatusManager({

@@ -73,8 +73,24 @@ export class VolumeManager {
       logger: Logger;
       /** Where a pod's Secrets and ConfigMaps come from, handed to providers (API pods: the API; static pods: localObjectsDir). */
       objects: (pod: V1Pod) => ObjectSource;
+      /**
+       * False on a node that mounts nothing on its host (`kubelet-ts hollow`): subPaths are not
+       * bound, and removing a pod's directories reads no mount table. Default true.
+       */
+      hostMounts?: boolean;
     },
   ) {}
+
+  private get hostMounts(): boolean {
+    return this.deps.hostMounts ?? true;
+  }
+
+  /** Unmounts what is mounted at or below `dir` (deepest first), then removes it; without host mounts, only removes it. */
+  private async unmountAndRemove(dir: string): Promise<void> {
+    if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
+    for (const mp of await mountsUnder(dir)) await unmount(mp);
+    await removeUnmounted(dir);
+  }
 
   podDir(uid: string): string {
     return path.join(this.deps.rootDir, 'pods', uid);
@@ -98,6 +114,8 @@ export class VolumeManager {
   subPathBinder(uid: string, containerName: string): SubPathBinder {
     return async ({ volumeName, volumePath, subPath, mountIndex }) => {
       const target = path.join(this.subPathsDir(uid), volumeName, containerName, String(mountIndex));
+      // Nothing runs on this host that would see the bind: the runtime gets the path it would have.
+      if (!this.hostMounts) return target;
       await bindSubPath(volumePath, subPath, target);
       return target;
     };
@@ -105,9 +123,7 @@ export class VolumeManager {
 
   /** Unmounts and removes the pod's subPath binds (before its volumes go: a bind keeps what it binds alive). */
   private async cleanSubPaths(uid: string): Promise<void> {
-    const dir = this.subPathsDir(uid);
-    for (const mp of await mountsUnder(dir)) await unmount(mp);
-    await removeUnmounted(dir);
+    await this.unmountAndRemove(this.subPathsDir(uid));
   }
 
   /** The volumes set up for a pod, by name (for container mounts). */
@@ -124,13 +140,13 @@ export class VolumeManager {
   async start(): Promise<void> {
     const podsDir = path.join(this.deps.rootDir, 'pods');
     await fs.mkdir(podsDir, { recursive: true });
-    const mounts = await readMounts();
+    const mounts = this.hostMounts ? await readMounts() : [];
     for (const uid of await fs.readdir(podsDir)) {
       const record = await this.readRecord(uid);
       if (!record) continue;
       const vols = new Map<string, MountedVolume>();
       for (const v of record.volumes) {
-        if (v.result.mountPoint && !(await isMountPoint(v.result.path, mounts))) {
+        if (this.hostMounts && v.result.mountPoint && !(await isMountPoint(v.result.path, mounts))) {
           this.deps.logger.info({ uid, volume: v.name, path: v.result.path }, 'volume mount is gone since the last run: it will be set up again');
           continue;
         }
@@ -228,8 +244,7 @@ export class VolumeManager {
   /** No provider claimed the teardown: unmount what the pod dir holds of it and remove it. */
   private async genericTearDown(uid: string, mv: MountedVolume): Promise<void> {
     if (!isWithin(this.podDir(uid), mv.dir)) return;
-    for (const mp of await mountsUnder(mv.dir)) await unmount(mp);
-    await removeUnmounted(mv.dir);
+    await this.unmountAndRemove(mv.dir);
   }
 
   /**
@@ -238,6 +253,7 @@ export class VolumeManager {
    */
   private async removeLeftovers(uid: string): Promise<void> {
     const dir = this.podDir(uid);
+    if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
     const left = await mountsUnder(dir);
     for (const mp of left) {
       this.deps.logger.warn({ uid, mountPoint: mp }, 'unmounting a stale mount left in the pod dir');

@@ -1,4 +1,5 @@
 import type { SharedClientOptions } from './apiserver/api-client.ts';
+import type { MachineInfo } from './node/machine-info.ts';
 
 /**
  * Which parts of a kubelet run, and what it shares with the other kubelets of its process: the
@@ -19,6 +20,8 @@ export interface KubeletOptions {
    * directories under the root dir (their content still comes from the API). Default true.
    */
   hostMounts?: boolean;
-  /** A transport shared with other kubelets of the process, and an identity to act as, for the API clients. */
+  /** A transport shared with other kubelets of the process, an identity to act as and the loaded kubeconfig, for the API clients. */
   api?: SharedClientOptions;
+  /** What the node reads of the machine (capacity, identifiers) for admission and its Node status; default a fresh read of the host each time. */
+  machineInfo?: () => Promise<MachineInfo>;
 }

@@ -204,7 +204,7 @@ export class Kubelet {
     const serving = certs && config.serverTLSBootstrap ? await certs.servingCertificateAtStart(config, logger) : undefined;
     // A kubeconfig that cannot work fails the start before anything touches the node.
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
-    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides);
+    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides, this.options.api?.kubeconfig);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
     try {
       this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
@@ -214,7 +214,7 @@ export class Kubelet {
     isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
-    this.nodeResources = await readNodeResources(config);
+    this.nodeResources = await readNodeResources(config, this.options.machineInfo);
     tapBuiltinVolumes(this.hooks, {
       objects: (pod) => this.objectsFor(pod),
       tokens: () => this.tokens,
@@ -435,6 +435,7 @@ export class Kubelet {
       logger,
       ...(credentials?.overrides ? { kubeconfigOverrides: credentials.overrides } : {}),
       ...(this.options.api ? { shared: this.options.api } : {}),
+      ...(this.options.machineInfo ? { machineInfo: this.options.machineInfo } : {}),
       inputs: {
         runtimeVersion: () => this.runtimeImpl.version(),
         runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),

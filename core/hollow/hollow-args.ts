@@ -2,6 +2,7 @@ import { parseCommandArgs, UsageError } from '../commands/command-args.ts';
 import { parseFlagValue } from '../commands/kubelet-command-line.ts';
 import { KUBELET_FLAGS, type FlagSetting } from '../config/upstream-flags.ts';
 import { MAX_HOLLOW_NODES } from './hollow-runtime.ts';
+import { parseHollowCapacity, type HollowCapacity } from './hollow-machine.ts';
 
 export const HOLLOW_USAGE = `Usage: kubelet-ts hollow --nodes N --kubeconfig FILE --node-name-prefix P [flags]
 Runs N hollow nodes in one process against a real API server: each the kubelet core (the API pod
@@ -21,6 +22,9 @@ Ctrl-C stops them and removes nothing from the API; with --cleanup their Nodes a
   --node-labels k=v,...      labels every Node registers with
   --register-with-taints k=v:Effect,...  taints every Node registers with
   --max-pods N               pods each node admits (default 110)
+  --capacity cpu=N,memory=Q,ephemeral-storage=Q
+                             what each node reports of its machine (default the host's CPUs, memory and
+                             the disk of the root dir); allocatable is that minus the usual reservations
   --node-ip IP               the address every node reports (default 127.0.0.1)
   --cluster-dns IP,...       the cluster's DNS service: ClusterFirst pods get it (without it each such pod
                              gets a DNSConfigForming warning event, as on a real node)
@@ -41,6 +45,7 @@ export interface HollowArgs {
   configFile: string | undefined;
   cleanup: boolean;
   logLevel: string;
+  capacity: HollowCapacity;
   help: boolean;
   /** Settings every node's config takes, as `kubelet-ts run`'s flags set them (checked by the config loader). */
   settings: FlagSetting[];
@@ -59,6 +64,7 @@ export function parseHollowArgs(argv: string[]): HollowArgs {
     'node-labels': { type: 'string', multiple: true },
     'register-with-taints': { type: 'string', multiple: true },
     'max-pods': { type: 'string' },
+    capacity: { type: 'string' },
     'node-ip': { type: 'string' },
     'cluster-dns': { type: 'string' },
     'root-dir': { type: 'string' },
@@ -68,7 +74,7 @@ export function parseHollowArgs(argv: string[]): HollowArgs {
     help: { type: 'boolean', short: 'h' },
   }, 0);
   const help = values.help === true;
-  if (help) return { nodes: 0, kubeconfig: '', prefix: '', identity: 'node', rootDir: undefined, configFile: undefined, cleanup: false, logLevel: 'warn', help, settings: [] };
+  if (help) return { nodes: 0, kubeconfig: '', prefix: '', identity: 'node', rootDir: undefined, configFile: undefined, cleanup: false, logLevel: 'warn', capacity: {}, help, settings: [] };
   const required = (name: 'nodes' | 'kubeconfig' | 'node-name-prefix') => {
     const v = values[name];
     if (v === undefined || v === '') throw new UsageError(`flag --${name} is required`);
@@ -93,6 +99,14 @@ export function parseHollowArgs(argv: string[]): HollowArgs {
   if (values['max-pods'] !== undefined) setting('max-pods', values['max-pods']);
   setting('node-ip', values['node-ip'] ?? '127.0.0.1');
   if (values['cluster-dns'] !== undefined) setting('cluster-dns', values['cluster-dns']);
+  let capacity: HollowCapacity = {};
+  if (values.capacity !== undefined) {
+    try {
+      capacity = parseHollowCapacity(parseFlagValue(KUBELET_FLAGS['node-labels']!, values.capacity, '--capacity') as Record<string, string>);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const logLevel = values['log-level'] ?? 'warn';
   setting('log-level', logLevel);
   return {
@@ -104,6 +118,7 @@ export function parseHollowArgs(argv: string[]): HollowArgs {
     configFile: values.config,
     cleanup: values.cleanup === true,
     logLevel,
+    capacity,
     help,
     settings,
   };

@@ -53,7 +53,7 @@ export async function hollowCommand(argv: string[]): Promise<number> {
   const own = new ApiClient(loaded, { logger: log, transport });
   const ownRootDir = args.rootDir === undefined;
   const rootDir = args.rootDir !== undefined ? path.resolve(args.rootDir) : await fs.mkdtemp(path.join(os.tmpdir(), 'kubelet-ts-hollow-'));
-  const fleet = new HollowFleet({ base, nodes: args.nodes, prefix: args.prefix, rootDir, identity: args.identity, transport, logger: nodeLogger });
+  const fleet = new HollowFleet({ base, nodes: args.nodes, prefix: args.prefix, rootDir, identity: args.identity, transport, kubeconfig: loaded, capacity: args.capacity, logger: nodeLogger });
   const names = fleet.names();
 
   process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception (a bug: please report it); the nodes keep running'));

@@ -6,6 +6,8 @@ import type { Logger } from '../logger.ts';
 import type { ApiTransport } from '../apiserver/api-transport.ts';
 import { Limiter } from '../util/limiter.ts';
 import { hollowNodeConfig, hollowNodeName } from './hollow-node-config.ts';
+import { sharedMachineInfo, type HollowCapacity } from './hollow-machine.ts';
+import type { LoadedKubeconfig } from '../apiserver/kubeconfig.ts';
 
 /** Nodes starting at once: each start is quick (registration goes on in the background), so this bounds a burst, not the total. */
 const START_PARALLELISM = 16;
@@ -21,6 +23,10 @@ export interface HollowFleetOptions {
   identity: 'node' | 'kubeconfig';
   /** The process's shared connection pool to the API server. */
   transport: ApiTransport;
+  /** The kubeconfig, loaded once for every node. */
+  kubeconfig: LoadedKubeconfig;
+  /** What each node reports of its machine instead of the host's (`--capacity`). */
+  capacity?: HollowCapacity;
   logger: Logger;
 }
 
@@ -28,7 +34,8 @@ export interface HollowFleetOptions {
  * The nodes of `kubelet-ts hollow`: N kubelets of one process, each the composition root
  * (core/kubelet.ts) with its own config, state, identity and rate limiters, and with what a
  * hollow node does not run off (its ports, node pressure on the host's disks, host mounts).
- * What they share: the API transport (one HTTP/2 connection pool), the process's timers
+ * What they share: the API transport (one HTTP/2 connection pool) and the loaded kubeconfig,
+ * one read of the machine (hollow-machine.ts), the process's timers
  * (Node keeps timers of equal duration in one list under one libuv timer: N nodes' 1 s PLEG
  * relists are one timer, not N) and the loaded code.
  */
@@ -45,8 +52,9 @@ export class HollowFleet {
 
   /** Starts every node (a few at a time). A node that cannot start fails the whole start: the nodes started so far are stopped. */
   async start(): Promise<void> {
-    const { base, rootDir, identity, transport, logger } = this.options;
+    const { base, rootDir, identity, transport, kubeconfig, logger } = this.options;
     await fs.mkdir(rootDir, { recursive: true });
+    const machineInfo = sharedMachineInfo(rootDir, this.options.capacity);
     const limiter = new Limiter(START_PARALLELISM);
     const starts = this.names().map((name, index) => limiter.run(async () => {
       if (this.stopped) return;
@@ -55,7 +63,8 @@ export class HollowFleet {
         servers: false,
         nodePressure: false,
         hostMounts: false,
-        api: { transport, ...(identity === 'node' ? { impersonate: { user: `system:node:${name}`, groups: ['system:nodes'] } } : {}) },
+        api: { transport, kubeconfig, ...(identity === 'node' ? { impersonate: { user: `system:node:${name}`, groups: ['system:nodes'] } } : {}) },
+        machineInfo,
       });
       this.kubelets.push(kubelet);
       try {

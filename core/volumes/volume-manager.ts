@@ -45,6 +45,13 @@ export class VolumeSetupError extends Error {
 interface PodVolumeRecord { uid: string; volumes: MountedVolume[] }
 
 const STATE_FILE = 'kubelet-ts-volumes.json';
+/**
+ * How often cleanupOrphans reads the pods directory when no pod was set up for the first time or
+ * torn down since its last read: such a change rescans at once; otherwise only a directory
+ * something else left there is looked for, and that may wait (housekeeping runs every 2 s, and
+ * a node of many pods, or a process of many hollow nodes, would list the disk that often).
+ */
+const ORPHAN_RESCAN_MS = 30_000;
 
 /**
  * The volume manager: for each pod a desired state (the volumes of its spec) and an actual
@@ -65,6 +72,9 @@ export class VolumeManager {
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
   /** Per-pod serialisation: a housekeeping cleanup never races a pod's own worker. */
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** A pod dir may have come or gone since cleanupOrphans last read the pods directory (true at start: read it once). */
+  private podDirsChanged = true;
+  private lastOrphanScan = 0;
 
   constructor(
     private readonly deps: {
@@ -161,6 +171,7 @@ export class VolumeManager {
   async setUpPod(pod: V1Pod): Promise<void> {
     const uid = pod.metadata!.uid!;
     await this.locked(uid, async () => {
+      if (!this.actual.has(uid)) this.podDirsChanged = true;
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
       this.actual.set(uid, actual);
       const desired = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
@@ -209,6 +220,7 @@ export class VolumeManager {
 
   /** Tears down every volume of a pod and removes its directory. Throws (to be retried) if one cannot be torn down. */
   async tearDownPod(uid: string): Promise<void> {
+    this.podDirsChanged = true;
     await this.locked(uid, async () => {
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
       const errors: string[] = [];
@@ -265,7 +277,14 @@ export class VolumeManager {
   /** Tears down the dirs of pods `inUse` says no one owns (orphans after a restart or a failed teardown). */
   async cleanupOrphans(inUse: (uid: string) => boolean): Promise<void> {
     const podsDir = path.join(this.deps.rootDir, 'pods');
-    const uids = new Set([...(await fs.readdir(podsDir).catch(() => [] as string[])), ...this.actual.keys()]);
+    let onDisk: string[] = [];
+    if (this.podDirsChanged || Date.now() - this.lastOrphanScan >= ORPHAN_RESCAN_MS) {
+      // Cleared before the read: a change while it runs is seen by the next call.
+      this.podDirsChanged = false;
+      this.lastOrphanScan = Date.now();
+      onDisk = await fs.readdir(podsDir).catch(() => [] as string[]);
+    }
+    const uids = new Set([...onDisk, ...this.actual.keys()]);
     for (const uid of uids) {
       if (inUse(uid)) continue;
       try {

@@ -147,6 +147,18 @@ export class ApiClient {
     return this.options.transport;
   }
 
+  /**
+   * The kubeconfig's credentials on a request: headers (a token, basic auth, an exec plugin's
+   * token) and the TLS agent with the client certificate. Through a shared transport a client
+   * certificate is already the sessions' own (they were opened with it), so a client that
+   * authenticates by certificate only adds nothing: client-node would decode the certificate
+   * and key (or read their files) and build an agent for every request, all of it unused.
+   */
+  private async authenticate(ctx: RequestContext): Promise<void> {
+    if (this.options.transport && this.identityValue.method === 'client certificate') return;
+    await this.kubeConfig.applySecurityAuthentication(ctx);
+  }
+
   /** @internal Impersonate-User / Impersonate-Group, when the client impersonates. */
   impersonationHeaders(): Record<string, string> {
     const who = this.options.impersonate;
@@ -192,7 +204,7 @@ export class ApiClient {
       ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
       ctx.setBody(JSON.stringify(options.body));
     }
-    await this.kubeConfig.applySecurityAuthentication(ctx);
+    await this.authenticate(ctx);
     const res = await this.http.send(ctx, options.timeoutMs);
     const text = await res.body.text();
     if (!text) return undefined as T;
@@ -257,7 +269,7 @@ export class ApiClient {
       url.searchParams.set('watch', 'true');
       const ctx = new RequestContext(url.toString(), HttpMethod.GET);
       ctx.setHeaderParam('Accept', 'application/json');
-      await this.kubeConfig.applySecurityAuthentication(ctx);
+      await this.authenticate(ctx);
       return transport.watch(url.toString(), { ...ctx.getHeaders(), ...this.impersonationHeaders(), 'User-Agent': USER_AGENT }, onEvent, onDone);
     };
   }
@@ -365,8 +377,34 @@ class KubeletHttpLibrary implements PromiseHttpLibrary {
     if (agent) request.setAgent(this.keepAliveAgent(agent));
     const deadline = timeoutMs ?? this.client.requestTimeoutMs;
     const own = request.getSignal();
-    const timeout = AbortSignal.timeout(deadline);
-    request.setSignal(own ? AbortSignal.any([own, timeout]) : timeout);
+    // A shared transport hands back the whole response, so the deadline can end with send():
+    // a timer cleared then, where AbortSignal.timeout's stays armed (and allocates its abort
+    // reason when it fires) for the full deadline after every request. node-fetch reads the
+    // body after send() returns, so its deadline must outlive it.
+    let clear: (() => void) | undefined;
+    if (transport) {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new DOMException(`the request took longer than ${deadline} ms`, 'TimeoutError')), deadline);
+      const onAbort = () => controller.abort(own?.reason);
+      if (own?.aborted) onAbort();
+      else own?.addEventListener('abort', onAbort, { once: true });
+      clear = () => {
+        clearTimeout(timer);
+        own?.removeEventListener('abort', onAbort);
+      };
+      request.setSignal(controller.signal);
+    } else {
+      const timeout = AbortSignal.timeout(deadline);
+      request.setSignal(own ? AbortSignal.any([own, timeout]) : timeout);
+    }
+    try {
+      return await this.sendWithRetry(request, info, transport, deadline);
+    } finally {
+      clear?.();
+    }
+  }
+
+  private async sendWithRetry(request: RequestContext, info: ReturnType<typeof requestInfo>, transport: ApiTransport | undefined, deadline: number): Promise<ResponseContext> {
     let res: ResponseContext;
     for (let attempt = 1; ; attempt++) {
       try {

@@ -18,8 +18,6 @@ import { ResponseContext, type RequestContext } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import type { ApiTransport } from './api-transport.ts';
 
-/** Streams a session takes until the server said how many it allows (the common server default). */
-const DEFAULT_MAX_STREAMS = 100;
 /** Headers HTTP/2 forbids (connection-specific): node would refuse the request. */
 const CONNECTION_HEADERS = new Set(['connection', 'host', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 /** A receive window large enough for a watch's burst of multi-KiB events without a round trip per 64 KiB. */
@@ -29,8 +27,15 @@ interface PooledSession {
   session: http2.ClientHttp2Session;
   /** Streams open on it now (requests and watches). */
   active: number;
-  /** What the server allows at once (its SETTINGS), DEFAULT_MAX_STREAMS until it said. */
+  /** What the server allows at once (its SETTINGS_MAX_CONCURRENT_STREAMS). */
   max: number;
+  /**
+   * Settles once the server's SETTINGS arrived: streams go on the session only then, since a
+   * stream beyond the server's limit would wait in the session's queue until another closes,
+   * and behind watches that is forever.
+   */
+  ready: Promise<void>;
+  settled: boolean;
 }
 
 export interface H2TransportOptions {
@@ -54,19 +59,13 @@ export class H2Transport implements ApiTransport {
     return { sessions: this.sessions.length, streams: this.sessions.reduce((a, s) => a + s.active, 0) };
   }
 
-  send(request: RequestContext): Promise<ResponseContext> {
+  async send(request: RequestContext): Promise<ResponseContext> {
     const url = new URL(request.getUrl());
     const body = request.getBody();
-    if (body !== undefined && typeof body !== 'string') return Promise.reject(new Error('the HTTP/2 transport sends string bodies only'));
+    if (body !== undefined && typeof body !== 'string') throw new Error('the HTTP/2 transport sends string bodies only');
+    const signal = request.getSignal();
+    const stream = await this.open({ ...outgoingHeaders(request.getHeaders()), ':method': request.getHttpMethod(), ':path': `${url.pathname}${url.search}` }, body === undefined, signal);
     return new Promise<ResponseContext>((resolve, reject) => {
-      const signal = request.getSignal();
-      let stream: http2.ClientHttp2Stream;
-      try {
-        stream = this.open({ ...outgoingHeaders(request.getHeaders()), ':method': request.getHttpMethod(), ':path': `${url.pathname}${url.search}` }, body === undefined, signal);
-      } catch (err) {
-        reject(err as Error);
-        return;
-      }
       let status = 0;
       let headers: Record<string, string> = {};
       const chunks: Buffer[] = [];
@@ -102,52 +101,19 @@ export class H2Transport implements ApiTransport {
       ended = true;
       onDone(err);
     };
-    let stream: http2.ClientHttp2Stream;
-    try {
-      stream = this.open({ ...outgoingHeaders(headers), ':method': 'GET', ':path': `${u.pathname}${u.search}` }, true);
-    } catch (err) {
-      queueMicrotask(() => end(err as Error));
-      return { abort: () => {} };
-    }
-    let status = 0;
-    let buffered = '';
-    let errorBody = '';
-    stream.setEncoding('utf8');
-    stream.on('response', (h) => (status = Number(h[':status'])));
-    stream.on('data', (chunk: string) => {
-      if (ended) return;
-      if (status >= 400) {
-        if (errorBody.length < 64 * 1024) errorBody += chunk;
-        return;
-      }
-      buffered += chunk;
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (!line.trim()) continue;
-        let parsed: { type?: unknown; object?: unknown };
-        try {
-          parsed = JSON.parse(line) as typeof parsed;
-        } catch (err) {
-          end(new Error(`the watch stream carried a line that is not JSON: ${(err as Error).message}`));
-          stream.close(http2.constants.NGHTTP2_CANCEL);
-          return;
-        }
-        onEvent(String(parsed.type), parsed.object);
-        if (ended) return;
-      }
-    });
-    let failure: Error | undefined;
-    stream.on('error', (err) => (failure = err));
-    stream.on('close', () => {
-      if (status >= 400) end(Object.assign(new Error(errorBody), { statusCode: status }));
-      else end(failure);
-    });
+    let stream: http2.ClientHttp2Stream | undefined;
+    this.open({ ...outgoingHeaders(headers), ':method': 'GET', ':path': `${u.pathname}${u.search}` }, true).then(
+      (s) => {
+        stream = s;
+        if (ended) s.close(http2.constants.NGHTTP2_CANCEL);
+        else follow(s, () => ended, onEvent, end);
+      },
+      (err: Error) => end(err),
+    );
     return {
       abort: () => {
         ended = true;
-        if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (stream && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
       },
     };
   }
@@ -158,39 +124,127 @@ export class H2Transport implements ApiTransport {
     for (const s of this.sessions.splice(0)) s.session.destroy();
   }
 
-  /** A stream on a session with room for it (a new session when every one is full). */
-  private open(headers: http2.OutgoingHttpHeaders, endStream: boolean, signal?: AbortSignal | null): http2.ClientHttp2Stream {
-    if (this.closed) throw Object.assign(new Error('the API transport is closed'), { code: 'ECONNABORTED' });
-    const pooled = this.sessions.find((s) => s.active < s.max && !s.session.closed && !s.session.destroyed) ?? this.connect();
-    const stream = pooled.session.request(headers, { endStream, ...(signal ? { signal } : {}) });
-    pooled.active++;
-    stream.once('close', () => pooled.active--);
-    return stream;
+  /**
+   * A stream on a session with room for it: a session whose SETTINGS arrived and that has
+   * fewer streams than the server allows; else the session being opened, once ready; else a
+   * new one. A session that fails before it is ready fails the streams waiting for it.
+   */
+  private async open(headers: http2.OutgoingHttpHeaders, endStream: boolean, signal?: AbortSignal | null): Promise<http2.ClientHttp2Stream> {
+    for (;;) {
+      if (this.closed) throw Object.assign(new Error('the API transport is closed'), { code: 'ECONNABORTED' });
+      signal?.throwIfAborted();
+      const pooled = this.sessions.find((s) => s.settled && s.active < s.max && !s.session.closed && !s.session.destroyed);
+      if (pooled) {
+        let stream: http2.ClientHttp2Stream;
+        try {
+          stream = pooled.session.request(headers, { endStream, ...(signal ? { signal } : {}) });
+        } catch (err) {
+          // A session going away refuses new streams: forget it and take (or open) another.
+          this.forget(pooled);
+          if ((err as { code?: string }).code?.startsWith('ERR_HTTP2_') && !signal?.aborted) continue;
+          throw err;
+        }
+        pooled.active++;
+        stream.once('close', () => pooled.active--);
+        return stream;
+      }
+      await untilReadyOrAborted((this.sessions.find((s) => !s.settled) ?? this.connect()).ready, signal);
+    }
+  }
+
+  private forget(pooled: PooledSession): void {
+    const i = this.sessions.indexOf(pooled);
+    if (i >= 0) this.sessions.splice(i, 1);
   }
 
   private connect(): PooledSession {
     const { server, tls, logger } = this.options;
     const session = http2.connect(server, { ...tls, settings: SESSION_SETTINGS });
-    const pooled: PooledSession = { session, active: 0, max: DEFAULT_MAX_STREAMS };
+    let markReady!: () => void;
+    let markFailed!: (err: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve;
+      markFailed = reject;
+    });
+    // Callers await it; a failure nobody waits for is not an unhandled rejection.
+    ready.catch(() => {});
+    const pooled: PooledSession = { session, active: 0, max: 0, ready, settled: false };
     this.opened++;
-    const drop = () => {
-      const i = this.sessions.indexOf(pooled);
-      if (i >= 0) this.sessions.splice(i, 1);
-    };
+    const drop = () => this.forget(pooled);
     session.on('remoteSettings', (s) => {
-      if (s.maxConcurrentStreams !== undefined && s.maxConcurrentStreams > 0) pooled.max = s.maxConcurrentStreams;
+      // Absent from the SETTINGS frame means unlimited (Node reports 2^32-1).
+      pooled.max = Math.max(1, s.maxConcurrentStreams ?? 2 ** 32 - 1);
+      pooled.settled = true;
+      markReady();
     });
     // A session-level failure (connection refused, TLS, reset) fails its streams, each of which
     // reports it to its client; the pool only forgets the session so the next stream opens a new one.
     session.on('error', (err) => {
       logger.debug({ err: err.message, server }, 'HTTP/2 session to the API server failed');
       drop();
+      markFailed(err);
     });
+    session.on('close', () => markFailed(Object.assign(new Error('the HTTP/2 session to the API server closed'), { code: 'ECONNRESET' })));
     session.on('goaway', drop);
     session.on('close', drop);
     this.sessions.push(pooled);
     return pooled;
   }
+}
+
+
+/** Reads a watch stream's event lines until it ends, or until `stopped()` (the watch was aborted). */
+function follow(
+  stream: http2.ClientHttp2Stream,
+  stopped: () => boolean,
+  onEvent: (type: string, object: unknown) => void,
+  finish: (err: (Error & { statusCode?: number }) | undefined) => void,
+): void {
+  let status = 0;
+  let buffered = '';
+  let errorBody = '';
+  stream.setEncoding('utf8');
+  stream.on('response', (h) => (status = Number(h[':status'])));
+  stream.on('data', (chunk: string) => {
+    if (stopped()) return;
+    if (status >= 400) {
+      if (errorBody.length < 64 * 1024) errorBody += chunk;
+      return;
+    }
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (!line.trim()) continue;
+      let parsed: { type?: unknown; object?: unknown };
+      try {
+        parsed = JSON.parse(line) as typeof parsed;
+      } catch (err) {
+        finish(new Error(`the watch stream carried a line that is not JSON: ${(err as Error).message}`));
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        return;
+      }
+      onEvent(String(parsed.type), parsed.object);
+      if (stopped()) return;
+    }
+  });
+  let failure: Error | undefined;
+  stream.on('error', (err) => (failure = err));
+  stream.on('close', () => {
+    if (status >= 400) finish(Object.assign(new Error(errorBody), { statusCode: status }));
+    else finish(failure);
+  });
+}
+
+/** `ready`, or the signal's reason once it aborts first (a request's deadline also bounds its wait for a connection). */
+function untilReadyOrAborted(ready: Promise<void>, signal?: AbortSignal | null): Promise<void> {
+  if (!signal) return ready;
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    ready.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Request headers for HTTP/2: lower-case names, without the connection-specific ones. */

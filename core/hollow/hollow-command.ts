@@ -9,6 +9,7 @@ import { loadConfig, type ConfigNotice } from '../config/load.ts';
 import { ConfigError, errorMessage } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Limiter } from '../util/limiter.ts';
+import { RUNS_COMPILED } from '../util/package-root.ts';
 import { HOLLOW_USAGE, parseHollowArgs, type HollowArgs } from './hollow-args.ts';
 import { HollowFleet } from './hollow-fleet.ts';
 import { cannotImpersonateNode } from './node-identity.ts';
@@ -97,7 +98,7 @@ export async function hollowCommand(argv: string[]): Promise<number> {
     await fleet.start();
     log.info({
       nodes: args.nodes, first: names[0], last: names.at(-1), identity: args.identity === 'node' ? 'system:node:<name> (impersonated)' : own.describeIdentity(),
-      server: loaded.server, rootDir, startMs: Math.round(performance.now() - t0), api: transport.stats(),
+      server: loaded.server, rootDir, startMs: Math.round(performance.now() - t0), api: transport.stats(), code: RUNS_COMPILED ? 'compiled' : 'sources',
     }, 'hollow nodes started');
   } catch (err) {
     if (stopping) return -1;

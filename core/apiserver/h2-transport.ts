@@ -64,14 +64,18 @@ export class H2Transport implements ApiTransport {
     const body = request.getBody();
     if (body !== undefined && typeof body !== 'string') throw new Error('the HTTP/2 transport sends string bodies only');
     const signal = request.getSignal();
-    const stream = await this.open({ ...outgoingHeaders(request.getHeaders()), ':method': request.getHttpMethod(), ':path': `${url.pathname}${url.search}` }, body === undefined, signal);
+    const headers: http2.OutgoingHttpHeaders = { ...outgoingHeaders(request.getHeaders()), ':method': request.getHttpMethod(), ':path': `${url.pathname}${url.search}` };
+    // As Go's client does: a body's length in the headers. A server (or a proxy relaying to
+    // HTTP/1.1, where a DELETE body without a length is no body at all) may need it.
+    if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
+    const stream = await this.open(headers, body === undefined, signal);
     return new Promise<ResponseContext>((resolve, reject) => {
       let status = 0;
-      let headers: Record<string, string> = {};
+      let received: Record<string, string> = {};
       const chunks: Buffer[] = [];
       stream.on('response', (h) => {
         status = Number(h[':status']);
-        headers = responseHeaders(h);
+        received = responseHeaders(h);
       });
       stream.on('data', (c: Buffer) => chunks.push(c));
       let failure: Error | undefined;
@@ -82,7 +86,7 @@ export class H2Transport implements ApiTransport {
           return;
         }
         const data = Buffer.concat(chunks);
-        resolve(new ResponseContext(status, headers, { text: async () => data.toString('utf8'), binary: async () => data }));
+        resolve(new ResponseContext(status, received, { text: async () => data.toString('utf8'), binary: async () => data }));
       });
       if (body !== undefined) stream.end(body);
     });

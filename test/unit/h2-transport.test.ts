@@ -100,6 +100,7 @@ describe('HTTP/2 transport shared by API clients', function () {
     const patch = server.seen.find((s) => s.method === 'PATCH')!;
     assert.equal(patch.headers['content-type'], 'application/strategic-merge-patch+json');
     assert.deepEqual(JSON.parse(patch.body), { status: {} });
+    assert.equal(patch.headers['content-length'], String(Buffer.byteLength(patch.body)));
   });
 
   it('sends a token kubeconfig\'s credentials with each request', async function () {

@@ -59,6 +59,11 @@ Each command takes -h for its own flags. Flags of run and plugins (they mirror t
   --tls-cert-file FILE              the main port's serving certificate (tlsCertFile)
   --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
   --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
+  --image-credential-provider-config FILE
+                                    the exec image credential providers' CredentialProviderConfig, a file or
+                                    a directory (imageCredentialProviderConfig; needs the credential-provider-exec plugin)
+  --image-credential-provider-bin-dir DIR
+                                    the directory of their executables (imageCredentialProviderBinDir)
   --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
   --healthz-port N                  plain-HTTP /healthz on --healthz-bind-address, 0 disables (healthzPort)
   --rotate-certificates             renew the client certificate before it expires (rotateCertificates)

@@ -61,6 +61,8 @@ import { withTerminationMessage } from './pod/termination-message.ts';
 import type { CertificateManager } from './certificates/certificate-manager.ts';
 import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
 import type { KubeletOptions } from './kubelet-options.ts';
+import { DeviceManager } from './devices/device-manager.ts';
+import { withDevices } from './devices/container-devices.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
 function podUIDOf(args: readonly unknown[]): string | undefined {
@@ -151,6 +153,10 @@ export class Kubelet {
   private servingCertificates: CertificateManager | undefined;
   /** Aborted by stop(): ends a TLS bootstrap that still waits. */
   private readonly stopping = new AbortController();
+  /** Device plugins' resources, their allocation to pods and its checkpoint (core/devices). */
+  readonly devices: DeviceManager;
+  /** The names of the pod sources, once they are set up (the device manager frees only after each reported). */
+  private sourceNames: string[] = [];
 
   constructor(
     readonly config: KubeletConfig,
@@ -163,6 +169,13 @@ export class Kubelet {
   ) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
     this.localObjects = new LocalObjects(config.localObjectsDir);
+    this.devices = new DeviceManager({
+      rootDir: config.rootDir,
+      logger,
+      activePods: () => this.pods().filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'),
+      sourcesReady: () => this.sourceNames.length > 0 && (this.loop?.sourcesSeen(this.sourceNames) ?? false),
+      podRunning: (uid) => this.cache?.get(uid)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false,
+    });
     this.plugins = new PluginHost({
       hooks: this.hooks,
       config,
@@ -177,6 +190,7 @@ export class Kubelet {
         observeProbeRun: (run) => this.metrics.observeProbe(run),
         recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
+        devices: (plugin) => this.devices.view(plugin),
       },
     });
     this.server = new KubeletServer(logger.child({ component: 'server' }));
@@ -224,7 +238,14 @@ export class Kubelet {
     });
     this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true });
     await this.volumes.start();
+    // Allocations made before a restart come back before any device provider registers again.
+    await this.devices.start();
+    this.tapDevices();
     await this.plugins.loadAll(config.plugins);
+    // The flags must not be ignored silently by a config whose plugins leave out the one that reads them.
+    if (config.imageCredentialProviderConfig && this.hooks.imageCredentials.taps.length === 0) {
+      throw new ConfigError(`${config.configFile ?? 'config'}: imageCredentialProviderConfig (--image-credential-provider-config) is set but no plugin provides image credentials: add 'credential-provider-exec' to plugins`);
+    }
     // Registration done; now what touches the node: runtime connections, sockets, watchers.
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
@@ -254,7 +275,10 @@ export class Kubelet {
       probes: this.probes,
       onUpdate: (pod, status) => this.reporter?.status(pod, status),
     });
-    const puller = this.puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
+    const puller = this.puller = new ImagePuller({
+      runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}),
+      providerCredentials: (request) => this.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request),
+    });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
@@ -272,6 +296,7 @@ export class Kubelet {
       admissionNode: () => this.admissionNode(),
       pressure: () => this.eviction,
       pulledMs: (uid) => puller.pulledMs(uid),
+      devices: this.devices,
     });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
       this.loop.measureStart(pod, status);
@@ -361,7 +386,7 @@ export class Kubelet {
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
 
-    const sourceNames = this.sources.map((s) => s.name);
+    const sourceNames = (this.sourceNames = this.sources.map((s) => s.name));
     this.timers.push(setInterval(() => void this.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
     this.timers.push(setInterval(() => this.loop.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
@@ -420,6 +445,7 @@ export class Kubelet {
     );
     if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === 'timeout') this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
     await this.plugins.close();
+    await this.devices.stop();
     this.started = false;
   }
 
@@ -507,12 +533,32 @@ export class Kubelet {
     if (images) await this.imageGC.deleteAllUnused();
   }
 
+  /**
+   * The device manager's part of the kubelet: a container's device allocation in its config
+   * (before any plugin's tap, which then sees it), devices freed when a pod is gone, and each
+   * device resource in the Node's capacity and allocatable (plugins tapping later may change them).
+   */
+  private tapDevices(): void {
+    this.hooks.beforeContainerCreate.tapPromise({ name: 'kubelet:devices', stage: -1000 }, async (config, { pod, container }) => {
+      const allocation = await this.devices.containerAllocation(pod, container);
+      return allocation ? withDevices(config, allocation) : config;
+    });
+    this.hooks.podRemoved.tap({ name: 'kubelet:devices', stage: STAGE.OBSERVE }, (pod) => {
+      if (pod.metadata?.uid) this.devices.release(pod.metadata.uid);
+    });
+    this.hooks.nodeStatus.tap({ name: 'kubelet:devices', stage: -1000 }, (draft) => {
+      const { capacity, allocatable } = this.devices.nodeResources();
+      return { ...draft, capacity: { ...draft.capacity, ...capacity }, allocatable: { ...draft.allocatable, ...allocatable } };
+    });
+  }
+
   /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */
   private admissionNode(): AdmissionNode {
     const a = this.nodeResources.allocatable;
     const node = this.api?.nodeStatus?.node;
     return {
       allocatable: { cpu: Math.round(resourceNumber(a, 'cpu') * 1000), memory: resourceNumber(a, 'memory'), 'ephemeral-storage': resourceNumber(a, 'ephemeral-storage'), pods: this.config.maxPods },
+      extended: this.devices.admissionAllocatable(),
       labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
       taints: node?.spec?.taints ?? this.config.registerWithTaints,
     };

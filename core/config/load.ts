@@ -152,7 +152,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
   if (!validateConfig(input)) errors.push(...formatAjvErrors(validateConfig.errors, input, sourceOf).split('\n'));
   if (errors.length) throw new ConfigError(unique(errors).join('\n'));
   const c = input as KubeletConfigInput;
-  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...certificateFieldErrors(c, file), ...evictionConfigErrors(c, file)];
+  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...certificateFieldErrors(c, file), ...credentialProviderFieldErrors(c, file), ...evictionConfigErrors(c, file)];
   if (semantic.length) throw new ConfigError(unique(semantic).join('\n'));
 
   if (options.notices) {
@@ -225,6 +225,14 @@ function certificateFieldErrors(c: KubeletConfigInput, file: string): string[] {
   return errors;
 }
 
+/** Exec credential providers need both their config and the directory of their executables (upstream fails the start without the directory). */
+function credentialProviderFieldErrors(c: KubeletConfigInput, file: string): string[] {
+  if (c.imageCredentialProviderConfig !== undefined && c.imageCredentialProviderBinDir === undefined) {
+    return [`${file}: imageCredentialProviderConfig (--image-credential-provider-config) is set but imageCredentialProviderBinDir (--image-credential-provider-bin-dir) is not; allowed: both, or neither`];
+  }
+  return [];
+}
+
 function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
   // Paths in the file are relative to the file; paths from flags (and --plugins-config) are absolute already.
   const fromFile = (p: string | undefined) => (p === undefined ? undefined : path.resolve(path.dirname(file), p));
@@ -290,6 +298,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     clusterDNS: c.clusterDNS,
     clusterDomain: c.clusterDomain,
     resolvConf: c.resolvConf === '' ? '' : fromFile(c.resolvConf)!,
+    imageCredentialProviderConfig: fromFile(c.imageCredentialProviderConfig),
+    imageCredentialProviderBinDir: fromFile(c.imageCredentialProviderBinDir),
     runtimeClassHandlers: c.runtimeClassHandlers,
     healthzPort: c.healthzPort,
     healthzBindAddress: c.healthzBindAddress,

@@ -218,6 +218,14 @@ export interface KubeletConfigInput {
   /** The resolver config `Default` pods inherit and `ClusterFirst` pods extend (upstream resolvConf); "" for none. Default /etc/resolv.conf. */
   resolvConf?: string;
   /**
+   * kubelet-ts (upstream flag --image-credential-provider-config): the CredentialProviderConfig
+   * file (`kubelet.config.k8s.io/v1`, YAML or JSON), or a directory of them, listing the exec
+   * image credential providers; read by the credential-provider-exec plugin. Default none.
+   */
+  imageCredentialProviderConfig?: string;
+  /** kubelet-ts (upstream flag --image-credential-provider-bin-dir): the directory of the providers' executables; required with imageCredentialProviderConfig. */
+  imageCredentialProviderBinDir?: string;
+  /**
    * kubelet-ts: runtimeClassName → CRI runtime handler, for a kubelet without an API server
    * (in API-server mode the RuntimeClass objects say it). A pod naming a class not listed waits
    * with an error. Default none.
@@ -316,6 +324,10 @@ export interface KubeletConfig {
   clusterDomain: string;
   /** The resolv.conf path; "" for none. */
   resolvConf: string;
+  /** The CredentialProviderConfig file or directory, absolute; undefined: no exec credential providers. */
+  imageCredentialProviderConfig: string | undefined;
+  /** The directory of the credential providers' executables, absolute. */
+  imageCredentialProviderBinDir: string | undefined;
   /** runtimeClassName → runtime handler without an API server. */
   runtimeClassHandlers: Record<string, string>;
   /** The /healthz server's port (0: none) and address. */

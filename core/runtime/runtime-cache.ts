@@ -191,6 +191,11 @@ function sameObjects(p: PodRuntimeStatus, group: PodGroup): boolean {
   return true;
 }
 
+/** What PLEG compares between two looks at a pod: its sandboxes' and containers' IDs and states. */
+export function podFingerprint(p: PodRuntimeStatus): string {
+  return fingerprint(p);
+}
+
 function fingerprint(p: PodRuntimeStatus): string {
   return [...p.sandboxes.map((s) => `${s.id}:${s.state}`), ...p.containers.map((c) => `${c.id}:${c.state}`)].sort().join(',');
 }

@@ -81,6 +81,8 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     resolvConf: '/etc/resolv.conf',
     healthzPort: 0,
     healthzBindAddress: '127.0.0.1',
+    imageCredentialProviderConfig: undefined,
+    imageCredentialProviderBinDir: undefined,
     runtimeClassHandlers: {},
     logLevel: 'info',
     plugins: [],

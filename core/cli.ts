@@ -30,6 +30,9 @@ const USAGE = `Usage: kubelet-ts [run] [flags]
                                       where the pod's start spent its time, as a waterfall
        kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
                                       the local kubelet's events (pods and node), newest last
+       kubelet-ts hollow --nodes N --kubeconfig FILE --node-name-prefix P [flags]
+                                      N hollow nodes in one process on an in-memory runtime, against a real
+                                      API server: for testing a control plane, a scheduler or an autoscaler at scale
 
 Each command takes -h for its own flags. Flags of run and plugins (they mirror the upstream kubelet's and override the config file):
   --config FILE                     kubelet-ts's config (kubelet.config.ts|js|json|yaml), or upstream's KubeletConfiguration
@@ -91,6 +94,8 @@ function clientCommand(argv: string[]): { run: (argv: string[], opts: { socketPa
 }
 
 async function main(): Promise<number> {
+  // Many hollow nodes in one process (`kubelet-ts hollow`, core/hollow): its own flags, loaded only when asked for.
+  if (process.argv[2] === 'hollow') return (await import('./hollow/hollow-command.ts')).hollowCommand(process.argv.slice(3));
   // The client commands reach the kubelet over its local socket (under the configured rootDir,
   // or their --root-dir).
   const client = clientCommand(process.argv.slice(2));

@@ -60,6 +60,7 @@ import { withTerminationMessage } from './pod/termination-message.ts';
 // TLS bootstrap and certificate rotation, loaded with the API side (they use its client).
 import type { CertificateManager } from './certificates/certificate-manager.ts';
 import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
+import type { KubeletOptions } from './kubelet-options.ts';
 import { DeviceManager } from './devices/device-manager.ts';
 import { withDevices } from './devices/container-devices.ts';
 
@@ -163,6 +164,8 @@ export class Kubelet {
     private readonly extraSources: PodSource[] = [],
     /** Knobs tests turn to make slow things fast (a token's refresh share); never set by the CLI. */
     private readonly testHooks: { tokens?: { refreshFraction?: number } } = {},
+    /** Which parts run and what is shared with other kubelets of the process (`kubelet-ts hollow`); default all, nothing. */
+    private readonly options: KubeletOptions = {},
   ) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
     this.localObjects = new LocalObjects(config.localObjectsDir);
@@ -215,7 +218,7 @@ export class Kubelet {
     const serving = certs && config.serverTLSBootstrap ? await certs.servingCertificateAtStart(config, logger) : undefined;
     // A kubeconfig that cannot work fails the start before anything touches the node.
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
-    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides);
+    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides, this.options.api?.kubeconfig);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
     try {
       this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
@@ -225,14 +228,15 @@ export class Kubelet {
     isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
-    this.nodeResources = await readNodeResources(config);
+    this.nodeResources = await readNodeResources(config, this.options.machineInfo);
     tapBuiltinVolumes(this.hooks, {
       objects: (pod) => this.objectsFor(pod),
       tokens: () => this.tokens,
       inputs: (pod) => this.downwardInputs(pod),
       logger: logger.child({ component: 'volumes' }),
+      hostMounts: this.options.hostMounts ?? true,
     });
-    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod) });
+    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true });
     await this.volumes.start();
     // Allocations made before a restart come back before any device provider registers again.
     await this.devices.start();
@@ -356,8 +360,11 @@ export class Kubelet {
       config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
       metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
     };
-    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main, ...(serving ? { clusterSigned: { pair: serving.pair } } : {}) });
-    this.port = this.mainServer.port;
+    const servers = this.options.servers ?? true;
+    if (servers) {
+      this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main, ...(serving ? { clusterSigned: { pair: serving.pair } } : {}) });
+      this.port = this.mainServer.port;
+    }
 
     if (config.staticPodPath) {
       this.sources.push(
@@ -383,15 +390,17 @@ export class Kubelet {
     this.timers.push(setInterval(() => void this.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
     this.timers.push(setInterval(() => this.loop.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
-    this.eviction.start();
-    this.imageGC.start();
-    this.logRotation.start();
+    if (this.options.nodePressure ?? true) {
+      this.eviction.start();
+      this.imageGC.start();
+      this.logRotation.start();
+    }
 
     // Only what upstream's read-only port serves: no logs, no exec, no debugging views.
     for (const [route, handler] of readOnlyRoutes(routeDeps)) this.server.route(route, handler);
-    if (config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
+    if (servers && config.readOnlyPort > 0) this.readOnlyPort = await this.server.listen(config.address, config.readOnlyPort);
     // Upstream's healthz server, which kubeadm's kubelet-check polls on 127.0.0.1:10248.
-    if (config.healthzPort > 0) {
+    if (servers && config.healthzPort > 0) {
       this.healthzServer = new KubeletServer(logger.child({ component: 'healthz' }), 'healthz');
       this.healthzServer.route('/healthz', () => this.healthz());
       this.healthzPort = await this.healthzServer.listen(config.healthzBindAddress, config.healthzPort, 'healthzPort');
@@ -451,6 +460,8 @@ export class Kubelet {
       hooks: this.hooks,
       logger,
       ...(credentials?.overrides ? { kubeconfigOverrides: credentials.overrides } : {}),
+      ...(this.options.api ? { shared: this.options.api } : {}),
+      ...(this.options.machineInfo ? { machineInfo: this.options.machineInfo } : {}),
       inputs: {
         runtimeVersion: () => this.runtimeImpl.version(),
         runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),

@@ -43,6 +43,7 @@ import { ConnectivityTracker } from './connectivity.ts';
 import { describeIdentity, loadKubeconfig, type ClientIdentity, type KubeconfigOverrides, type LoadedKubeconfig } from './kubeconfig.ts';
 import { requestInfo } from './request-info.ts';
 import { TokenBucket } from './token-bucket.ts';
+import type { ApiTransport, Impersonation } from './api-transport.ts';
 
 export interface ApiClientOptions {
   /** The kubeconfig file (relative paths in it are relative to it). */
@@ -56,6 +57,13 @@ export interface ApiClientOptions {
   requestTimeoutMs?: number;
   /** Shared outage reporting for clients of the same server; default: the client's own. */
   connectivity?: ConnectivityTracker;
+  /**
+   * Send requests and watches through this transport (shared by many clients: `kubelet-ts
+   * hollow`'s HTTP/2 pool) instead of the client's own connections. The transport's owner closes it.
+   */
+  transport?: ApiTransport;
+  /** Act as this user and groups (Impersonate-User / Impersonate-Group on every request): the kubeconfig's identity must be allowed to impersonate them. */
+  impersonate?: Impersonation;
 }
 
 /** One watch event as the server sends it (the object is wire JSON, not deserialized). */
@@ -93,7 +101,7 @@ export class ApiClient {
     this.server = loaded.server;
     this.kubeconfigFile = loaded.file;
     this.kubeConfig = loaded.kubeConfig;
-    this.identityValue = loaded.identity;
+    this.identityValue = options.impersonate ? { ...loaded.identity, user: options.impersonate.user, groups: options.impersonate.groups } : loaded.identity;
     this.connectivity = options.connectivity ?? new ConnectivityTracker(loaded.server, options.logger.child({ component: 'api-client' }));
     this.limiter = options.qps !== undefined ? new TokenBucket(options.qps, options.burst ?? Math.max(1, Math.ceil(options.qps))) : undefined;
     this.http = new KubeletHttpLibrary(this);
@@ -134,6 +142,31 @@ export class ApiClient {
     return this.limiter ? this.limiter.acquire() : Promise.resolve();
   }
 
+  /** @internal The transport requests go through instead of the client's own connections, if any. */
+  get transport(): ApiTransport | undefined {
+    return this.options.transport;
+  }
+
+  /**
+   * The kubeconfig's credentials on a request: headers (a token, basic auth, an exec plugin's
+   * token) and the TLS agent with the client certificate. Through a shared transport a client
+   * certificate is already the sessions' own (they were opened with it), so a client that
+   * authenticates by certificate only adds nothing: client-node would decode the certificate
+   * and key (or read their files) and build an agent for every request, all of it unused.
+   */
+  private async authenticate(ctx: RequestContext): Promise<void> {
+    if (this.options.transport && this.identityValue.method === 'client certificate') return;
+    await this.kubeConfig.applySecurityAuthentication(ctx);
+  }
+
+  /** @internal Impersonate-User / Impersonate-Group, when the client impersonates. */
+  impersonationHeaders(): Record<string, string> {
+    const who = this.options.impersonate;
+    if (!who) return {};
+    // One group: a header map holds one value per name (the kubelet's identity has one, system:nodes).
+    return { 'Impersonate-User': who.user, ...(who.groups[0] !== undefined ? { 'Impersonate-Group': who.groups[0] } : {}) };
+  }
+
   /** @internal The request timeout of this client. */
   get requestTimeoutMs(): number {
     return this.options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -171,7 +204,7 @@ export class ApiClient {
       ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
       ctx.setBody(JSON.stringify(options.body));
     }
-    await this.kubeConfig.applySecurityAuthentication(ctx);
+    await this.authenticate(ctx);
     const res = await this.http.send(ctx, options.timeoutMs);
     const text = await res.body.text();
     if (!text) return undefined as T;
@@ -192,7 +225,7 @@ export class ApiClient {
     const info = requestInfo('GET', `${path}?watch=true`);
     let answered = false;
     let stopped = false;
-    const controller = await this.watcher.watch(
+    const controller = await (this.options.transport ? this.watchThroughTransport(this.options.transport, path, query) : this.watcher.watch.bind(this.watcher))(
       path,
       query,
       (type, object) => {
@@ -226,6 +259,22 @@ export class ApiClient {
   }
 
   /**
+   * The watch of client-node's Watch (same arguments), sent through the shared transport:
+   * the same query with `watch=true`, the client's User-Agent, authentication and impersonation.
+   */
+  private watchThroughTransport(transport: ApiTransport, path: string, query: Record<string, string | number | boolean | undefined>) {
+    return async (_path: string, _query: unknown, onEvent: (type: string, object: unknown) => void, onDone: (err: unknown) => void): Promise<{ abort(): void }> => {
+      const url = new URL(this.server + path);
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+      url.searchParams.set('watch', 'true');
+      const ctx = new RequestContext(url.toString(), HttpMethod.GET);
+      ctx.setHeaderParam('Accept', 'application/json');
+      await this.authenticate(ctx);
+      return transport.watch(url.toString(), { ...ctx.getHeaders(), ...this.impersonationHeaders(), 'User-Agent': USER_AGENT }, onEvent, onDone);
+    };
+  }
+
+  /**
    * The client certificate was rotated (the file the kubeconfig names now holds a new pair):
    * messages name the new identity and expiry, and the kept-alive connections, which presented
    * the old certificate, are retired (those in use finish their request; none is reused), so
@@ -236,11 +285,18 @@ export class ApiClient {
     this.http.retireConnections();
   }
 
-  /** Closes kept-alive connections. */
+  /** Closes kept-alive connections (never a shared transport: its owner closes it). */
   close(): void {
     this.http.close();
   }
 }
+
+/**
+ * What the three clients of a kubelet take from its process (`kubelet-ts hollow`): a shared
+ * transport, an identity to act as, and the kubeconfig loaded once for all (parsing its
+ * certificate and key per node costs ~10 ms of CPU each).
+ */
+export type SharedClientOptions = Pick<ApiClientOptions, 'transport' | 'impersonate'> & { kubeconfig?: LoadedKubeconfig };
 
 /** Loads the kubeconfig and makes a client. Throws KubeconfigError for an unusable file. */
 export function createApiClient(options: ApiClientOptions): ApiClient {
@@ -265,20 +321,23 @@ export function createKubeletApiClients(config: {
   eventBurst: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
-}, logger: Logger, overrides: KubeconfigOverrides = {}): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
-  const loaded = loadKubeconfig(config.kubeconfig, overrides);
+}, logger: Logger, overrides: KubeconfigOverrides = {}, options: SharedClientOptions = {}): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
+  const { kubeconfig: preloaded, ...shared } = options;
+  const loaded = preloaded ?? loadKubeconfig(config.kubeconfig, overrides);
   const connectivity = new ConnectivityTracker(loaded.server, logger.child({ component: 'api-client' }));
-  const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity });
+  const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity, ...shared });
   const heartbeat = new ApiClient(loaded, {
     logger,
     requestTimeoutMs: Math.min(config.nodeStatusUpdateFrequencyMs, config.nodeLeaseDurationSeconds * 1000),
     connectivity,
+    ...shared,
   });
   const events = new ApiClient(loaded, {
     logger,
     qps: config.eventRecordQPS > 0 ? config.eventRecordQPS : undefined,
     burst: config.eventBurst,
     connectivity,
+    ...shared,
   });
   // While the server is away, /version (readable by any authenticated identity) tells when it is back.
   connectivity.setProbe(() => heartbeat.request('GET', '/version', { timeoutMs: 2000 }));
@@ -312,16 +371,44 @@ class KubeletHttpLibrary implements PromiseHttpLibrary {
     const info = requestInfo(request.getHttpMethod(), request.getUrl());
     await this.client.throttle();
     request.setHeaderParam('User-Agent', USER_AGENT);
-    const agent = request.getAgent();
+    for (const [k, v] of Object.entries(this.client.impersonationHeaders())) request.setHeaderParam(k, v);
+    const transport = this.client.transport;
+    const agent = transport ? undefined : request.getAgent();
     if (agent) request.setAgent(this.keepAliveAgent(agent));
     const deadline = timeoutMs ?? this.client.requestTimeoutMs;
     const own = request.getSignal();
-    const timeout = AbortSignal.timeout(deadline);
-    request.setSignal(own ? AbortSignal.any([own, timeout]) : timeout);
+    // A shared transport hands back the whole response, so the deadline can end with send():
+    // a timer cleared then, where AbortSignal.timeout's stays armed (and allocates its abort
+    // reason when it fires) for the full deadline after every request. node-fetch reads the
+    // body after send() returns, so its deadline must outlive it.
+    let clear: (() => void) | undefined;
+    if (transport) {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new DOMException(`the request took longer than ${deadline} ms`, 'TimeoutError')), deadline);
+      const onAbort = () => controller.abort(own?.reason);
+      if (own?.aborted) onAbort();
+      else own?.addEventListener('abort', onAbort, { once: true });
+      clear = () => {
+        clearTimeout(timer);
+        own?.removeEventListener('abort', onAbort);
+      };
+      request.setSignal(controller.signal);
+    } else {
+      const timeout = AbortSignal.timeout(deadline);
+      request.setSignal(own ? AbortSignal.any([own, timeout]) : timeout);
+    }
+    try {
+      return await this.sendWithRetry(request, info, transport, deadline);
+    } finally {
+      clear?.();
+    }
+  }
+
+  private async sendWithRetry(request: RequestContext, info: ReturnType<typeof requestInfo>, transport: ApiTransport | undefined, deadline: number): Promise<ResponseContext> {
     let res: ResponseContext;
     for (let attempt = 1; ; attempt++) {
       try {
-        res = await this.inner.send(request).toPromise();
+        res = await (transport ? transport.send(request) : this.inner.send(request).toPromise());
         break;
       } catch (err) {
         // A kept-alive connection the server closed while idle (its IdleTimeout) fails the

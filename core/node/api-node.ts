@@ -9,11 +9,12 @@
 import type { KubeletConfig } from '../config/types.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
-import { createKubeletApiClients, type ApiClient } from '../apiserver/api-client.ts';
-import { KubeconfigError, loadKubeconfig, type KubeconfigOverrides } from '../apiserver/kubeconfig.ts';
+import { createKubeletApiClients, type ApiClient, type SharedClientOptions } from '../apiserver/api-client.ts';
+import { KubeconfigError, loadKubeconfig, type KubeconfigOverrides, type LoadedKubeconfig } from '../apiserver/kubeconfig.ts';
 import { ApiPodSource } from '../sources/api-pods.ts';
 import { NodeLease } from './node-lease.ts';
 import { NodeStatusManager, type NodeStatusInputs } from './node-status.ts';
+import type { MachineInfo } from './machine-info.ts';
 
 export interface ApiNode {
   /** The throttled client (pods, and whatever else the kubelet reads: secrets, configmaps, tokens). */
@@ -40,8 +41,8 @@ export interface ApiNode {
  * naming the file. Under the Node authorizer a `system:node:X` identity may act only as node
  * X: another node name would fail every request with Forbidden.
  */
-export function checkKubeconfig(kubeconfig: string, nodeName: string, overrides: KubeconfigOverrides = {}): void {
-  const loaded = loadKubeconfig(kubeconfig, overrides);
+export function checkKubeconfig(kubeconfig: string, nodeName: string, overrides: KubeconfigOverrides = {}, preloaded?: LoadedKubeconfig): void {
+  const loaded = preloaded ?? loadKubeconfig(kubeconfig, overrides);
   const certNode = /^system:node:(.+)$/.exec(loaded.identity.user ?? '')?.[1];
   if (certNode !== undefined && certNode !== nodeName) {
     throw new KubeconfigError(
@@ -61,10 +62,14 @@ export function createApiNode(deps: {
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
   /** With rotateCertificates: the clients' credentials are the certificate store's current pair. */
   kubeconfigOverrides?: KubeconfigOverrides;
+  /** A transport shared with other nodes of the process, an identity to act as (`kubelet-ts hollow`). */
+  shared?: SharedClientOptions;
+  /** Reads the machine for the node status; default readMachineInfo of the root dir (hollow nodes share one read). */
+  machineInfo?: () => Promise<MachineInfo>;
 }): ApiNode {
   const { config, logger } = deps;
-  checkKubeconfig(config.kubeconfig, config.nodeName, deps.kubeconfigOverrides);
-  const { main, heartbeat, events } = createKubeletApiClients(config, logger, deps.kubeconfigOverrides);
+  checkKubeconfig(config.kubeconfig, config.nodeName, deps.kubeconfigOverrides, deps.shared?.kubeconfig);
+  const { main, heartbeat, events } = createKubeletApiClients(config, logger, deps.kubeconfigOverrides, deps.shared);
   const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
   const nodeStatus = config.registerNode
     ? new NodeStatusManager({
@@ -82,6 +87,7 @@ export function createApiNode(deps: {
       systemReserved: config.systemReserved,
       kubeReserved: config.kubeReserved,
       evictionHard: config.evictionHard,
+      ...(deps.machineInfo ? { machineInfo: deps.machineInfo } : {}),
       updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
       reportFrequencyMs: config.nodeStatusReportFrequencyMs,
       ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),

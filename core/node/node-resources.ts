@@ -5,7 +5,7 @@
  */
 import type { KubeletConfig } from '../config/types.ts';
 import { allocatableReservation, machineCapacity, nodeAllocatable, type ResourceList } from './allocatable.ts';
-import { readMachineInfo } from './machine-info.ts';
+import { readMachineInfo, type MachineInfo } from './machine-info.ts';
 import { quantityValue } from './resource-quantity.ts';
 
 export interface NodeResources {
@@ -13,8 +13,11 @@ export interface NodeResources {
   allocatable: ResourceList;
 }
 
-export async function readNodeResources(config: Pick<KubeletConfig, 'rootDir' | 'maxPods' | 'systemReserved' | 'kubeReserved' | 'evictionHard'>): Promise<NodeResources> {
-  const capacity = machineCapacity(await readMachineInfo({ rootDir: config.rootDir }), config.maxPods);
+export async function readNodeResources(
+  config: Pick<KubeletConfig, 'rootDir' | 'maxPods' | 'systemReserved' | 'kubeReserved' | 'evictionHard'>,
+  machineInfo: () => Promise<MachineInfo> = () => readMachineInfo({ rootDir: config.rootDir }),
+): Promise<NodeResources> {
+  const capacity = machineCapacity(await machineInfo(), config.maxPods);
   return { capacity, allocatable: nodeAllocatable(capacity, allocatableReservation(capacity, config)) };
 }
 

@@ -106,6 +106,14 @@ export class RuntimeCache {
   }
 
   private async store(uid: string, group: PodGroup, observedAt: number): Promise<boolean> {
+    const prevEntry = this.pods.get(uid);
+    if (prevEntry && prevEntry.observedAt > observedAt) return false;
+    // Nothing new, nothing gone, no state changed (most pods at most relists): the statuses are
+    // the ones kept, so the entry is the same but for when it was seen.
+    if (prevEntry && sameObjects(prevEntry, group)) {
+      this.pods.set(uid, { ...prevEntry, observedAt });
+      return false;
+    }
     const [sandboxes, containers] = await Promise.all([
       Promise.all(group.sandboxes.map((s) => this.sandbox(s))),
       Promise.all(group.containers.map((c) => this.container(c))),
@@ -173,6 +181,14 @@ function groupByPod(sandboxes: SandboxSummary[], containers: ContainerSummary[])
   for (const s of sandboxes) group(s.labels)?.sandboxes.push(s);
   for (const c of containers) group(c.labels)?.containers.push(c);
   return groups;
+}
+
+/** The group lists exactly the sandboxes and containers `p` holds, each in the state `p` has it in. */
+function sameObjects(p: PodRuntimeStatus, group: PodGroup): boolean {
+  if (p.sandboxes.length !== group.sandboxes.length || p.containers.length !== group.containers.length) return false;
+  for (const s of group.sandboxes) if (!p.sandboxes.some((x) => x.id === s.id && x.state === s.state)) return false;
+  for (const c of group.containers) if (!p.containers.some((x) => x.id === c.id && x.state === c.state)) return false;
+  return true;
 }
 
 /** What PLEG compares between two looks at a pod: its sandboxes' and containers' IDs and states. */

@@ -45,6 +45,13 @@ export class VolumeSetupError extends Error {
 interface PodVolumeRecord { uid: string; volumes: MountedVolume[] }
 
 const STATE_FILE = 'kubelet-ts-volumes.json';
+/**
+ * How often cleanupOrphans reads the pods directory when no pod was set up for the first time or
+ * torn down since its last read: such a change rescans at once; otherwise only a directory
+ * something else left there is looked for, and that may wait (housekeeping runs every 2 s, and
+ * a node of many pods, or a process of many hollow nodes, would list the disk that often).
+ */
+const ORPHAN_RESCAN_MS = 30_000;
 
 /**
  * The volume manager: for each pod a desired state (the volumes of its spec) and an actual
@@ -65,6 +72,9 @@ export class VolumeManager {
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
   /** Per-pod serialisation: a housekeeping cleanup never races a pod's own worker. */
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** A pod dir may have come or gone since cleanupOrphans last read the pods directory (true at start: read it once). */
+  private podDirsChanged = true;
+  private lastOrphanScan = 0;
 
   constructor(
     private readonly deps: {
@@ -73,8 +83,24 @@ export class VolumeManager {
       logger: Logger;
       /** Where a pod's Secrets and ConfigMaps come from, handed to providers (API pods: the API; static pods: localObjectsDir). */
       objects: (pod: V1Pod) => ObjectSource;
+      /**
+       * False on a node that mounts nothing on its host (`kubelet-ts hollow`): subPaths are not
+       * bound, and removing a pod's directories reads no mount table. Default true.
+       */
+      hostMounts?: boolean;
     },
   ) {}
+
+  private get hostMounts(): boolean {
+    return this.deps.hostMounts ?? true;
+  }
+
+  /** Unmounts what is mounted at or below `dir` (deepest first), then removes it; without host mounts, only removes it. */
+  private async unmountAndRemove(dir: string): Promise<void> {
+    if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
+    for (const mp of await mountsUnder(dir)) await unmount(mp);
+    await removeUnmounted(dir);
+  }
 
   podDir(uid: string): string {
     return path.join(this.deps.rootDir, 'pods', uid);
@@ -98,6 +124,8 @@ export class VolumeManager {
   subPathBinder(uid: string, containerName: string): SubPathBinder {
     return async ({ volumeName, volumePath, subPath, mountIndex }) => {
       const target = path.join(this.subPathsDir(uid), volumeName, containerName, String(mountIndex));
+      // Nothing runs on this host that would see the bind: the runtime gets the path it would have.
+      if (!this.hostMounts) return target;
       await bindSubPath(volumePath, subPath, target);
       return target;
     };
@@ -105,9 +133,7 @@ export class VolumeManager {
 
   /** Unmounts and removes the pod's subPath binds (before its volumes go: a bind keeps what it binds alive). */
   private async cleanSubPaths(uid: string): Promise<void> {
-    const dir = this.subPathsDir(uid);
-    for (const mp of await mountsUnder(dir)) await unmount(mp);
-    await removeUnmounted(dir);
+    await this.unmountAndRemove(this.subPathsDir(uid));
   }
 
   /** The volumes set up for a pod, by name (for container mounts). */
@@ -124,13 +150,13 @@ export class VolumeManager {
   async start(): Promise<void> {
     const podsDir = path.join(this.deps.rootDir, 'pods');
     await fs.mkdir(podsDir, { recursive: true });
-    const mounts = await readMounts();
+    const mounts = this.hostMounts ? await readMounts() : [];
     for (const uid of await fs.readdir(podsDir)) {
       const record = await this.readRecord(uid);
       if (!record) continue;
       const vols = new Map<string, MountedVolume>();
       for (const v of record.volumes) {
-        if (v.result.mountPoint && !(await isMountPoint(v.result.path, mounts))) {
+        if (this.hostMounts && v.result.mountPoint && !(await isMountPoint(v.result.path, mounts))) {
           this.deps.logger.info({ uid, volume: v.name, path: v.result.path }, 'volume mount is gone since the last run: it will be set up again');
           continue;
         }
@@ -145,6 +171,7 @@ export class VolumeManager {
   async setUpPod(pod: V1Pod): Promise<void> {
     const uid = pod.metadata!.uid!;
     await this.locked(uid, async () => {
+      if (!this.actual.has(uid)) this.podDirsChanged = true;
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
       this.actual.set(uid, actual);
       const desired = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
@@ -193,6 +220,7 @@ export class VolumeManager {
 
   /** Tears down every volume of a pod and removes its directory. Throws (to be retried) if one cannot be torn down. */
   async tearDownPod(uid: string): Promise<void> {
+    this.podDirsChanged = true;
     await this.locked(uid, async () => {
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
       const errors: string[] = [];
@@ -228,8 +256,7 @@ export class VolumeManager {
   /** No provider claimed the teardown: unmount what the pod dir holds of it and remove it. */
   private async genericTearDown(uid: string, mv: MountedVolume): Promise<void> {
     if (!isWithin(this.podDir(uid), mv.dir)) return;
-    for (const mp of await mountsUnder(mv.dir)) await unmount(mp);
-    await removeUnmounted(mv.dir);
+    await this.unmountAndRemove(mv.dir);
   }
 
   /**
@@ -238,6 +265,7 @@ export class VolumeManager {
    */
   private async removeLeftovers(uid: string): Promise<void> {
     const dir = this.podDir(uid);
+    if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
     const left = await mountsUnder(dir);
     for (const mp of left) {
       this.deps.logger.warn({ uid, mountPoint: mp }, 'unmounting a stale mount left in the pod dir');
@@ -249,7 +277,14 @@ export class VolumeManager {
   /** Tears down the dirs of pods `inUse` says no one owns (orphans after a restart or a failed teardown). */
   async cleanupOrphans(inUse: (uid: string) => boolean): Promise<void> {
     const podsDir = path.join(this.deps.rootDir, 'pods');
-    const uids = new Set([...(await fs.readdir(podsDir).catch(() => [] as string[])), ...this.actual.keys()]);
+    let onDisk: string[] = [];
+    if (this.podDirsChanged || Date.now() - this.lastOrphanScan >= ORPHAN_RESCAN_MS) {
+      // Cleared before the read: a change while it runs is seen by the next call.
+      this.podDirsChanged = false;
+      this.lastOrphanScan = Date.now();
+      onDisk = await fs.readdir(podsDir).catch(() => [] as string[]);
+    }
+    const uids = new Set([...onDisk, ...this.actual.keys()]);
     for (const uid of uids) {
       if (inUse(uid)) continue;
       try {

@@ -8,6 +8,7 @@ import { run as runSteady } from '../../bench/steady.ts';
 import { run as runPodStartApi } from '../../bench/pod-start-api.ts';
 import { run as runDensityApi } from '../../bench/density-api.ts';
 import { run as runApiLoad } from '../../bench/api-load.ts';
+import { run as runHollow } from '../../bench/hollow.ts';
 
 /**
  * The benchmarks in smoke mode (3 pods, a 3 s window) on the shared node environment, so they
@@ -109,5 +110,20 @@ describe('API benchmarks (smoke mode, kubelet-ts only)', function () {
     const started = side.startPhase.rows.map((row) => row.key);
     for (const key of ['create nodes', 'list pods', 'watch pods', 'patch pods/status']) assert.ok(started.includes(key), `${key} among ${started.join(', ')}`);
     assert.ok(Number.isFinite(side.window.totalPerMinute), `window rate ${side.window.totalPerMinute}`);
+  });
+
+  it('hollow runs kubelet-ts hollow nodes and reports per-node figures', async () => {
+    const r = await runHollow({ cluster: cp, smoke: true, resultsDir: false, log, print });
+    assert.equal(r.sides.length, 1);
+    const side = r.sides[0]!;
+    assert.equal(side.kind, 'kubelet-ts');
+    assert.equal(side.error, undefined);
+    assert.equal(side.nodes, 3);
+    positive(side.readyMs, 'ready ms');
+    positive(side.podsRunningMs, 'pods running ms');
+    positive(side.withPods?.rssMiB.perNode, 'rss per node');
+    assert.ok(Number.isFinite(side.withPods?.cpuCores.perNode), `cpu per node = ${side.withPods?.cpuCores.perNode}`);
+    assert.equal(side.withPods?.readyAtEnd, 3);
+    assert.ok((side.withPods?.requests?.total ?? 0) > 0, 'requests counted at the proxy');
   });
 });

@@ -57,6 +57,26 @@ describe('RuntimeCache', function () {
     await cache.relist();
     assert.equal(r.calls.podSandboxStatus, 1);
   });
+
+  it('keeps a pod whose objects and states did not move as it was, newer only in when it was seen; a state change rebuilds it', async function () {
+    // Listings and statuses are fresh copies, as a CRI runtime's answers are.
+    const r = oneSandboxRuntime();
+    let state: SandboxStatus['state'] = 'SANDBOX_READY';
+    const fresh = () => ({ ...r.status, state });
+    const runtime = { ...r.runtime, listPodSandboxes: async () => [fresh()], podSandboxStatus: async () => (r.calls.podSandboxStatus++, fresh()) } as ContainerRuntime;
+    const cache = new RuntimeCache(runtime);
+    assert.deepEqual([...(await cache.relist())], ['uid-1']);
+    const first = cache.get('uid-1')!;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal((await cache.relist()).size, 0, 'nothing moved, nothing reported');
+    const second = cache.get('uid-1')!;
+    assert.equal(second.sandboxes[0], first.sandboxes[0], 'the same status, not read again');
+    assert.ok(second.observedAt > first.observedAt, 'seen later');
+    state = 'SANDBOX_NOTREADY';
+    assert.deepEqual([...(await cache.relist())], ['uid-1']);
+    assert.equal(cache.get('uid-1')!.sandboxes[0]!.state, 'SANDBOX_NOTREADY');
+    assert.equal(r.calls.podSandboxStatus, 2);
+  });
 });
 
 describe('PLEG', function () {

@@ -90,7 +90,7 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async listPodSandboxes(filter: { labelSelector?: Record<string, string> } = {}): Promise<SandboxSummary[]> {
-    return [...this.sandboxes.values()].map((s) => s.summary).filter((s) => matches(s.labels, filter.labelSelector)).map(copy);
+    return [...this.sandboxes.values()].map((s) => s.summary).filter((s) => matches(s.labels, filter.labelSelector)).map(copySummary);
   }
 
   async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
@@ -145,7 +145,7 @@ export class MemoryRuntime implements ContainerRuntime {
     return [...this.containers.values()]
       .map((c) => c.status)
       .filter((s) => (!filter.podSandboxId || s.podSandboxId === filter.podSandboxId) && matches(s.labels, filter.labelSelector))
-      .map(({ startedAt: _s, finishedAt: _f, exitCode: _e, reason: _r, message: _m, logPath: _l, mounts: _mo, ...summary }) => copy(summary));
+      .map(({ startedAt: _s, finishedAt: _f, exitCode: _e, reason: _r, message: _m, logPath: _l, mounts: _mo, ...summary }) => copySummary(summary));
   }
 
   async containerStatus(id: string): Promise<ContainerStatus> {
@@ -234,4 +234,10 @@ export class MemoryRuntime implements ContainerRuntime {
 const newId = () => crypto.randomBytes(32).toString('hex');
 const hash = (s: string) => crypto.createHash('sha256').update(s).digest().readUInt32BE(0);
 const copy = <T>(v: T): T => structuredClone(v);
+/**
+ * A listed sandbox or container, copied field by field: its nested parts are flat string maps,
+ * and a kubelet lists both every second (structuredClone of each was most of a relist's cost
+ * with hundreds of pods, as `kubelet-ts hollow` runs them).
+ */
+const copySummary = <T extends { metadata: object; labels: Record<string, string>; annotations: Record<string, string> }>(v: T): T => ({ ...v, metadata: { ...v.metadata }, labels: { ...v.labels }, annotations: { ...v.annotations } });
 const matches = (labels: Record<string, string>, selector: Record<string, string> | undefined) => Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);

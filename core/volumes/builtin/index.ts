@@ -35,8 +35,14 @@ export function tapBuiltinVolumes(
     /** The pod's and node's IPs and the node's allocatable, for downward API files. */
     inputs: (pod: V1Pod) => ProjectionInputs;
     logger: Logger;
+    /**
+     * False on a node that mounts nothing on its host (`kubelet-ts hollow`): no tmpfs (volumes
+     * are plain directories with the same content), no hostPath type check. Default true.
+     */
+    hostMounts?: boolean;
   },
 ): void {
+  const hostMounts = deps.hostMounts ?? true;
   const mount = (type: string, fn: (r: VolumeMountRequest) => Promise<VolumeMountResult>) => hooks.mountVolume.for(type).tapPromise(CORE, fn);
   const unmountWith = (type: string, fn: (r: VolumeUnmountRequest) => Promise<true>) => hooks.unmountVolume.for(type).tapPromise(CORE, fn);
 
@@ -45,7 +51,7 @@ export function tapBuiltinVolumes(
     const medium = src.medium ?? '';
     if (medium !== '' && medium !== 'Memory') throw new Error(`emptyDir medium "${medium}" is not supported (allowed: "" or Memory)`);
     await fs.mkdir(r.dir, { recursive: true });
-    if (medium === 'Memory') {
+    if (medium === 'Memory' && hostMounts) {
       if (!(await isMountPoint(r.dir))) await mountTmpfs(r.dir, src.sizeLimit !== undefined ? { sizeBytes: bytes(src.sizeLimit) } : {});
     }
     // Upstream's emptyDir is world-writable so that any user of the pod can write.
@@ -59,13 +65,15 @@ export function tapBuiltinVolumes(
         onSkip: (why) => deps.logger.warn({ pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name, why }, 'fsGroup: part of the volume left unchanged'),
       });
     }
-    return { path: r.dir, mountPoint: medium === 'Memory' };
+    return { path: r.dir, mountPoint: medium === 'Memory' && hostMounts };
   });
-  unmountWith('emptyDir', tearDownDir);
+  const tearDown = hostMounts ? tearDownDir : tearDownPlainDir;
+  unmountWith('emptyDir', tearDown);
 
   mount('hostPath', async (r) => {
     const src = r.volume.hostPath!;
-    await checkHostPath(src.path, src.type ?? '');
+    // Without host mounts nothing on this host uses the path: the pod's node is not this host.
+    if (hostMounts) await checkHostPath(src.path, src.type ?? '');
     return { path: src.path };
   });
   // The host's path is the host's: nothing to unmount or remove.
@@ -76,7 +84,7 @@ export function tapBuiltinVolumes(
       const files = await payload(r.pod, r.volume);
       await fs.mkdir(r.dir, { recursive: true, mode: 0o755 });
       // Secrets never touch the node's disk: the volume is a tmpfs before anything is written.
-      if (tmpfs && !(await isMountPoint(r.dir))) await mountTmpfs(r.dir, { mode: 0o755 });
+      if (tmpfs && hostMounts && !(await isMountPoint(r.dir))) await mountTmpfs(r.dir, { mode: 0o755 });
       // fsGroup: what the writer makes gets the group and group-read bits as it is written.
       const own = podFsGroup(r.pod);
       const changed = await writeAtomic(r.dir, files, own ? { fsGroup: own.fsGroup } : {});
@@ -84,14 +92,21 @@ export function tapBuiltinVolumes(
       // Read-only in every container whatever its volumeMounts say (upstream, CVE-2017-1002102):
       // the kubelet rewrites this dir on every sync, so a container must not be able to plant
       // links in it.
-      return { path: r.dir, mountPoint: tmpfs, requiresRemount: true, readOnly: true };
+      return { path: r.dir, mountPoint: tmpfs && hostMounts, requiresRemount: true, readOnly: true };
     });
-    unmountWith(type, tearDownDir);
+    unmountWith(type, tearDown);
   };
   projection('configMap', false, (pod, v) => configMapPayload(deps.objects(pod), pod, v.configMap!, v.configMap!.defaultMode ?? DEFAULT_MODE));
   projection('secret', true, (pod, v) => secretPayload(deps.objects(pod), pod, v.secret!, v.secret!.defaultMode ?? DEFAULT_MODE));
   projection('downwardAPI', false, async (pod, v) => downwardAPIPayload(pod, v.downwardAPI!.items, v.downwardAPI!.defaultMode ?? DEFAULT_MODE, deps.inputs(pod)));
   projection('projected', true, (pod, v) => projectedPayload({ objects: deps.objects(pod), tokens: deps.tokens(), inputs: deps.inputs(pod) }, pod, v.projected!.sources, v.projected!.defaultMode ?? DEFAULT_MODE));
+}
+
+/** Removes a volume dir of a node that mounts nothing (no mount table to read). */
+async function tearDownPlainDir(r: VolumeUnmountRequest): Promise<true> {
+  if (!isWithin(path.join(r.rootDir, 'pods', r.podUID), r.dir)) throw new Error(`refusing to remove ${r.dir}: not in the pod's directory`);
+  await fs.rm(r.dir, { recursive: true, force: true });
+  return true;
 }
 
 /** Unmounts the volume dir if it is a mount point, then removes it (never across a remaining mount). */

@@ -20,6 +20,7 @@ import { ImagePuller } from './pod/image-puller.ts';
 import { withPullProgress } from './pod/pull-progress-status.ts';
 import { PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
+import { TIMED_OUT, withTimeout } from './util/with-timeout.ts';
 import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { SyncLoop } from './sync-loop.ts';
 import { Pleg } from './runtime/pleg.ts';
@@ -393,7 +394,7 @@ export class Kubelet {
       () => undefined,
       (err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'shutdown hook failed'),
     );
-    if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === 'timeout') this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
+    if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === TIMED_OUT) this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
     await this.plugins.close();
     this.started = false;
   }
@@ -497,18 +498,5 @@ export class Kubelet {
   /** Resolves when all pod workers are idle (tests use it to wait for quiescence). */
   async idle(): Promise<void> {
     await this.loop.drain();
-  }
-}
-
-/** `p`'s value, or 'timeout' once `ms` passed first. */
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -9,6 +9,7 @@ import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../util/package-root.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
+import { withTimeout } from '../util/with-timeout.ts';
 import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
@@ -161,16 +162,10 @@ export class PluginHost {
    */
   async close(): Promise<void> {
     for (const { plugin, fn } of this.closers.splice(0).reverse()) {
-      let timer: NodeJS.Timeout | undefined;
       try {
-        const hung = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`did not finish within ${CLOSE_TIMEOUT_MS} ms`)), CLOSE_TIMEOUT_MS);
-        });
-        await Promise.race([Promise.resolve().then(fn), hung]);
+        await withTimeout(fn, CLOSE_TIMEOUT_MS, { error: () => new Error(`did not finish within ${CLOSE_TIMEOUT_MS} ms`) });
       } catch (err) {
         this.deps.logger.warn({ plugin, err: errorMessage(err) }, 'plugin close failed');
-      } finally {
-        clearTimeout(timer);
       }
     }
   }

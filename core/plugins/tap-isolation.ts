@@ -2,6 +2,7 @@ import type { Logger } from '../logger.ts';
 import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import { HookMap } from 'tapable';
 import type { KubeletHooks } from '../hooks.ts';
+import { withTimeout } from '../util/with-timeout.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
 export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown, args?: readonly unknown[]) => void;
@@ -57,20 +58,13 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
       ...tap,
       fn: async (...args: unknown[]) => {
         const start = performance.now();
-        let timer: NodeJS.Timeout | undefined;
         try {
-          const timeout = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`did not finish within ${options.timeoutMs} ms`)), options.timeoutMs);
-            timer.unref();
-          });
-          const result = await Promise.race([fn(...args), timeout]);
+          const result = await withTimeout(() => fn(...args), options.timeoutMs, { unref: true, error: () => new Error(`did not finish within ${options.timeoutMs} ms`) });
           observe(start, undefined, args);
           return result;
         } catch (err) {
           observe(start, err, args);
           throw fail(err);
-        } finally {
-          clearTimeout(timer);
         }
       },
     };

@@ -191,7 +191,7 @@ export class SyncLoop {
     this.d.probes.set(e.containerId, e.probe, e.result);
     const pod = this.desired.get(e.pod.metadata!.uid!);
     if (pod) this.workers.update(pod);
-    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
+    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: podFullName(e.pod), container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
   }
 
   /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */

@@ -2,6 +2,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type http from 'node:http';
 import type { Writable } from 'node:stream';
 import { parseDuration } from '../util/duration.ts';
+import { allContainersOf, containerKind, type ContainerKind } from '../objects/pod-util.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 import { lookupPod } from './pod-lookup.ts';
 import { KubeletUnreachable, localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
@@ -29,13 +30,8 @@ Flags:
 
 const REASONS: Record<number, string> = { 400: 'BadRequest', 404: 'NotFound', 422: 'Invalid', 500: 'InternalError', 503: 'ServiceUnavailable' };
 
-function allContainers(pod: V1Pod): Array<V1Container & { kind: 'init' | 'app' | 'ephemeral' }> {
-  const s = pod.spec;
-  return [
-    ...(s?.initContainers ?? []).map((c) => ({ ...c, kind: 'init' as const })),
-    ...(s?.containers ?? []).map((c) => ({ ...c, kind: 'app' as const })),
-    ...(s?.ephemeralContainers ?? []).map((c) => ({ ...(c as V1Container), kind: 'ephemeral' as const })),
-  ];
+function allContainers(pod: V1Pod): Array<V1Container & { kind: ContainerKind }> {
+  return allContainersOf(pod).map((c) => ({ ...c, kind: containerKind(pod, c.name) }));
 }
 
 /**

@@ -16,6 +16,7 @@ import { localGet, localSocketPath, readBody, unreachableMessage } from './local
 import { podRow, type PodRow } from './pod-columns.ts';
 import { columnWidths, headerLine, podTable, rowLine, type TableShape } from './pod-table.ts';
 import { PullProgressThrottle, pullMessagesOf } from './pull-progress-throttle.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 export const PODS_USAGE = `Usage: kubelet-ts pods [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [-w] [--root-dir DIR]
        kubelet-ts get pods ...      the same
@@ -210,8 +211,8 @@ function rowKey(r: PodRow): string {
 }
 
 function byNamespaceAndName(a: V1Pod, b: V1Pod): number {
-  const ka = `${a.metadata?.namespace ?? 'default'}/${a.metadata?.name ?? ''}`;
-  const kb = `${b.metadata?.namespace ?? 'default'}/${b.metadata?.name ?? ''}`;
+  const ka = podFullName(a);
+  const kb = podFullName(b);
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 

@@ -28,6 +28,7 @@ import type { PodSource } from './pod-source.ts';
 import { loadObjectModels } from '../objects/object-decoder.ts';
 import { applyStaticPodDefaults, canonicalJson, parseManifest, MAX_MANIFEST_BYTES } from './manifest.ts';
 import { CONFIG_SEEN_ANNOTATION } from '../objects/pod-origin.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 export interface StaticPodDirSourceOptions {
   /** The manifest directory. */
@@ -401,7 +402,7 @@ export class StaticPodDirSource implements PodSource {
       const fingerprint = podFingerprint(pod);
       if (previous?.error !== undefined) this.log.info({ file }, 'static pod manifest is valid again');
       else if (previous?.fingerprint !== fingerprint) {
-        this.log.info({ file, pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid: pod.metadata?.uid }, previous ? 'static pod manifest changed' : 'static pod manifest added');
+        this.log.info({ file, pod: podFullName(pod), uid: pod.metadata?.uid }, previous ? 'static pod manifest changed' : 'static pod manifest added');
       }
       return { stamp, pod, fingerprint, seq };
     } catch (err) {
@@ -460,7 +461,7 @@ export class StaticPodDirSource implements PodSource {
       if (entry.error !== undefined) this.problems.set(file, entry.error);
       if (!entry.pod) continue;
       const pod = entry.pod;
-      const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+      const key = podFullName(pod);
       const uid = pod.metadata!.uid!;
       const first = byKey.get(key) ?? byUid.get(uid);
       if (first !== undefined) {

@@ -4,6 +4,7 @@ import type { KubeletHooks } from '../hooks.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import { computePodStatus, type StatusInputs } from './pod-status.ts';
 import type { ProbeResults } from './probe-results.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 interface PodEntry {
   status: V1PodStatus | undefined;
@@ -91,7 +92,7 @@ export class StatusManager {
     entry.status = status;
     if (!before || summary(before) !== summary(status)) {
       this.deps.logger.info(
-        { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, phase: status.phase, podIP: status.podIP, containers: containerSummary(status) },
+        { pod: podFullName(pod), uid, phase: status.phase, podIP: status.podIP, containers: containerSummary(status) },
         'pod status changed',
       );
       this.deps.hooks.podStatusChanged.call(pod, status);

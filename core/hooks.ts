@@ -214,6 +214,13 @@ export function createHooks() {
 export type KubeletHooks = ReturnType<typeof createHooks>;
 export type HookName = keyof KubeletHooks;
 
+/**
+ * The hooks whose taps are told, not asked: a tap's throw (or overrun of hookTimeout) is
+ * logged naming the plugin and goes no further (the hook's other taps still run, and the
+ * core's work goes on as if the tap had succeeded).
+ */
+export const NOTIFICATION_HOOKS: ReadonlySet<HookName> = new Set<HookName>(['shutdown', 'beforeKill', 'onProbe', 'podStatusChanged']);
+
 /** The names of the per-key hooks (HookMaps). */
 export type HookMapName = { [K in HookName]: KubeletHooks[K] extends HookMap<any> ? K : never }[HookName];
 

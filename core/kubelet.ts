@@ -3,12 +3,12 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
 import { ConfigError, errorMessage } from './errors.ts';
-import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
+import { STAGE, type KubeletHooks } from './hooks.ts';
 import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
 import { RUNS_COMPILED } from './util/package-root.ts';
-import { PluginHost } from './plugins/plugin-host.ts';
-import { isolateTaps } from './plugins/tap-isolation.ts';
+import type { PluginHost } from './plugins/plugin-host.ts';
+import { createPluginHost } from './plugins/create-plugin-host.ts';
 import { instrumentRuntime } from './runtime/instrumented-runtime.ts';
 import { RuntimeCache } from './runtime/runtime-cache.ts';
 import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
@@ -86,7 +86,7 @@ const SHUTDOWN_STEP_MS = 10_000;
  * happens to pods is the sync loop's (sync-loop.ts); this file only wires.
  */
 export class Kubelet {
-  readonly hooks: KubeletHooks = createHooks();
+  readonly hooks: KubeletHooks;
   readonly plugins: PluginHost;
   readonly server: KubeletServer;
   /** The Prometheus metrics served on /metrics. */
@@ -153,8 +153,7 @@ export class Kubelet {
   ) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
     this.localObjects = new LocalObjects(config.localObjectsDir);
-    this.plugins = new PluginHost({
-      hooks: this.hooks,
+    const { hooks, host } = createPluginHost({
       config,
       logger,
       services: {
@@ -169,6 +168,8 @@ export class Kubelet {
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
       },
     });
+    this.hooks = hooks;
+    this.plugins = host;
     this.server = new KubeletServer(logger.child({ component: 'server' }));
   }
 
@@ -197,7 +198,6 @@ export class Kubelet {
     } catch (err) {
       throw new ConfigError(`${config.configFile ?? 'config'}: ${errorMessage(err)}`);
     }
-    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
     this.nodeResources = await readNodeResources(config);

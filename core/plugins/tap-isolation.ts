@@ -8,6 +8,16 @@ import { withTimeout } from '../util/with-timeout.ts';
 export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown, args?: readonly unknown[]) => void;
 
 interface FullTap { name: string; type: 'sync' | 'async' | 'promise'; fn: Function; stage?: number }
+
+export interface TapIsolationOptions {
+  timeoutMs: number;
+  observe?: TapObserver;
+  /**
+   * Hooks whose taps are told, not asked (hooks.ts NOTIFICATION_HOOKS): a tap's throw is logged,
+   * naming the plugin, and goes no further; the hook's other taps still run.
+   */
+  notifications?: ReadonlySet<string>;
+}
 interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
 
 /**
@@ -17,12 +27,13 @@ interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
  *  - an error leaving it names the hook and the plugin (`PluginError`) and is logged there;
  *  - its duration is reported to the observer;
  *  - a promise or callback tap that outlives `timeoutMs` fails instead of stalling the pod's
- *    worker (a sync tap blocks the event loop and cannot be bounded: keep them short).
+ *    worker (a sync tap blocks the event loop and cannot be bounded: keep them short);
+ *  - on a notification hook, the failure stops there: logged, and the next tap runs.
  * Taps registered before or after this call are both covered (tapable re-registers).
  * A HookMap's hooks are covered too, named `mountVolume[csi]`: those it already made, and,
  * through its `factory` interceptor, every one it makes later.
  */
-export function isolateTaps(hooks: KubeletHooks | object, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): void {
+export function isolateTaps(hooks: KubeletHooks | object, logger: Logger, options: TapIsolationOptions): void {
   const isolate = (name: string, hook: Interceptable) => hook.intercept({ register: (tap: FullTap) => wrapTap(name, tap, logger, options) });
   for (const [hookName, hook] of Object.entries(hooks) as Array<[string, unknown]>) {
     if (hook instanceof HookMap) {
@@ -41,15 +52,22 @@ export function isolateTaps(hooks: KubeletHooks | object, logger: Logger, option
   }
 }
 
-function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutMs: number; observe?: TapObserver }): FullTap {
+function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolationOptions): FullTap {
   const plugin = tap.name;
   const fn = tap.fn;
   const log = logger.child({ plugin, hook });
+  const notification = options.notifications?.has(hook.replace(/\[.*$/, '')) === true;
   const fail = (err: unknown): PluginError => {
     if (isPluginError(err)) return err;
     const wrapped = new PluginError(plugin, errorMessage(err), { hook, cause: err });
     log.warn({ err: errorMessage(err) }, 'plugin tap failed');
     return wrapped;
+  };
+  /** What a failed tap's caller gets: the error, or nothing at all on a notification hook (logged here). */
+  const outcome = (err: unknown): { error: PluginError } | { error?: undefined } => {
+    if (!notification) return { error: fail(err) };
+    log.warn({ err: errorMessage(err) }, 'plugin tap failed; the hook is a notification, nothing else comes of it');
+    return {};
   };
   const observe = (start: number, err: unknown, args: readonly unknown[]) => options.observe?.(hook, plugin, performance.now() - start, err, args);
 
@@ -64,7 +82,9 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
           return result;
         } catch (err) {
           observe(start, err, args);
-          throw fail(err);
+          const { error } = outcome(err);
+          if (error) throw error;
+          return undefined;
         }
       },
     };
@@ -83,8 +103,9 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
           settled = true;
           clearTimeout(timer);
           observe(start, err, args);
-          if (err) callback(fail(err));
-          else callback(null, result);
+          const error = err ? outcome(err).error : undefined;
+          if (error) callback(error);
+          else callback(null, err ? undefined : result);
         };
         const timer = setTimeout(() => settle(new Error(`did not call back within ${options.timeoutMs} ms`)), options.timeoutMs);
         timer.unref();
@@ -106,7 +127,9 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: { timeoutM
         return result;
       } catch (err) {
         observe(start, err, args);
-        throw fail(err);
+        const { error } = outcome(err);
+        if (error) throw error;
+        return undefined;
       }
     },
   };

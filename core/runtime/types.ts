@@ -322,6 +322,6 @@ export interface ContainerRuntime {
   reopenContainerLog?(containerId: string): Promise<void>;
   /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
   sandboxImage?(): Promise<string | undefined>;
-  /** close releases connections; called once at shutdown. */
+  /** close releases connections. The plugin host calls it once at stop, after every plugin's own cleanup (a runtime plugin does not register it with onClose). */
   close(): Promise<void>;
 }

@@ -43,7 +43,7 @@ export type { NetworkService, NetworkHooks, NetworkHooksView, NetworkSetUpEvent,
 
 // Coded errors.
 export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorCode, errorMessage } from '../errors.ts';
-export type { ErrorCode } from '../errors.ts';
+export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 
 // Helpers.
 export { isMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, removeUnmounted, isWithin } from '../volumes/mount-utils.ts';

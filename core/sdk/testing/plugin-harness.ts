@@ -3,11 +3,10 @@ import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { loadConfig } from '../../config/load.ts';
 import type { KubeletConfig, KubeletConfigInput, PluginEntry } from '../../config/types.ts';
-import { createHooks, type KubeletHooks } from '../../hooks.ts';
+import type { KubeletHooks } from '../../hooks.ts';
 import { silentLogger, type Logger } from '../../logger.ts';
 import { definePlugin, type Capabilities, type PluginEvent } from '../../plugins/plugin-api.ts';
-import { PluginHost } from '../../plugins/plugin-host.ts';
-import { isolateTaps } from '../../plugins/tap-isolation.ts';
+import { createPluginHost } from '../../plugins/create-plugin-host.ts';
 import { MemoryRuntime } from './memory-runtime.ts';
 
 /** Plugins applied as a kubelet applies them, without a kubelet: for a plugin's own tests. */
@@ -40,11 +39,8 @@ export async function startPluginsForTest(
   await fs.writeFile(file, JSON.stringify({ nodeName: 'plugin-test-node', ...options.config, rootDir: options.rootDir, plugins: [] }));
   const config = await loadConfig({ configFile: file });
   const logger = options.logger ?? silentLogger();
-  const hooks = createHooks();
-  isolateTaps(hooks, logger, { timeoutMs: config.hookTimeoutMs });
   const events: PluginEvent[] = [];
-  const host: PluginHost = new PluginHost({
-    hooks,
+  const { hooks, host } = createPluginHost({
     config,
     logger,
     services: {
@@ -61,7 +57,6 @@ export async function startPluginsForTest(
     apply(ctx) {
       const runtime = new MemoryRuntime();
       ctx.provide('runtime', runtime);
-      ctx.onClose(() => runtime.close());
     },
   });
   await host.loadAll(options.memoryRuntime === false ? entries : [memory, ...entries]);

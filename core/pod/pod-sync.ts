@@ -504,7 +504,13 @@ export class PodSyncer {
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.pullBackoff.forgetPrefix(`${uid}/`);
     this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
-    await this.deps.hooks.podRemoved.promise(pod);
+    try {
+      await this.deps.hooks.podRemoved.promise(pod);
+    } catch (err) {
+      // The termination is retried until every tap succeeds: say on the pod, at each retry, which plugin holds it.
+      this.event(pod, undefined, 'Warning', 'FailedPodRemovedHook', `${errorMessage(err)}; the pod stays terminating until its podRemoved taps succeed`);
+      throw err;
+    }
     this.podLogger(pod).info('pod removed');
   }
 

@@ -106,6 +106,11 @@ export class ConfigError extends Error {
   }
 }
 
+/** The plugin an error names (a PluginError's plugin), if any: for log lines that say who failed. */
+export function pluginOf(err: unknown): string | undefined {
+  return isPluginError(err) ? err.plugin : undefined;
+}
+
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

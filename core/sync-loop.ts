@@ -1,6 +1,6 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Logger } from './logger.ts';
-import { errorMessage } from './errors.ts';
+import { errorMessage, pluginOf } from './errors.ts';
 import type { KubeletHooks, ProbeResultEvent } from './hooks.ts';
 import type { KubeletConfig } from './config/types.ts';
 import type { KubeletMetrics } from './metrics/kubelet-metrics.ts';
@@ -191,7 +191,7 @@ export class SyncLoop {
     this.d.probes.set(e.containerId, e.probe, e.result);
     const pod = this.desired.get(e.pod.metadata!.uid!);
     if (pod) this.workers.update(pod);
-    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: podFullName(e.pod), container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
+    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: podFullName(e.pod), container: e.containerName, plugin: pluginOf(err), err: errorMessage(err) }, 'an onProbe tap failed'));
   }
 
   /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */
@@ -224,7 +224,7 @@ export class SyncLoop {
       // A worker busy for long (a slow postStart, a hanging plugin tap) publishes the pod's
       // status only when it is done: meanwhile the status follows the runtime from here.
       const pod = this.desired.get(uid);
-      if (pod && this.workers.isBusy(uid)) void this.d.status.update(pod, this.d.cache.get(uid)).catch(() => {});
+      if (pod && this.workers.isBusy(uid)) this.publishStatus(pod, uid, false);
     }
   }
 
@@ -308,7 +308,7 @@ export class SyncLoop {
           pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
         }
         this.terminating.set(uid, pod);
-        void this.d.status.update(pod, this.d.cache.get(uid), true).catch(() => {});
+        this.publishStatus(pod, uid, true);
         this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
         this.workers.update(pod, true);
         continue;
@@ -404,6 +404,17 @@ export class SyncLoop {
       this.workers.update(orphanPod(rs), true);
     }
     return found;
+  }
+
+  /**
+   * Recomputes and publishes a pod's status outside its worker (the worker publishes its own
+   * after each operation). A failure (a podStatus tap that throws) leaves the last status in
+   * place until the worker's next one; logged with the pod and the plugin.
+   */
+  private publishStatus(pod: V1Pod, uid: string, terminating: boolean): void {
+    this.d.status.update(pod, this.d.cache.get(uid), terminating).catch((err: unknown) => {
+      this.d.logger.warn({ pod: podFullName(pod), uid, plugin: pluginOf(err), err: errorMessage(err) }, 'pod status not published');
+    });
   }
 
   /** Node-wide container GC: beyond `maxContainers` dead containers, the oldest go first. */

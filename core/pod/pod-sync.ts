@@ -2,7 +2,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
-import { errorMessage, isNotFound } from '../errors.ts';
+import { errorMessage, isNotFound, pluginOf } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
@@ -170,7 +170,7 @@ export class PodSyncer {
           for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message });
           log.warn({ err: errorMessage(err) }, 'FailedCreatePodSandBox');
           this.event(pod, undefined, 'Warning', 'FailedCreatePodSandBox', message);
-          await this.finish(pod, waiting, undefined).catch(() => {});
+          await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
           throw new Error(message, { cause: err });
         }
         const sbStatus = await runtime.podSandboxStatus(sandboxId);
@@ -182,7 +182,7 @@ export class PodSyncer {
         } catch (err) {
           // Shown on every container while the sync retries with back-off (the sandbox stays).
           for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: errorMessage(err) });
-          await this.finish(pod, waiting, undefined).catch(() => {});
+          await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
           throw err;
         }
         podIP = isHostNetwork(pod) ? config.nodeIP : sbStatus.ip;
@@ -544,6 +544,11 @@ export class PodSyncer {
     } catch (err) {
       if (!isNotFound(err)) this.deps.logger.warn({ err: errorMessage(err) }, 'remove failed');
     }
+  }
+
+  /** A status that could not be published while the sync fails anyway (the sync's own error is what the worker reports). */
+  private statusNotPublished(pod: V1Pod, err: unknown): void {
+    this.podLogger(pod).warn({ plugin: pluginOf(err), err: errorMessage(err) }, 'pod status not published');
   }
 
   private event(pod: V1Pod, container: string | undefined, type: EventType, reason: string, message: string): void {

@@ -64,4 +64,40 @@ describe('hook contracts (core/hooks.ts)', function () {
     assert.ok(t.pod('web'), 'the pod is still there, terminating');
     assert.equal(suite.fake.containers().length, 0, 'its containers are gone all the same');
   });
+
+  it('a status that cannot be published (a podStatus tap throws) is logged with the pod and the plugin, in the sync and at removal', async function () {
+    const { logger, lines } = captureLogger();
+    let sandboxFails = true;
+    let statusFails = true;
+    const breaker = definePlugin({
+      name: 'status-breaker',
+      apply(ctx) {
+        ctx.hooks.beforeSandbox.tapPromise('x', async (config) => {
+          if (sandboxFails) throw new Error('no network for it');
+          return config;
+        });
+        ctx.hooks.podStatus.tapPromise('x', async (status) => {
+          if (statusFails) throw new Error('conditions service down');
+          return status;
+        });
+      },
+    });
+    const t = await suite.start({}, [breaker], { logger });
+    await t.writeManifest('web.json', podManifest('web', [app], { terminationGracePeriodSeconds: 0 }));
+    const notPublished = () => lines.filter((l) => l.msg === 'pod status not published');
+    // The sync fails at the sandbox; the status it then tries to publish fails too (pod-sync.ts).
+    await waitFor('a sync that failed its sandbox logs the status it could not publish', () => notPublished().length >= 1, 10_000);
+    assert.deepEqual([notPublished()[0]!.pod, notPublished()[0]!.plugin], ['default/web-test-node', 'status-breaker']);
+    sandboxFails = false;
+    statusFails = false;
+    await t.waitForPod('web', isRunning, 10_000, 'Running once the plugin lets it');
+    // The removal publishes the Terminating status outside the pod's worker (sync-loop.ts).
+    statusFails = true;
+    const before = notPublished().length;
+    await t.removeManifest('web.json');
+    await waitFor('the removal logs the status it could not publish', () => notPublished().length > before, 10_000);
+    const atRemoval = notPublished().at(-1)!;
+    assert.deepEqual([atRemoval.pod, atRemoval.plugin, atRemoval.err], ['default/web-test-node', 'status-breaker', "plugin 'status-breaker' (hook podStatus): conditions service down"]);
+    statusFails = false;
+  });
 });

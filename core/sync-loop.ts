@@ -317,7 +317,7 @@ export class SyncLoop {
         this.finished.delete(uid);
         this.d.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
         this.d.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
-        void this.admit(pod);
+        void this.admit(pod).catch((err: unknown) => this.d.logger.warn({ pod: podFullName(pod), uid, plugin: pluginOf(err), err: errorMessage(err) }, 'admission of the pod failed'));
         continue;
       }
       this.desired.set(uid, pod);

@@ -14,6 +14,7 @@ import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type 
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
 import { orderPlugins } from './plugin-order.ts';
+import { pluginOfError } from './plugin-attribution.ts';
 import { satisfies } from './version-range.ts';
 
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
@@ -32,6 +33,8 @@ export interface LoadedPlugin {
   /** How it was found: built-in folder, npm module, file path, or an object in the config. */
   origin: 'builtin' | 'module' | 'path' | 'inline';
   location: string;
+  /** Where its code lives (its folder, package directory or file), to name it in a crash; none for an inline plugin. */
+  root: string | undefined;
   options: unknown;
   taps: TapRecord[];
   slots: string[];
@@ -49,6 +52,7 @@ interface ResolvedEntry {
   name: string;
   origin: LoadedPlugin['origin'];
   location: string;
+  root: string | undefined;
   options: unknown;
   index: number;
   /** The slots it declared (it must fill each of them). */
@@ -203,7 +207,7 @@ export class PluginHost {
   /** Finds an entry's plugin, checks its host version range, declared slots and options. */
   private async resolveEntry(entry: PluginEntry, index: number): Promise<ResolvedEntry> {
     const { ref, options } = normalizeEntry(entry, index);
-    const { plugin, origin, location } = await this.resolve(ref, index);
+    const { plugin, origin, location, root } = await this.resolve(ref, index);
     const name = plugin.name;
     if (plugin.kubeletTs !== undefined) {
       let ok: boolean;
@@ -223,12 +227,12 @@ export class PluginHost {
     }
     const requires = plugin.requires ?? [];
     if (!Array.isArray(requires) || requires.some((r) => typeof r !== 'string' || !r)) throw new PluginError(name, `requires must be a list of slot or plugin names (is ${JSON.stringify(requires)})`, { code: 'InvalidInput', hostCode: 'PLUGIN_MISUSE' });
-    return { plugin, name, origin, location, options: this.validateOptions(plugin, options ?? {}), index, declared, provides, requires };
+    return { plugin, name, origin, location, root, options: this.validateOptions(plugin, options ?? {}), index, declared, provides, requires };
   }
 
   /** Applies one resolved plugin with its own context: registration only (taps, slots, start and close work). */
   private async apply(r: ResolvedEntry): Promise<void> {
-    const { plugin, name, origin, location } = r;
+    const { plugin, name, origin, location, root } = r;
     const validated = r.options;
     for (const req of r.requires) {
       const byName = this.loaded.some((p) => p.name === req);
@@ -238,7 +242,7 @@ export class PluginHost {
     }
     const stateDir = path.join(this.deps.config.rootDir, 'plugin-state', name.replace(/[\/@]/g, '_'));
     fs.mkdirSync(stateDir, { recursive: true });
-    const record: LoadedPlugin = { name, kind: plugin.kind ?? 'other', origin, location, options: validated, taps: [], slots: [], applyMs: 0 };
+    const record: LoadedPlugin = { name, kind: plugin.kind ?? 'other', origin, location, root, options: validated, taps: [], slots: [], applyMs: 0 };
     const logger = this.deps.logger.child({ plugin: name });
     const ctx: PluginContext = Object.freeze({
       name,
@@ -329,17 +333,19 @@ export class PluginHost {
     return copy;
   }
 
-  private async resolve(ref: string | KubeletPlugin<any>, index: number): Promise<{ plugin: KubeletPlugin<any>; origin: LoadedPlugin['origin']; location: string }> {
-    if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config' };
+  private async resolve(ref: string | KubeletPlugin<any>, index: number): Promise<{ plugin: KubeletPlugin<any>; origin: LoadedPlugin['origin']; location: string; root: string | undefined }> {
+    if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config', root: undefined };
 
     const pluginsFile = this.deps.config.pluginsConfigFile ?? this.deps.config.configFile;
     const configDir = pluginsFile ? path.dirname(pluginsFile) : process.cwd();
     let file: string;
     let origin: LoadedPlugin['origin'];
+    let root: string;
     if (ref.startsWith('.') || path.isAbsolute(ref)) {
       file = path.resolve(configDir, ref);
       origin = 'path';
       if (!fs.existsSync(file)) throw new PluginError(ref, `plugin file not found: ${file}`, NOT_FOUND);
+      root = file;
       if (fs.statSync(file).isDirectory()) {
         const entry = folderEntry(file);
         if (!entry) throw new PluginError(ref, `plugin folder ${file} has no index.ts, index.js or index.mjs`, NOT_FOUND);
@@ -348,9 +354,11 @@ export class PluginHost {
     } else if (builtinPluginNames().includes(ref)) {
       file = folderEntry(path.join(BUILTIN_DIR, ref))!;
       origin = 'builtin';
+      root = path.dirname(file);
     } else {
       origin = 'module';
       file = resolveModule(ref, configDir);
+      root = packageDir(file);
     }
     let mod: { default?: unknown };
     try {
@@ -358,7 +366,20 @@ export class PluginHost {
     } catch (err) {
       throw new PluginError(ref, `cannot import ${file}: ${errorMessage(err)}`, { ...NOT_FOUND, cause: err });
     }
-    return { plugin: checkShape(mod.default ?? mod, ref), origin, location: file };
+    return { plugin: checkShape(mod.default ?? mod, ref), origin, location: file, root };
+  }
+
+  /** The loaded plugin whose code an error comes from (a PluginError's, else its stack's; plugin-attribution.ts). */
+  pluginOfError(err: unknown): string | undefined {
+    return pluginOfError(err, this.loaded);
+  }
+}
+
+/** The directory of the package a module file belongs to: the nearest one above it with a package.json. */
+function packageDir(file: string): string {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.dirname(file);
   }
 }
 

@@ -16,7 +16,7 @@
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
- *   overflow past 2^31-1 ms), named container ports.
+ *   overflow past 2^31-1 ms), a deadline on a promise (`withTimeout`), named container ports.
  *
  * Anything not exported here is the core's own and may change without notice.
  */
@@ -53,3 +53,5 @@ export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } 
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';
+export { withTimeout, TIMED_OUT } from '../util/with-timeout.ts';
+export type { TimedOut, TimeoutOptions } from '../util/with-timeout.ts';

@@ -58,6 +58,11 @@ import type { MainServer } from './server/main-server.ts';
 import { SecurityAdmission } from './pod/security-admission.ts';
 import { RuntimeClasses } from './apiserver/runtime-classes.ts';
 import { withTerminationMessage } from './pod/termination-message.ts';
+// TLS bootstrap and certificate rotation, loaded with the API side (they use its client).
+import type { CertificateManager } from './certificates/certificate-manager.ts';
+import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
+import { DeviceManager } from './devices/device-manager.ts';
+import { withDevices } from './devices/container-devices.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
 function podUIDOf(args: readonly unknown[]): string | undefined {
@@ -149,6 +154,15 @@ export class Kubelet {
   private tokens: TokenManager | undefined;
   /** The node's capacity and allocatable, read at start. */
   private nodeResources!: NodeResources;
+  /** Renews the client certificate (rotateCertificates) and the serving one (serverTLSBootstrap). */
+  private clientCertificates: CertificateManager | undefined;
+  private servingCertificates: CertificateManager | undefined;
+  /** Aborted by stop(): ends a TLS bootstrap that still waits. */
+  private readonly stopping = new AbortController();
+  /** Device plugins' resources, their allocation to pods and its checkpoint (core/devices). */
+  readonly devices: DeviceManager;
+  /** The names of the pod sources, once they are set up (the device manager frees only after each reported). */
+  private sourceNames: string[] = [];
 
   constructor(
     readonly config: KubeletConfig,
@@ -159,6 +173,13 @@ export class Kubelet {
   ) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
     this.localObjects = new LocalObjects(config.localObjectsDir);
+    this.devices = new DeviceManager({
+      rootDir: config.rootDir,
+      logger,
+      activePods: () => this.pods().filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'),
+      sourcesReady: () => this.sourceNames.length > 0 && (this.loop?.sourcesSeen(this.sourceNames) ?? false),
+      podRunning: (uid) => this.cache?.get(uid)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false,
+    });
     const { hooks, host } = createPluginHost({
       config,
       logger,
@@ -172,6 +193,7 @@ export class Kubelet {
         observeProbeRun: (run) => this.metrics.observeProbe(run),
         recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
+        devices: (plugin) => this.devices.view(plugin),
       },
     });
     this.hooks = hooks;
@@ -195,9 +217,13 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
+    // The TLS bootstrap first (it may write the kubeconfig), and with it what rotation needs.
+    const certs = config.kubeconfig ? await import('./certificates/kubelet-certificates.ts') : undefined;
+    const credentials = certs && config.kubeconfig ? await certs.prepareClientCredentials({ ...config, kubeconfig: config.kubeconfig }, logger, this.stopping.signal) : undefined;
+    const serving = certs && config.serverTLSBootstrap ? await certs.servingCertificateAtStart(config, logger) : undefined;
     // A kubeconfig that cannot work fails the start before anything touches the node.
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
-    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName);
+    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
     try {
       this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
@@ -215,7 +241,14 @@ export class Kubelet {
     });
     this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod) });
     await this.volumes.start();
+    // Allocations made before a restart come back before any device provider registers again.
+    await this.devices.start();
+    this.tapDevices();
     await this.plugins.loadAll(config.plugins);
+    // The flags must not be ignored silently by a config whose plugins leave out the one that reads them.
+    if (config.imageCredentialProviderConfig && this.hooks.imageCredentials.taps.length === 0) {
+      throw new ConfigError(`${config.configFile ?? 'config'}: imageCredentialProviderConfig (--image-credential-provider-config) is set but no plugin provides image credentials: add 'credential-provider-exec' to plugins`);
+    }
     // Registration done; now what touches the node: runtime connections, sockets, watchers.
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
@@ -245,7 +278,10 @@ export class Kubelet {
       probes: this.probes,
       onUpdate: (pod, status) => this.reporter?.status(pod, status),
     });
-    const puller = this.puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
+    const puller = this.puller = new ImagePuller({
+      runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}),
+      providerCredentials: (request) => this.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request),
+    });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
@@ -263,6 +299,7 @@ export class Kubelet {
       admissionNode: () => this.admissionNode(),
       pressure: () => this.eviction,
       pulledMs: (uid) => puller.pulledMs(uid),
+      devices: this.devices,
     });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
       this.loop.measureStart(pod, status);
@@ -326,7 +363,7 @@ export class Kubelet {
       config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
       metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
     };
-    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main });
+    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main, ...(serving ? { clusterSigned: { pair: serving.pair } } : {}) });
     this.port = this.mainServer.port;
 
     if (config.staticPodPath) {
@@ -344,11 +381,12 @@ export class Kubelet {
     if (config.staticPodURL) {
       this.sources.push(new StaticPodUrlSource({ url: config.staticPodURL, headers: config.staticPodURLHeader, nodeName: config.nodeName, periodMs: config.httpCheckFrequencyMs, logger }));
     }
-    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode);
+    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode, credentials);
+    if (certs && this.api) this.startCertificateRotation(certs, credentials, serving);
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
 
-    const sourceNames = this.sources.map((s) => s.name);
+    const sourceNames = (this.sourceNames = this.sources.map((s) => s.name));
     this.timers.push(setInterval(() => void this.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
     this.timers.push(setInterval(() => this.loop.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
@@ -392,8 +430,11 @@ export class Kubelet {
       return undefined;
     };
 
+    this.stopping.abort();
     for (const t of this.timers.splice(0)) clearInterval(t);
     const teardown = Date.now() + STOP_TEARDOWN_MS;
+    await part('client certificate rotation', teardown, () => this.clientCertificates?.stop());
+    await part('serving certificate rotation', teardown, () => this.servingCertificates?.stop());
     await part('eviction manager', teardown, () => this.eviction?.stop());
     await part('image GC', teardown, () => this.imageGC?.stop());
     await part('log rotation', teardown, () => this.logRotation?.stop());
@@ -419,6 +460,9 @@ export class Kubelet {
     }
     await part('shutdown hook', Date.now() + STOP_SHUTDOWN_HOOK_MS, () => this.hooks.shutdown.promise());
     await this.plugins.close({ deadline });
+    // The device checkpoint's last write is local and short: it gets its second even when the plugins used up the bound.
+    const devicesStopped = await withTimeout(() => this.devices.stop(), 1000).catch((err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'stop: device manager failed; going on'));
+    if (devicesStopped === TIMED_OUT) cutShort.push('device manager');
     this.started = false;
     if (cutShort.length > 0 || Date.now() > deadline) this.logger.warn({ cutShort, boundMs: STOP_BOUND_MS }, 'the stop was cut short to stay within its bound; pods keep running and a restarted kubelet takes them over');
   }
@@ -427,12 +471,13 @@ export class Kubelet {
    * API-server mode: the API clients, Node registration and status, the Lease, the `api` pod
    * source, and what goes back to the server (pod statuses, mirror pods, final deletes, events).
    */
-  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode): void {
+  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode, credentials?: ClientCredentials): void {
     const { config, logger } = this;
     const api = createApiNode({
       config: { ...config, kubeconfig, port: this.port || config.port },
       hooks: this.hooks,
       logger,
+      ...(credentials?.overrides ? { kubeconfigOverrides: credentials.overrides } : {}),
       inputs: {
         runtimeVersion: () => this.runtimeImpl.version(),
         runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),
@@ -464,6 +509,34 @@ export class Kubelet {
   }
 
   /**
+   * Certificates from the cluster (core/certificates): the client certificate renewed with
+   * rotateCertificates, taken up by the API clients; with serverTLSBootstrap the main port's
+   * certificate asked for and renewed, swapped into the running server.
+   */
+  private startCertificateRotation(
+    certs: typeof import('./certificates/kubelet-certificates.ts'),
+    credentials: ClientCredentials | undefined,
+    serving: Awaited<ReturnType<typeof import('./certificates/kubelet-certificates.ts').servingCertificateAtStart>> | undefined,
+  ): void {
+    const { config, logger } = this;
+    const api = this.api!;
+    if (credentials?.rotation) {
+      this.clientCertificates = certs.startClientRotation({ config: { ...config, kubeconfig: config.kubeconfig! }, rotation: credentials.rotation, clients: [api.main, api.heartbeat, api.events], logger });
+    }
+    if (serving) {
+      this.servingCertificates = certs.startServingRotation({
+        config,
+        store: serving.store,
+        initial: serving.pair,
+        client: api.main,
+        addresses: () => api.nodeStatus?.addresses() ?? [{ type: 'InternalIP', address: config.nodeIP }, { type: 'Hostname', address: config.nodeName }],
+        onRotated: (pair) => this.mainServer?.setServingPair({ cert: pair.certPem, key: pair.keyPem, certFile: pair.source }),
+        logger,
+      });
+    }
+  }
+
+  /**
    * Node-level reclaim before evicting pods for disk (upstream deleteAllUnusedContainers): every
    * dead container of a pod the kubelet failed (an evicted pod's container and log are what
    * fills the disk), and every other dead container but each name's newest (restart counts);
@@ -476,12 +549,32 @@ export class Kubelet {
     if (images) await this.imageGC.deleteAllUnused();
   }
 
+  /**
+   * The device manager's part of the kubelet: a container's device allocation in its config
+   * (before any plugin's tap, which then sees it), devices freed when a pod is gone, and each
+   * device resource in the Node's capacity and allocatable (plugins tapping later may change them).
+   */
+  private tapDevices(): void {
+    this.hooks.beforeContainerCreate.tapPromise({ name: 'kubelet:devices', stage: -1000 }, async (config, { pod, container }) => {
+      const allocation = await this.devices.containerAllocation(pod, container);
+      return allocation ? withDevices(config, allocation) : config;
+    });
+    this.hooks.podRemoved.tap({ name: 'kubelet:devices', stage: STAGE.OBSERVE }, (pod) => {
+      if (pod.metadata?.uid) this.devices.release(pod.metadata.uid);
+    });
+    this.hooks.nodeStatus.tap({ name: 'kubelet:devices', stage: -1000 }, (draft) => {
+      const { capacity, allocatable } = this.devices.nodeResources();
+      return { ...draft, capacity: { ...draft.capacity, ...capacity }, allocatable: { ...draft.allocatable, ...allocatable } };
+    });
+  }
+
   /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */
   private admissionNode(): AdmissionNode {
     const a = this.nodeResources.allocatable;
     const node = this.api?.nodeStatus?.node;
     return {
       allocatable: { cpu: Math.round(resourceNumber(a, 'cpu') * 1000), memory: resourceNumber(a, 'memory'), 'ephemeral-storage': resourceNumber(a, 'ephemeral-storage'), pods: this.config.maxPods },
+      extended: this.devices.admissionAllocatable(),
       labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
       taints: node?.spec?.taints ?? this.config.registerWithTaints,
     };

@@ -61,6 +61,15 @@ export interface SyncLoopDeps {
   pressure: () => SyncLoopPressure;
   /** Milliseconds a pod spent pulling images (the start SLI leaves them out). */
   pulledMs: (uid: string) => number;
+  /** Device allocation at admission (core/devices), and its release when a pod is not admitted after all. */
+  devices?: SyncLoopDevices;
+}
+
+/** What admission needs of the device manager. */
+export interface SyncLoopDevices {
+  /** Undefined when the pod needs no devices (admission goes on at once); else the allocation's refusal, if any. */
+  admit(pod: V1Pod): Promise<{ reason: string; message: string } | undefined> | undefined;
+  release(podUID: string): void;
 }
 
 /**
@@ -81,6 +90,12 @@ export class SyncLoop {
    * Forgotten after FINISHED_MEMORY_MS.
    */
   private readonly finished = new Map<string, number>();
+  /**
+   * Pods added and not yet admitted, by UID, with the UIDs of the pods admitted before them (what
+   * admission fits them next to). Admission runs in the pod's worker, ahead of its first sync, so
+   * an update or removal that arrives while an `admitPod` tap is awaited waits its turn.
+   */
+  private readonly pendingAdmission = new Map<string, ReadonlySet<string>>();
   /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
   private readonly startMeasured = new Set<string>();
   private readonly podConfig = new PodConfig((u) => this.handleUpdate(u));
@@ -256,6 +271,11 @@ export class SyncLoop {
     }
   }
 
+  /** Every source in `sources` has reported its pods at least once. */
+  sourcesSeen(sources: string[]): boolean {
+    return this.podConfig.seenAll(sources);
+  }
+
   /** Stops the queue's timers: nothing is enqueued again. */
   stopQueue(): void {
     this.queue.stop();
@@ -269,6 +289,7 @@ export class SyncLoop {
   private onTerminated(pod: V1Pod): void {
     const uid = pod.metadata!.uid!;
     this.terminating.delete(uid);
+    if (!this.desired.has(uid)) this.pendingAdmission.delete(uid);
     this.finished.set(uid, Date.now());
     this.api?.reporter.terminated(pod);
     this.api?.reporter.forget(uid);
@@ -317,7 +338,12 @@ export class SyncLoop {
         this.finished.delete(uid);
         this.d.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
         this.d.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
-        void this.admit(pod).catch((err: unknown) => this.d.logger.warn({ pod: podFullName(pod), uid, plugin: pluginOf(err), err: errorMessage(err) }, 'admission of the pod failed'));
+        // Fitted next to the pods added before it, whenever its worker gets to admit it.
+        this.pendingAdmission.set(uid, new Set(this.admittedPods(uid).map((p) => p.metadata!.uid!)));
+        this.desired.set(uid, pod);
+        // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
+        if (isApiPod(pod)) this.api?.objectCache.setPodRefs(uid, objectRefsOf(pod));
+        this.workers.update(pod);
         continue;
       }
       this.desired.set(uid, pod);
@@ -338,17 +364,23 @@ export class SyncLoop {
     return out;
   }
 
-  private async admit(pod: V1Pod): Promise<void> {
+  /**
+   * Admits a pod in its worker, before its first sync: 'admitted', 'rejected' (its Failed status
+   * published), or 'gone' when the pod was removed while admission awaited (no rejection is kept
+   * or posted for it; its worker terminates it next).
+   */
+  private async admit(pod: V1Pod, before: ReadonlySet<string>): Promise<'admitted' | 'rejected' | 'gone'> {
     const uid = pod.metadata!.uid!;
     const admitStart = Date.now();
-    this.desired.set(uid, pod);
-    // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
-    if (isApiPod(pod)) this.api?.objectCache.setPodRefs(uid, objectRefsOf(pod));
-    // Upstream's general predicates against the pods admitted before it (terminating ones still hold their resources).
-    let rejection: { reason: string; message: string } | undefined = checkAdmission(pod, this.admittedPods(uid), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
-    rejection ??= this.d.securityAdmission.admit(pod);
+    // Upstream's order of admit handlers: node pressure, sysctls (and AppArmor), device
+    // allocation, then the general predicates against the pods admitted before it (terminating
+    // ones still hold their resources).
     const pressure = this.d.pressure();
-    rejection ??= checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
+    let rejection: { reason: string; message: string } | undefined = checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
+    rejection ??= this.d.securityAdmission.admit(pod);
+    const allocating = rejection ? undefined : this.d.devices?.admit(pod);
+    if (allocating) rejection = await allocating;
+    rejection ??= checkAdmission(pod, this.admittedPods(uid).filter((p) => before.has(p.metadata!.uid!)), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
     if (!rejection) {
       try {
         const reason = await this.d.hooks.admitPod.promise(pod);
@@ -357,17 +389,32 @@ export class SyncLoop {
         rejection = { reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
       }
     }
+    this.pendingAdmission.delete(uid);
+    if (!this.desired.has(uid) || this.workers.isTerminating(uid)) {
+      if (rejection) this.d.devices?.release(uid);
+      this.d.logger.info({ pod: podFullName(pod), uid }, 'pod removed while it was being admitted; not started');
+      return 'gone';
+    }
     if (rejection) {
+      this.d.devices?.release(uid);
       this.d.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
       this.d.status.reject(uid, rejection.reason, rejection.message);
-      await this.d.status.update(pod, undefined);
-      return;
+      await this.d.status.update(this.desired.get(uid) ?? pod, undefined);
+      return 'rejected';
     }
     this.d.timelines.record(uid, { step: 'admitted', startMs: admitStart, durationMs: Date.now() - admitStart });
-    if (this.desired.get(uid) === pod) this.workers.update(pod);
+    return 'admitted';
   }
 
   private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
+    const uid = pod.metadata!.uid!;
+    // Not admitted yet: admission first, in this worker, so nothing of the pod runs before it is
+    // admitted and updates meanwhile wait (they run as this worker's next sync).
+    const before = this.pendingAdmission.get(uid);
+    if (before) {
+      if (this.d.status.rejection(uid)) this.pendingAdmission.delete(uid);
+      else if ((await this.admit(pod, before)) !== 'admitted') return {};
+    }
     // A pod replacing another of the same namespace/name (an edited static pod) waits until its
     // predecessor has fully stopped: the two never run side by side (both may bind host ports).
     const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);

@@ -178,8 +178,12 @@ export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: {
  *   may edit the object it was given, which was built for this call, and return it). Every
  *   other argument (the pod, an event, a context) is the kubelet's own: read-only.
  * - **Time**: every promise or callback tap is bounded by `hookTimeout` (default 2 m); past it
- *   the tap counts as failed and the core goes on (its work is not cancelled). A sync tap is
- *   not bounded: it blocks the event loop, keep it short.
+ *   the tap counts as failed and the core goes on. Each tap runs with a signal of its own:
+ *   `currentSignal()` (from `kubelet-ts`) called inside the tap, or anything it starts, is an
+ *   AbortSignal that aborts when the tap's hookTimeout expires (its reason: the timeout's
+ *   error), so the work stops instead of running on after the core gave up; pass it to fetch,
+ *   child processes and loops. Runtime calls the tap makes abort with it. A sync tap is not
+ *   bounded: it blocks the event loop, keep it short.
  * - **Throw**: what a throw (or an overrun) does. Every error leaving a tap is a
  *   `PluginError` naming the plugin and the hook, logged where it happens. On the
  *   notification hooks (NOTIFICATION_HOOKS below) a throw is logged and nothing else: the

@@ -253,7 +253,7 @@ export class Kubelet {
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
 
-    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime);
+    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
     this.runtimeVersion = await this.runtimeImpl.version();
     logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
 

@@ -3,6 +3,7 @@ import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import { HookMap } from 'tapable';
 import type { KubeletHooks } from '../hooks.ts';
 import { withTimeout } from '../util/with-timeout.ts';
+import { childSignal, runWithSignal } from '../util/abort-scope.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
 export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown, args?: readonly unknown[]) => void;
@@ -27,7 +28,9 @@ interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
  *  - an error leaving it names the hook and the plugin (`PluginError`) and is logged there;
  *  - its duration is reported to the observer;
  *  - a promise or callback tap that outlives `timeoutMs` fails instead of stalling the pod's
- *    worker (a sync tap blocks the event loop and cannot be bounded: keep them short);
+ *    worker (a sync tap blocks the event loop and cannot be bounded: keep them short), and its
+ *    signal (`currentSignal()` inside the tap, util/abort-scope.ts) aborts then, with that
+ *    error as its reason, so the plugin's work stops too;
  *  - on a notification hook, the failure stops there: logged, and the next tap runs.
  * Taps registered before or after this call are both covered (tapable re-registers).
  * A HookMap's hooks are covered too, named `mountVolume[csi]`: those it already made, and,
@@ -76,8 +79,14 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
       ...tap,
       fn: async (...args: unknown[]) => {
         const start = performance.now();
+        const scope = childSignal();
         try {
-          const result = await withTimeout(() => fn(...args), options.timeoutMs, { unref: true, error: () => new Error(`did not finish within ${options.timeoutMs} ms`) });
+          const timedOut = () => {
+            const err = new Error(`did not finish within ${options.timeoutMs} ms`);
+            scope.abort(err);
+            return err;
+          };
+          const result = await withTimeout(() => runWithSignal(scope.signal, () => fn(...args)), options.timeoutMs, { unref: true, error: timedOut });
           observe(start, undefined, args);
           return result;
         } catch (err) {
@@ -85,6 +94,8 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
           const { error } = outcome(err);
           if (error) throw error;
           return undefined;
+        } finally {
+          scope.done();
         }
       },
     };
@@ -95,6 +106,7 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
       fn: (...args: unknown[]) => {
         const start = performance.now();
         const callback = args.pop() as (err?: unknown, result?: unknown) => void;
+        const scope = childSignal();
         // The callback is called once: by the tap, or by the timeout when the tap never calls
         // back (a lost callback would otherwise hold the pod's worker, and shutdown, forever).
         let settled = false;
@@ -102,15 +114,20 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
           if (settled) return;
           settled = true;
           clearTimeout(timer);
+          scope.done();
           observe(start, err, args);
           const error = err ? outcome(err).error : undefined;
           if (error) callback(error);
           else callback(null, err ? undefined : result);
         };
-        const timer = setTimeout(() => settle(new Error(`did not call back within ${options.timeoutMs} ms`)), options.timeoutMs);
+        const timer = setTimeout(() => {
+          const err = new Error(`did not call back within ${options.timeoutMs} ms`);
+          scope.abort(err);
+          settle(err);
+        }, options.timeoutMs);
         timer.unref();
         try {
-          fn(...args, (err: unknown, result: unknown) => settle(err, result));
+          runWithSignal(scope.signal, () => fn(...args, (err: unknown, result: unknown) => settle(err, result)));
         } catch (err) {
           settle(err);
         }

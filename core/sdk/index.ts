@@ -14,6 +14,9 @@
  *   `networkTearDown`) and their events, the attachment shape `PodNetwork`;
  * - provide devices of an extended resource: `DeviceProvider`, registered with `ctx.devices()`
  *   (the device manager's view: `DeviceManagerView`), and read allocations (podresources);
+ * - stop when the core gives up: `currentSignal()`, inside a hook tap or a runtime call, is
+ *   the AbortSignal that aborts when its hookTimeout or runtimeRequestTimeout expires (or the
+ *   work that made it is given up on); pass it on to what you start (abort-scope.ts);
  * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
@@ -36,6 +39,9 @@ export type { Logger } from '../logger.ts';
 // Hooks and their events.
 export { STAGE } from '../hooks.ts';
 export type * from '../hooks.ts';
+// Cancellation: the signal of the tap or runtime call in progress (aborts when the core gives up on it).
+export { currentSignal, runWithSignal, childSignal } from '../util/abort-scope.ts';
+export type { ChildSignal } from '../util/abort-scope.ts';
 export type { ObjectSource } from '../objects/object-source.ts';
 
 // The runtime slot: its interface and the labels adoption depends on.

@@ -19,9 +19,7 @@ import type { SecurityAdmission } from './pod/security-admission.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
 import { isMirrorPod } from './objects/pod-origin.ts';
-import { objectRefsOf, type ApiObjectCache } from './apiserver/object-cache.ts';
-import type { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
-import type { TokenManager } from './apiserver/token-manager.ts';
+import { objectRefsOf, type ObjectRef } from './apiserver/object-cache.ts';
 import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */
@@ -29,11 +27,41 @@ const REPLACEMENT_WAIT_MS = 200;
 /** How long the loop remembers that a pod's termination finished. */
 const FINISHED_MEMORY_MS = 10 * 60_000;
 
-/** What the API-server side gives the loop, once it runs: where statuses go and which objects to watch. */
+/**
+ * What the API-server side gives the loop, once it runs: where statuses go and which objects to
+ * watch. Only what the loop calls, declared here (kubelet.ts passes the ApiPodReporter,
+ * ApiObjectCache and TokenManager, which fit these), so the loop can be read and tested
+ * without the API-server classes.
+ */
 export interface SyncLoopApi {
-  reporter: ApiPodReporter;
-  objectCache: ApiObjectCache;
-  tokens: TokenManager;
+  reporter: SyncLoopReporter;
+  objectCache: SyncLoopObjectWatch;
+  tokens: SyncLoopTokens;
+}
+
+/** Where pod statuses and final deletes go (the API pod reporter), and the mirror pods it keeps. */
+export interface SyncLoopReporter {
+  mirrors: {
+    /** The mirror pods the API server lists for this node. */
+    observe(mirrors: V1Pod[]): void;
+    /** The static pods the kubelet runs, whose mirrors it keeps. */
+    setStatic(pods: V1Pod[]): void;
+  };
+  /** The pod finished terminating: an API pod is deleted from the server. */
+  terminated(pod: V1Pod): void;
+  /** Drops what is kept of the pod. */
+  forget(uid: string): void;
+}
+
+/** The ConfigMaps and Secrets watched for each pod (the API object cache). */
+export interface SyncLoopObjectWatch {
+  setPodRefs(podUid: string, refs: ObjectRef[]): void;
+  forgetPod(podUid: string): void;
+}
+
+/** Service account tokens kept per pod (the token manager). */
+export interface SyncLoopTokens {
+  forgetPod(uid: string): void;
 }
 
 /** What node pressure means for admission (the eviction manager's view). */

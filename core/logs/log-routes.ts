@@ -6,7 +6,8 @@ import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime, ContainerSummary } from '../runtime/types.ts';
 import { httpError, type RouteHandler } from '../util/http-route.ts';
 import { allContainersOf } from '../objects/pod-util.ts';
-import { parseLogTime, readContainerLog, type ReadLogOptions } from './cri-log.ts';
+import { parseLogTime } from './cri-log.ts';
+import { readContainerLog, type ReadLogOptions } from './log-follower.ts';
 
 /**
  * GET /containerLogs/{namespace}/{pod}/{container}: a container's log as upstream's kubelet

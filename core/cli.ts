@@ -15,6 +15,9 @@ import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server/read-only-server.ts';
 import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
 
+/** The exit code of a kubelet ended by a bug (an uncaught exception or rejection): sysexits' EX_SOFTWARE. */
+const CRASH_EXIT_CODE = 70;
+
 /** The log levels the config schema accepts, so the help can never list fewer or others. */
 const LOG_LEVELS = (configSchema.properties.logging.properties.level.enum as readonly string[]).join('|');
 
@@ -143,11 +146,20 @@ async function main(): Promise<number> {
   for (const n of notices) logger[n.level](n.ignored ? { config: config.configFile, ignored: n.ignored.map((i) => i.name) } : {}, n.msg);
   const kubelet = new Kubelet(config, logger);
 
-  // The last line of defence: whatever a pod spec, a plugin or a library manages to throw
-  // outside a request, the node keeps its kubelet. Each is a bug to fix where it was thrown;
-  // the log line says so.
-  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception (a bug: please report it); the kubelet keeps running'));
-  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection (a bug: please report it); the kubelet keeps running'));
+  // Crash-only, as upstream's kubelet on a panic: a throw nothing caught is a bug, after which
+  // the kubelet's state is unknown. It is logged, naming the plugin whose code the stack runs
+  // through, and the process exits; pods keep running, and the kubelet started again (by
+  // systemd's Restart=always, by the up console) adopts them. Throws the kubelet expects (a
+  // hook tap, a gRPC call, a timer of its own) are caught where they happen.
+  const crash = (what: string) => (err: unknown) => {
+    const plugin = kubelet.plugins.pluginOfError(err);
+    const culprit = plugin ? `in plugin '${plugin}' ` : '';
+    logger.fatal({ err, ...(plugin ? { plugin } : {}), exitCode: CRASH_EXIT_CODE }, `${what} ${culprit}(a bug: please report it${plugin ? ` to the plugin's authors` : ''}); exiting: pods keep running, and the kubelet started again takes them over`);
+    logger.flush();
+    process.exit(CRASH_EXIT_CODE);
+  };
+  process.on('uncaughtException', crash('uncaught exception'));
+  process.on('unhandledRejection', crash('unhandled promise rejection'));
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -171,7 +183,7 @@ async function main(): Promise<number> {
     // A signal during the start (a TLS bootstrap that waits) ends it: the signal's stop exits.
     if (stopping) return -1;
     // Release what started (timers, watchers, sockets) so the exit below is clean.
-    await kubelet.stop().catch(() => {});
+    await kubelet.stop().catch((e: unknown) => logger.warn({ err: errorMessage(e) }, 'stop after a failed start failed'));
     throw err;
   }
   return -1;

@@ -168,41 +168,106 @@ export interface NodeStatusContext { nodeName: string; node: V1Node | undefined 
 export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: { name: string; version: string; apiVersion: string } }
 
 /**
- * Builds the hooks of one kubelet. Declared in one place, grouped by phase; each line
- * says when the hook fires and what a tap may change. The generic on each constructor is
- * the hook's type, so declaration and behaviour cannot drift apart.
+ * Builds the hooks of one kubelet. Declared in one place, grouped by phase. Each hook's doc is
+ * its contract, in four parts a plugin author can rely on:
+ *
+ * - **Again**: whether it fires more than once for the same pod (or container): on retries,
+ *   on every sync, and after a restart of the kubelet, which adopts the pods it finds running.
+ *   A tap of a hook that fires again must be idempotent.
+ * - **Changes**: what a tap may change. A waterfall tap changes the value by returning it (it
+ *   may edit the object it was given, which was built for this call, and return it). Every
+ *   other argument (the pod, an event, a context) is the kubelet's own: read-only.
+ * - **Time**: every promise or callback tap is bounded by `hookTimeout` (default 2 m); past it
+ *   the tap counts as failed and the core goes on. Each tap runs with a signal of its own:
+ *   `currentSignal()` (from `kubelet-ts`) called inside the tap, or anything it starts, is an
+ *   AbortSignal that aborts when the tap's hookTimeout expires (its reason: the timeout's
+ *   error), so the work stops instead of running on after the core gave up; pass it to fetch,
+ *   child processes and loops. Runtime calls the tap makes abort with it. A sync tap is not
+ *   bounded: it blocks the event loop, keep it short.
+ * - **Throw**: what a throw (or an overrun) does. Every error leaving a tap is a
+ *   `PluginError` naming the plugin and the hook, logged where it happens. On the
+ *   notification hooks (NOTIFICATION_HOOKS below) a throw is logged and nothing else: the
+ *   hook's other taps still run.
+ *
+ * The generic on each constructor is the hook's type, so declaration and behaviour cannot
+ * drift apart.
  */
 export function createHooks() {
   return Object.freeze({
     // Host
-    /** Series. After plugins are applied and the runtime answered: taps may start background work. A throw fails the kubelet's start, naming the plugin. */
+    /**
+     * Series. After plugins are applied and started and the runtime answered: taps may start background work.
+     * Again: once per start of the kubelet. Changes: nothing. Time: hookTimeout per tap.
+     * Throw: fails the kubelet's start, naming the plugin (the process exits; systemd starts it again).
+     */
     started: new AsyncSeriesHook<[HostStartedEvent]>(['event']),
-    /** Series. On shutdown, before plugins are closed: taps flush and stop background work; the stop waits a bounded time. A throw is logged. */
+    /**
+     * Series, a notification. On stop, after pod workers and before plugin cleanups: taps flush and stop background work.
+     * Again: once per stop. Changes: nothing. Time: hookTimeout per tap, and all of it within
+     * the stop's bound (about 20 s for the whole stop: what is left over is cut short, logged).
+     * Throw: logged; the other taps and the stop go on.
+     */
     shutdown: new AsyncSeriesHook<[]>([]),
 
     // Admission
-    /** Bail (the first policy to refuse decides): before a new pod is accepted, return a reason string to reject it. A throw rejects the pod with the error as its reason. */
+    /**
+     * Bail (the first policy to refuse decides): before a pod is accepted, return a reason string to reject it.
+     * Again: once each time a source hands the kubelet the pod as new: after a restart of the
+     * kubelet for every pod again, running ones too (a refusal then stops a running pod).
+     * Changes: nothing (return the reason instead). Time: hookTimeout per tap.
+     * Throw: rejects the pod (UnexpectedAdmissionError) with the error as its message.
+     */
     admitPod: new AsyncSeriesBailHook<[V1Pod], string | undefined>(['pod']),
 
     // Sandbox
-    /** Waterfall (each tap sees the last one's config): before the runtime creates the sandbox, taps may change and must return the config. A throw fails the sandbox creation, retried with back-off. */
+    /**
+     * Waterfall: the pod's sandbox config is built; taps may change and must return it.
+     * Again: on every sandbox creation attempt (a retry after a failure, a sandbox recreated
+     * after it died or its spec changed), and when a restarted kubelet adopts a running
+     * sandbox (the config is rebuilt for the pod's containers; the runtime never sees it):
+     * taps must return the same for the same pod. Changes: the config; the pod is read-only.
+     * Time: hookTimeout per tap.
+     * Throw: fails the sandbox creation (FailedCreatePodSandBox on every container), retried with
+     * back-off; on adoption it fails the pod's sync, retried.
+     */
     beforeSandbox: new AsyncSeriesWaterfallHook<[PodSandboxConfig, V1Pod]>(['config', 'pod']),
-    /** Series. The sandbox runs and its network is set up: taps observe IPs, may add side effects. A throw fails the pod's sync, retried with back-off. */
+    /**
+     * Series. The sandbox this kubelet created runs and its network is set up: taps observe IPs, may add side effects.
+     * Again: never for the same sandbox: not on a retry of the sync, not when a restarted
+     * kubelet adopts the sandbox (a new sandbox of the pod fires it again). Changes: nothing.
+     * Time: hookTimeout per tap.
+     * Throw: fails the pod's sync (its containers wait in ContainerCreating with the error),
+     * retried with back-off; the sandbox stays and the retry does not fire this hook again.
+     */
     afterSandbox: new AsyncSeriesHook<[SandboxReadyEvent]>(['event']),
 
     // Containers
-    /** Waterfall: before the runtime creates a container, taps may change and must return the config. A throw leaves the container waiting (CreateContainerError), retried. */
+    /**
+     * Waterfall: before the runtime creates a container, taps may change and must return the config.
+     * Again: for every creation of the container: each restart (restartCount in the context),
+     * each retry after a failure; never on adoption. Changes: the config; the context is read-only.
+     * Time: hookTimeout per tap.
+     * Throw: the container waits (CreateContainerError, a Warning event with the error), retried at the next sync.
+     */
     beforeContainerCreate: new AsyncSeriesWaterfallHook<[ContainerConfig, ContainerCreateContext]>(['config', 'context']),
     /**
      * Series. A container has started and its postStart handler (run by the core, before this
-     * hook) succeeded: taps start per-container work (probe workers). A throw fails that start as
-     * a failed postStart does: the container is killed and restarted per policy (FailedPostStartHook).
+     * hook) succeeded: taps start per-container work (probe workers).
+     * Again: after every start of the container (each restart is a new container ID); never
+     * on adoption (a restarted kubelet's plugins find running containers through ctx.pods()).
+     * Changes: nothing. Time: hookTimeout per tap.
+     * Throw: fails that start as a failed postStart does: the container is killed and restarted
+     * per policy (FailedPostStartHook).
      */
     afterStart: new AsyncSeriesHook<[ContainerStartedEvent]>(['event']),
     /**
-     * Series. A running container is about to be stopped: taps run first (each bounded by
-     * hookTimeout), then the core runs the container's preStop handler with what is left of the
-     * grace period, then the stop. A throw is logged; the stop goes on.
+     * Series, a notification. A running container is about to be stopped by the kubelet: taps
+     * run first, then the core runs the container's preStop handler with what is left of the
+     * grace period, then the stop. Not fired for a container that exits by itself.
+     * Again: each time the kubelet stops a container (a restart, the pod's termination, an
+     * eviction); a termination that failed and is retried fires it again for what still runs.
+     * Changes: nothing. Time: hookTimeout per tap, and it counts against the grace period.
+     * Throw: logged; the other taps and the stop go on.
      */
     beforeKill: new AsyncSeriesHook<[ContainerKillEvent]>(['event']),
 
@@ -213,35 +278,99 @@ export function createHooks() {
      * `failures` entry for a provider that could not answer, and must return the draft. A throw
      * loses the credentials of this lookup (the pull goes on with the pull secrets') and, like each
      * failure, is one Warning event on the pod; the next attempt, after the pull back-off, asks again.
+     * Again: before every pull, so for the same pod and image on each retry after the pull
+     * back-off and for each container that pulls; never when the image is present and not pulled.
+     * Changes: the draft only, by returning it (credentials added, failures added); never the pod,
+     * the container or the request. Time: hookTimeout per tap.
+     * Throw: this lookup's credentials are lost, one Warning event names the plugin, the pull goes on.
      */
     imageCredentials: new AsyncSeriesWaterfallHook<[ImageCredentials, ImageCredentialsRequest]>(['credentials', 'request']),
 
     // Volumes (per-type dispatch: plugins tap `mountVolume.for('csi')`, the host fires `get(type)`)
-    /** Set up one volume of a type before the pod's containers are created: the first tap returning a result serves it; none → `no volume plugin for type "x"`. */
+    /**
+     * Bail per volume type: set up one volume before the pod's containers are created; the first tap returning a result serves it; none → `no volume plugin for type "x"`.
+     * Again: on every sync of the pod for volumes that asked for `requiresRemount` (with
+     * `previous`, what the provider returned before), on every retry of a failed set-up, and
+     * after a restart of the kubelet for a volume whose mount point is gone: idempotent (a
+     * volume the restarted kubelet finds set up is not asked again). Changes: nothing (return
+     * the result). Time: hookTimeout per tap.
+     * Throw: the pod's containers wait in ContainerCreating (a FailedMount event with the error); retried.
+     */
     mountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeMountRequest], VolumeMountResult | undefined>(['request'])),
-    /** Tear down one volume of a type after the pod's last container is gone: the first tap returning true handled it; a throw retries the termination. */
+    /**
+     * Bail per volume type: tear down one volume after the pod's last container is gone; the first tap returning true handled it.
+     * Again: until it succeeds (the termination is retried), and for volumes of pods gone while
+     * the kubelet was down (housekeeping): idempotent. Changes: nothing. Time: hookTimeout per tap.
+     * Throw: fails the pod's termination, retried with back-off until it succeeds.
+     */
     unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest], true | undefined>(['request'])),
 
     // Health and pressure
-    /** A probe result changed (a notification: the core has already recorded it and synced the pod; a throw is logged). */
+    /**
+     * Series, a notification. A probe result changed: the core has already recorded it and synced the pod.
+     * Again: at each change of a container's result, not for each probe run. Changes: nothing.
+     * Time: hookTimeout per tap. Throw: logged; the other taps go on, the result stands.
+     */
     onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
-    /** Bail (one policy decides): an eviction signal crossed a threshold (core/eviction, every evictionMonitoringPeriod); the first tap returning a decision chooses what to evict, and the core carries it out. A throw ends that round (logged); the next round asks again. */
+    /**
+     * Bail (one policy decides): an eviction signal crossed a threshold (core/eviction, every
+     * evictionMonitoringPeriod); the first tap returning a decision chooses what to evict, and the core carries it out.
+     * Again: every round while the threshold stays crossed (about the node, not one pod).
+     * Changes: nothing (return the decision). Time: hookTimeout per tap.
+     * Throw: ends that round (logged); the next round asks again.
+     */
     onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
-    /** Waterfall: before each node status post, taps may change and must return the draft (pressure conditions, extra capacity, labels). A throw fails that post; the next update period tries again. */
+    /**
+     * Waterfall: before each node status post, taps may change and must return the draft (pressure conditions, extra capacity, labels).
+     * Again: before every post (nodeStatusUpdateFrequency). Changes: the draft; the context is
+     * read-only. Time: hookTimeout per tap. Throw: fails that post; the next update period tries again.
+     */
     nodeStatus: new AsyncSeriesWaterfallHook<[NodeStatusDraft, NodeStatusContext]>(['status', 'context']),
 
     // Status and removal
-    /** Waterfall: a pod's status was computed; taps may change and must return it (conditions, readiness gates). A throw fails the pod's sync, retried with back-off. */
+    /**
+     * Waterfall: a pod's status was computed; taps may change and must return it (conditions, readiness gates).
+     * Again: at every computation: each sync, each change the runtime shows, each step of the
+     * termination, and after a restart of the kubelet. Changes: the status; the pod is read-only.
+     * Time: hookTimeout per tap.
+     * Throw: fails the pod's sync, retried with back-off; a status computed outside a sync (a
+     * runtime change while the pod's worker is busy, a removal) is not published, logged
+     * naming the pod and the plugin.
+     */
     podStatus: new AsyncSeriesWaterfallHook<[V1PodStatus, V1Pod]>(['status', 'pod']),
-    /** Sync (observers only, nothing to wait for): a pod's status changed in a way users see (phase, readiness, a container state). A throw fails the pod's sync, retried with back-off. */
+    /**
+     * Sync, a notification (observers only, nothing to wait for): a pod's status changed in a
+     * way users see (phase, readiness, a container's state or restarts).
+     * Again: at each such change, and once for every pod after a restart of the kubelet (its
+     * first computed status). Changes: nothing. Time: not bounded (a sync tap): keep it short.
+     * Throw: logged naming the plugin; nothing else (the pod's sync goes on).
+     */
     podStatusChanged: new SyncHook<[V1Pod, V1PodStatus]>(['pod', 'status']),
-    /** Series. A pod is gone: its containers and sandbox are removed; taps release what they held for it. A throw fails the termination, which is retried until every tap succeeds. */
+    /**
+     * Series. A pod is gone: its containers and sandbox are removed, its volumes torn down;
+     * taps release what they held for it.
+     * Again: once, when the termination succeeds; a pod whose runtime objects a restarted
+     * kubelet finds with no source wanting it fires it with a stand-in pod (name, namespace,
+     * UID); a pod gone entirely while the kubelet was down never does. Changes: nothing.
+     * Time: hookTimeout per tap.
+     * Throw: the termination fails and is retried with back-off until every tap succeeds, so
+     * taps that succeeded see the pod again (idempotent). A tap that always throws keeps the
+     * pod terminating for good; each retry records a Warning event (FailedPodRemovedHook)
+     * naming the plugin, so an operator sees why the pod does not go.
+     */
     podRemoved: new AsyncSeriesHook<[V1Pod]>(['pod']),
   });
 }
 
 export type KubeletHooks = ReturnType<typeof createHooks>;
 export type HookName = keyof KubeletHooks;
+
+/**
+ * The hooks whose taps are told, not asked: a tap's throw (or overrun of hookTimeout) is
+ * logged naming the plugin and goes no further (the hook's other taps still run, and the
+ * core's work goes on as if the tap had succeeded).
+ */
+export const NOTIFICATION_HOOKS: ReadonlySet<HookName> = new Set<HookName>(['shutdown', 'beforeKill', 'onProbe', 'podStatusChanged']);
 
 /** The names of the per-key hooks (HookMaps). */
 export type HookMapName = { [K in HookName]: KubeletHooks[K] extends HookMap<any> ? K : never }[HookName];

@@ -2,13 +2,13 @@ import type { V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
-import { ConfigError, errorMessage } from './errors.ts';
-import { STAGE, createHooks, type KubeletHooks } from './hooks.ts';
+import { ConfigError, errorMessage, pluginOf } from './errors.ts';
+import { STAGE, type KubeletHooks } from './hooks.ts';
 import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
 import { RUNS_COMPILED } from './util/package-root.ts';
-import { PluginHost } from './plugins/plugin-host.ts';
-import { isolateTaps } from './plugins/tap-isolation.ts';
+import type { PluginHost } from './plugins/plugin-host.ts';
+import { createPluginHost } from './plugins/create-plugin-host.ts';
 import { instrumentRuntime } from './runtime/instrumented-runtime.ts';
 import { RuntimeCache } from './runtime/runtime-cache.ts';
 import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
@@ -20,6 +20,7 @@ import { ImagePuller } from './pod/image-puller.ts';
 import { withPullProgress } from './pod/pull-progress-status.ts';
 import { PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
+import { TIMED_OUT, withTimeout } from './util/with-timeout.ts';
 import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
 import { SyncLoop } from './sync-loop.ts';
 import { Pleg } from './runtime/pleg.ts';
@@ -77,11 +78,17 @@ function podUIDOf(args: readonly unknown[]): string | undefined {
 /** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
 const HOUSEKEEPING_MS = 2000;
 /**
- * How long shutdown waits for pod workers, and for the shutdown hook, before it goes on
- * without them: a stop must end even when a runtime call or a plugin hangs (pods keep
- * running; a restarted kubelet adopts them).
+ * The whole stop's bound, well inside a service manager's stop timeout (the README's systemd
+ * unit has TimeoutStopSec=30): a stop must end even when a source, the API server, a runtime
+ * call or a plugin hangs (pods keep running; a restarted kubelet adopts them). Within it:
+ * sources, API side and servers at most STOP_TEARDOWN_MS together, busy pod workers at most
+ * STOP_WORKERS_MS, the shutdown hook at most STOP_SHUTDOWN_HOOK_MS, and plugin cleanups what
+ * is left (each at most 5 s). What does not finish in its time is cut short, and logged.
  */
-const SHUTDOWN_STEP_MS = 10_000;
+const STOP_BOUND_MS = 20_000;
+const STOP_TEARDOWN_MS = 5000;
+const STOP_WORKERS_MS = 8000;
+const STOP_SHUTDOWN_HOOK_MS = 4000;
 
 /**
  * The composition root: builds the parts of a kubelet in the order they depend on each other
@@ -91,7 +98,7 @@ const SHUTDOWN_STEP_MS = 10_000;
  * happens to pods is the sync loop's (sync-loop.ts); this file only wires.
  */
 export class Kubelet {
-  readonly hooks: KubeletHooks = createHooks();
+  readonly hooks: KubeletHooks;
   readonly plugins: PluginHost;
   readonly server: KubeletServer;
   /** The Prometheus metrics served on /metrics. */
@@ -176,8 +183,7 @@ export class Kubelet {
       sourcesReady: () => this.sourceNames.length > 0 && (this.loop?.sourcesSeen(this.sourceNames) ?? false),
       podRunning: (uid) => this.cache?.get(uid)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false,
     });
-    this.plugins = new PluginHost({
-      hooks: this.hooks,
+    const { hooks, host } = createPluginHost({
       config,
       logger,
       services: {
@@ -193,6 +199,8 @@ export class Kubelet {
         devices: (plugin) => this.devices.view(plugin),
       },
     });
+    this.hooks = hooks;
+    this.plugins = host;
     this.server = new KubeletServer(logger.child({ component: 'server' }));
   }
 
@@ -225,7 +233,6 @@ export class Kubelet {
     } catch (err) {
       throw new ConfigError(`${config.configFile ?? 'config'}: ${errorMessage(err)}`);
     }
-    isolateTaps(this.hooks, logger, { timeoutMs: config.hookTimeoutMs, observe: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args) });
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
     this.nodeResources = await readNodeResources(config, this.options.machineInfo);
@@ -250,7 +257,7 @@ export class Kubelet {
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
 
-    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime);
+    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
     this.runtimeVersion = await this.runtimeImpl.version();
     logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
 
@@ -412,41 +419,61 @@ export class Kubelet {
   }
 
   /**
-   * Stops watching and serving; pods keep running (a restarted kubelet adopts them). Bounded:
-   * busy pod workers and the shutdown hook get SHUTDOWN_STEP_MS each, plugin cleanups their own bound.
+   * Stops watching and serving; pods keep running (a restarted kubelet adopts them). Bounded by
+   * STOP_BOUND_MS as a whole, each part by its share; what is cut short is logged by name.
    */
   async stop(): Promise<void> {
+    const deadline = Date.now() + STOP_BOUND_MS;
+    const cutShort: string[] = [];
+    /** Runs one part of the stop until `until` (and the stop's deadline); a failure or an overrun is logged and the stop goes on. */
+    const part = async <T>(what: string, until: number, fn: () => T | Promise<T>): Promise<T | undefined> => {
+      const left = Math.min(until, deadline) - Date.now();
+      try {
+        const done = left > 0 ? await withTimeout(fn, left) : TIMED_OUT;
+        if (done !== TIMED_OUT) return done;
+        cutShort.push(what);
+        this.logger.warn({ part: what, waitedMs: Math.max(0, Math.round(left)) }, 'stop: part did not finish in its time; going on without it');
+      } catch (err) {
+        this.logger.warn({ part: what, plugin: pluginOf(err), err: errorMessage(err) }, 'stop: part failed; going on');
+      }
+      return undefined;
+    };
+
     this.stopping.abort();
     for (const t of this.timers.splice(0)) clearInterval(t);
-    await this.clientCertificates?.stop();
-    await this.servingCertificates?.stop();
-    await this.eviction?.stop();
-    await this.imageGC?.stop();
-    await this.logRotation?.stop();
-    await Promise.all(this.sources.map((s) => s.stop().catch(() => {})));
+    const teardown = Date.now() + STOP_TEARDOWN_MS;
+    await part('client certificate rotation', teardown, () => this.clientCertificates?.stop());
+    await part('serving certificate rotation', teardown, () => this.servingCertificates?.stop());
+    await part('eviction manager', teardown, () => this.eviction?.stop());
+    await part('image GC', teardown, () => this.imageGC?.stop());
+    await part('log rotation', teardown, () => this.logRotation?.stop());
+    await Promise.all(this.sources.map((s) => part(`pod source ${s.name}`, teardown, () => s.stop())));
     this.reporter?.stop();
     this.tokens?.stop();
-    await this.objectCache?.stop();
-    await this.services?.stop();
+    await part('API objects watch', teardown, () => this.objectCache?.stop());
+    await part('services watch', teardown, () => this.services?.stop());
     this.events.setSink(undefined);
-    await this.api?.stop();
+    await part('API server side (node status, lease)', teardown, () => this.api?.stop());
     this.pleg?.stop();
     this.loop?.stopQueue();
-    await this.server.close();
-    await this.healthzServer?.close();
-    await this.mainServer?.close();
+    await part('read-only server', teardown, () => this.server.close());
+    await part('healthz server', teardown, () => this.healthzServer?.close());
+    await part('main server', teardown, () => this.mainServer?.close());
     if (this.started) {
-      const busy = await this.loop.drain(SHUTDOWN_STEP_MS);
-      if (busy.length > 0) this.logger.warn({ pods: busy, waitedMs: SHUTDOWN_STEP_MS }, 'stopping while pod workers are still busy; a restarted kubelet takes their pods over');
+      const waitMs = Math.max(0, Math.min(deadline, Date.now() + STOP_WORKERS_MS) - Date.now());
+      const busy = await this.loop.drain(waitMs);
+      if (busy.length > 0) {
+        cutShort.push('pod workers');
+        this.logger.warn({ pods: busy, waitedMs: waitMs }, 'stopping while pod workers are still busy; a restarted kubelet takes their pods over');
+      }
     }
-    const shutdown = this.hooks.shutdown.promise().then(
-      () => undefined,
-      (err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'shutdown hook failed'),
-    );
-    if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === 'timeout') this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
-    await this.plugins.close();
-    await this.devices.stop();
+    await part('shutdown hook', Date.now() + STOP_SHUTDOWN_HOOK_MS, () => this.hooks.shutdown.promise());
+    await this.plugins.close({ deadline });
+    // The device checkpoint's last write is local and short: it gets its second even when the plugins used up the bound.
+    const devicesStopped = await withTimeout(() => this.devices.stop(), 1000).catch((err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'stop: device manager failed; going on'));
+    if (devicesStopped === TIMED_OUT) cutShort.push('device manager');
     this.started = false;
+    if (cutShort.length > 0 || Date.now() > deadline) this.logger.warn({ cutShort, boundMs: STOP_BOUND_MS }, 'the stop was cut short to stay within its bound; pods keep running and a restarted kubelet takes them over');
   }
 
   /**
@@ -599,18 +626,5 @@ export class Kubelet {
   /** Resolves when all pod workers are idle (tests use it to wait for quiescence). */
   async idle(): Promise<void> {
     await this.loop.drain();
-  }
-}
-
-/** `p`'s value, or 'timeout' once `ms` passed first. */
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

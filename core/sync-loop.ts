@@ -1,6 +1,6 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Logger } from './logger.ts';
-import { errorMessage } from './errors.ts';
+import { errorMessage, pluginOf } from './errors.ts';
 import type { KubeletHooks, ProbeResultEvent } from './hooks.ts';
 import type { KubeletConfig } from './config/types.ts';
 import type { KubeletMetrics } from './metrics/kubelet-metrics.ts';
@@ -19,9 +19,7 @@ import type { SecurityAdmission } from './pod/security-admission.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
 import { isMirrorPod } from './objects/pod-origin.ts';
-import { objectRefsOf, type ApiObjectCache } from './apiserver/object-cache.ts';
-import type { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
-import type { TokenManager } from './apiserver/token-manager.ts';
+import { objectRefsOf, type ObjectRef } from './apiserver/object-cache.ts';
 import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */
@@ -29,11 +27,41 @@ const REPLACEMENT_WAIT_MS = 200;
 /** How long the loop remembers that a pod's termination finished. */
 const FINISHED_MEMORY_MS = 10 * 60_000;
 
-/** What the API-server side gives the loop, once it runs: where statuses go and which objects to watch. */
+/**
+ * What the API-server side gives the loop, once it runs: where statuses go and which objects to
+ * watch. Only what the loop calls, declared here (kubelet.ts passes the ApiPodReporter,
+ * ApiObjectCache and TokenManager, which fit these), so the loop can be read and tested
+ * without the API-server classes.
+ */
 export interface SyncLoopApi {
-  reporter: ApiPodReporter;
-  objectCache: ApiObjectCache;
-  tokens: TokenManager;
+  reporter: SyncLoopReporter;
+  objectCache: SyncLoopObjectWatch;
+  tokens: SyncLoopTokens;
+}
+
+/** Where pod statuses and final deletes go (the API pod reporter), and the mirror pods it keeps. */
+export interface SyncLoopReporter {
+  mirrors: {
+    /** The mirror pods the API server lists for this node. */
+    observe(mirrors: V1Pod[]): void;
+    /** The static pods the kubelet runs, whose mirrors it keeps. */
+    setStatic(pods: V1Pod[]): void;
+  };
+  /** The pod finished terminating: an API pod is deleted from the server. */
+  terminated(pod: V1Pod): void;
+  /** Drops what is kept of the pod. */
+  forget(uid: string): void;
+}
+
+/** The ConfigMaps and Secrets watched for each pod (the API object cache). */
+export interface SyncLoopObjectWatch {
+  setPodRefs(podUid: string, refs: ObjectRef[]): void;
+  forgetPod(podUid: string): void;
+}
+
+/** Service account tokens kept per pod (the token manager). */
+export interface SyncLoopTokens {
+  forgetPod(uid: string): void;
 }
 
 /** What node pressure means for admission (the eviction manager's view). */
@@ -90,6 +118,12 @@ export class SyncLoop {
    * Forgotten after FINISHED_MEMORY_MS.
    */
   private readonly finished = new Map<string, number>();
+  /**
+   * Pods added and not yet admitted, by UID, with the UIDs of the pods admitted before them (what
+   * admission fits them next to). Admission runs in the pod's worker, ahead of its first sync, so
+   * an update or removal that arrives while an `admitPod` tap is awaited waits its turn.
+   */
+  private readonly pendingAdmission = new Map<string, ReadonlySet<string>>();
   /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
   private readonly startMeasured = new Set<string>();
   private readonly podConfig = new PodConfig((u) => this.handleUpdate(u));
@@ -200,7 +234,7 @@ export class SyncLoop {
     this.d.probes.set(e.containerId, e.probe, e.result);
     const pod = this.desired.get(e.pod.metadata!.uid!);
     if (pod) this.workers.update(pod);
-    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: `${e.pod.metadata?.namespace}/${e.pod.metadata?.name}`, container: e.containerName, err: errorMessage(err) }, 'an onProbe tap failed'));
+    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: podFullName(e.pod), container: e.containerName, plugin: pluginOf(err), err: errorMessage(err) }, 'an onProbe tap failed'));
   }
 
   /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */
@@ -233,7 +267,7 @@ export class SyncLoop {
       // A worker busy for long (a slow postStart, a hanging plugin tap) publishes the pod's
       // status only when it is done: meanwhile the status follows the runtime from here.
       const pod = this.desired.get(uid);
-      if (pod && this.workers.isBusy(uid)) void this.d.status.update(pod, this.d.cache.get(uid)).catch(() => {});
+      if (pod && this.workers.isBusy(uid)) this.publishStatus(pod, uid, false);
     }
   }
 
@@ -283,6 +317,7 @@ export class SyncLoop {
   private onTerminated(pod: V1Pod): void {
     const uid = pod.metadata!.uid!;
     this.terminating.delete(uid);
+    if (!this.desired.has(uid)) this.pendingAdmission.delete(uid);
     this.finished.set(uid, Date.now());
     this.api?.reporter.terminated(pod);
     this.api?.reporter.forget(uid);
@@ -322,7 +357,7 @@ export class SyncLoop {
           pod = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } };
         }
         this.terminating.set(uid, pod);
-        void this.d.status.update(pod, this.d.cache.get(uid), true).catch(() => {});
+        this.publishStatus(pod, uid, true);
         this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
         this.workers.update(pod, true);
         continue;
@@ -331,7 +366,12 @@ export class SyncLoop {
         this.finished.delete(uid);
         this.d.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
         this.d.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
-        void this.admit(pod);
+        // Fitted next to the pods added before it, whenever its worker gets to admit it.
+        this.pendingAdmission.set(uid, new Set(this.admittedPods(uid).map((p) => p.metadata!.uid!)));
+        this.desired.set(uid, pod);
+        // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
+        if (isApiPod(pod)) this.api?.objectCache.setPodRefs(uid, objectRefsOf(pod));
+        this.workers.update(pod);
         continue;
       }
       this.desired.set(uid, pod);
@@ -352,24 +392,23 @@ export class SyncLoop {
     return out;
   }
 
-  private async admit(pod: V1Pod): Promise<void> {
+  /**
+   * Admits a pod in its worker, before its first sync: 'admitted', 'rejected' (its Failed status
+   * published), or 'gone' when the pod was removed while admission awaited (no rejection is kept
+   * or posted for it; its worker terminates it next).
+   */
+  private async admit(pod: V1Pod, before: ReadonlySet<string>): Promise<'admitted' | 'rejected' | 'gone'> {
     const uid = pod.metadata!.uid!;
     const admitStart = Date.now();
-    this.desired.set(uid, pod);
-    // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
-    if (isApiPod(pod)) this.api?.objectCache.setPodRefs(uid, objectRefsOf(pod));
     // Upstream's order of admit handlers: node pressure, sysctls (and AppArmor), device
     // allocation, then the general predicates against the pods admitted before it (terminating
     // ones still hold their resources).
     const pressure = this.d.pressure();
     let rejection: { reason: string; message: string } | undefined = checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
     rejection ??= this.d.securityAdmission.admit(pod);
-    // The pods this one is fitted next to are those added before it, as when admission runs at
-    // once: a pod added while its devices are allocated counts this one instead.
-    const before = new Set(this.admittedPods(uid).map((p) => p.metadata!.uid));
     const allocating = rejection ? undefined : this.d.devices?.admit(pod);
     if (allocating) rejection = await allocating;
-    rejection ??= checkAdmission(pod, this.admittedPods(uid).filter((p) => before.has(p.metadata!.uid)), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
+    rejection ??= checkAdmission(pod, this.admittedPods(uid).filter((p) => before.has(p.metadata!.uid!)), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
     if (!rejection) {
       try {
         const reason = await this.d.hooks.admitPod.promise(pod);
@@ -378,18 +417,32 @@ export class SyncLoop {
         rejection = { reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
       }
     }
+    this.pendingAdmission.delete(uid);
+    if (!this.desired.has(uid) || this.workers.isTerminating(uid)) {
+      if (rejection) this.d.devices?.release(uid);
+      this.d.logger.info({ pod: podFullName(pod), uid }, 'pod removed while it was being admitted; not started');
+      return 'gone';
+    }
     if (rejection) {
       this.d.devices?.release(uid);
       this.d.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
       this.d.status.reject(uid, rejection.reason, rejection.message);
-      await this.d.status.update(pod, undefined);
-      return;
+      await this.d.status.update(this.desired.get(uid) ?? pod, undefined);
+      return 'rejected';
     }
     this.d.timelines.record(uid, { step: 'admitted', startMs: admitStart, durationMs: Date.now() - admitStart });
-    if (this.desired.get(uid) === pod) this.workers.update(pod);
+    return 'admitted';
   }
 
   private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
+    const uid = pod.metadata!.uid!;
+    // Not admitted yet: admission first, in this worker, so nothing of the pod runs before it is
+    // admitted and updates meanwhile wait (they run as this worker's next sync).
+    const before = this.pendingAdmission.get(uid);
+    if (before) {
+      if (this.d.status.rejection(uid)) this.pendingAdmission.delete(uid);
+      else if ((await this.admit(pod, before)) !== 'admitted') return {};
+    }
     // A pod replacing another of the same namespace/name (an edited static pod) waits until its
     // predecessor has fully stopped: the two never run side by side (both may bind host ports).
     const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);
@@ -426,6 +479,17 @@ export class SyncLoop {
       this.workers.update(orphanPod(rs), true);
     }
     return found;
+  }
+
+  /**
+   * Recomputes and publishes a pod's status outside its worker (the worker publishes its own
+   * after each operation). A failure (a podStatus tap that throws) leaves the last status in
+   * place until the worker's next one; logged with the pod and the plugin.
+   */
+  private publishStatus(pod: V1Pod, uid: string, terminating: boolean): void {
+    this.d.status.update(pod, this.d.cache.get(uid), terminating).catch((err: unknown) => {
+      this.d.logger.warn({ pod: podFullName(pod), uid, plugin: pluginOf(err), err: errorMessage(err) }, 'pod status not published');
+    });
   }
 
   /** Node-wide container GC: beyond `maxContainers` dead containers, the oldest go first. */

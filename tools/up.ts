@@ -2,11 +2,13 @@
  * `npm run up`: the README's first command. Starts the real node environment (registry on
  * 127.0.0.1:5050 with busybox images, a private containerd with a bridge CNI network) under
  * the node dir (`<repo>/.node`), runs the kubelet on the pod manifests in `examples/`, and
- * prints pod status changes and the kubelet's warnings as they happen. Ctrl-C (also with the
+ * prints pod status changes and the kubelet's warnings as they happen. A kubelet that exits
+ * (it is crash-only: a bug ends it) is started again, and the console says so; its pods keep
+ * running and it takes them over. Ctrl-C (also with the
  * console piped to a tee that dies first) stops the kubelet, then the pods, containerd and the
  * registry, and removes the pods' cgroups: nothing of the node is left.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { once } from 'node:events';
@@ -20,6 +22,7 @@ import { PodLineTracker } from './up/pod-lines.ts';
 import { KubeletWarningFollower } from './up/kubelet-warnings.ts';
 import { parseUpOptions, UP_USAGE, type UpOptions } from './up/options.ts';
 import { podUidsUnder, removePodCgroups } from './up/pod-cgroup-cleanup.ts';
+import { KubeletSupervisor } from './up/kubelet-supervisor.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const POLL_MS = 500;
@@ -84,8 +87,7 @@ async function main(): Promise<void> {
 
   let env: NodeEnv | undefined;
   let envStarting: Promise<unknown> = Promise.resolve();
-  let kubelet: ChildProcess | undefined;
-  let kubeletExit: Promise<void> = Promise.resolve();
+  let kubelet: KubeletSupervisor | undefined;
   let shuttingDown = false;
   let pollTimer: NodeJS.Timeout | undefined;
 
@@ -93,16 +95,7 @@ async function main(): Promise<void> {
     if (shuttingDown) return new Promise<never>(() => {});
     shuttingDown = true;
     if (pollTimer) clearTimeout(pollTimer);
-    if (kubelet && kubelet.exitCode === null && kubelet.signalCode === null) {
-      say('stopping the kubelet (SIGTERM)...');
-      kubelet.kill('SIGTERM');
-      const timer = setTimeout(() => {
-        say(`the kubelet did not stop in ${KUBELET_STOP_TIMEOUT_MS / 1000} s: SIGKILL`);
-        kubelet?.kill('SIGKILL');
-      }, KUBELET_STOP_TIMEOUT_MS);
-      await kubeletExit;
-      clearTimeout(timer);
-    }
+    await kubelet?.stop(KUBELET_STOP_TIMEOUT_MS);
     // A signal during startup: let the start finish, then clean it up.
     await envStarting.catch(() => {});
     if (env) {
@@ -163,26 +156,16 @@ async function main(): Promise<void> {
     '--node-ip', '127.0.0.1',
   ];
   // Executed, not `node FILE`: its shebang carries the kubelet's node flags. Detached: Ctrl-C
-  // reaches only us, and we stop the kubelet before containerd.
-  kubelet = spawn(kubeletBin, args, { cwd: REPO, stdio: ['ignore', out, out], detached: true });
-  kubeletExit = new Promise<void>((res) => {
-    kubelet!.on('exit', (code, signal) => {
-      out.end();
-      res();
-      if (!shuttingDown) {
-        void (async () => {
-          say(`the kubelet exited (${signal ?? `code ${code}`}); last lines of ${rel(kubeletLog)}:`);
-          con.raw(await logTail(kubeletLog));
-          await shutdown(1);
-        })();
-      }
-    });
-    kubelet!.on('error', (err) => {
-      say(`could not start the kubelet: ${err.message}`);
-      res();
-      void shutdown(1);
-    });
+  // reaches only us, and we stop the kubelet before containerd. Started again when it exits
+  // (tools/up/kubelet-supervisor.ts), writing on to the same log.
+  kubelet = new KubeletSupervisor({
+    spawn: () => spawn(kubeletBin, args, { cwd: REPO, stdio: ['ignore', out, out], detached: true }),
+    say,
+    raw: (text) => con.raw(text),
+    logTail: () => logTail(kubeletLog),
+    giveUp: () => void shutdown(1),
   });
+  kubelet.start();
   say(`kubelet     pid ${kubelet.pid}, manifests ${rel(opts.manifests)}/, log ${rel(kubeletLog)}`);
   say(`watching http://127.0.0.1:${opts.readOnlyPort}/pods  (Ctrl-C to stop)`);
   say(`pods: bin/kubelet-ts.mjs pods -w --root-dir ${rel(kubeletRootDir)}   logs: bin/kubelet-ts.mjs logs --root-dir ${rel(kubeletRootDir)} POD`);

@@ -17,6 +17,7 @@ import { errorMessage } from '../errors.ts';
 import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../objects/pod-origin.ts';
 import type { PodTarget, WriteFailure } from './api-status-sync.ts';
 import { isAlreadyExistsError } from './api-errors.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 /** What the mirror pod manager writes (core/apiserver/pod-api.ts). */
 export interface MirrorPodApi {
@@ -25,7 +26,6 @@ export interface MirrorPodApi {
 }
 
 
-const fullName = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name}`;
 const hashOf = (p: V1Pod) => p.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] ?? p.metadata?.uid ?? '';
 
 /** How soon a failed create or delete is tried again. */
@@ -62,7 +62,7 @@ export class MirrorPods {
   observe(mirrors: V1Pod[]): void {
     const before = new Map(this.mirrors);
     this.mirrors.clear();
-    for (const m of mirrors) this.mirrors.set(fullName(m), m);
+    for (const m of mirrors) this.mirrors.set(podFullName(m), m);
     for (const [key, m] of this.mirrors) {
       const s = this.statics.get(key);
       const prev = before.get(key);
@@ -74,13 +74,13 @@ export class MirrorPods {
   /** The static pods this node runs now (from every file and URL source). */
   setStatic(pods: V1Pod[]): void {
     this.statics.clear();
-    for (const p of pods) this.statics.set(fullName(p), p);
+    for (const p of pods) this.statics.set(podFullName(p), p);
     this.reconcile();
   }
 
   /** Where a static pod's status goes: its current mirror, if it has one (not one being replaced). */
   mirrorOf(staticPod: V1Pod): PodTarget | undefined {
-    const m = this.mirrors.get(fullName(staticPod));
+    const m = this.mirrors.get(podFullName(staticPod));
     if (!m || m.metadata?.deletionTimestamp || m.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== hashOf(staticPod)) return undefined;
     return { namespace: m.metadata!.namespace!, name: m.metadata!.name!, uid: m.metadata!.uid! };
   }
@@ -161,8 +161,8 @@ export class MirrorPods {
       throw err;
     }
     // Known at once (the watch confirms it): a reconcile before then must not make it again.
-    this.mirrors.set(fullName(made), made);
-    this.deps.logger.info({ pod: fullName(s), mirrorUid: made.metadata?.uid }, 'created mirror pod');
+    this.mirrors.set(podFullName(made), made);
+    this.deps.logger.info({ pod: podFullName(s), mirrorUid: made.metadata?.uid }, 'created mirror pod');
     this.deps.onMirror?.(s.metadata!.uid!);
   }
 
@@ -171,7 +171,7 @@ export class MirrorPods {
       // Already gone, or already another: the watch tells what is there now.
       if (this.deps.classify(err) !== 'drop') throw err;
     });
-    if (this.mirrors.get(fullName(m))?.metadata?.uid === m.metadata?.uid) this.mirrors.delete(fullName(m));
-    this.deps.logger.info({ pod: fullName(m), mirrorUid: m.metadata?.uid }, 'deleted mirror pod');
+    if (this.mirrors.get(podFullName(m))?.metadata?.uid === m.metadata?.uid) this.mirrors.delete(podFullName(m));
+    this.deps.logger.info({ pod: podFullName(m), mirrorUid: m.metadata?.uid }, 'deleted mirror pod');
   }
 }

@@ -17,6 +17,7 @@ import type { ApiClient } from './api-client.ts';
 import { isUnavailableError } from './api-errors.ts';
 import { Reflector } from './reflector.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
+import { containersOf } from '../objects/pod-util.ts';
 
 export type { ObjectSource } from '../objects/object-source.ts';
 
@@ -233,7 +234,7 @@ export function objectRefsOf(pod: { metadata?: { namespace?: string }; spec?: im
       add('secrets', s.secret?.name);
     }
   }
-  for (const c of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
+  for (const c of containersOf(pod)) {
     for (const e of c.env ?? []) {
       add('configmaps', e.valueFrom?.configMapKeyRef?.name);
       add('secrets', e.valueFrom?.secretKeyRef?.name);

@@ -10,7 +10,9 @@ import { nearestName } from '../util/nearest-name.ts';
 /** A command line that cannot be run: the message says what is wrong, in one line. */
 export class UsageError extends Error {}
 
-type Options = NonNullable<ParseArgsConfig['options']>;
+/** A command's flags, as node:util parseArgs declares them. */
+export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
+type Options = CommandOptions;
 /** What parseCommandArgs returns, spelled out: the declaration build (.d.ts) cannot name parseArgs' own inferred type. */
 type ParsedCommandArgs<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
 

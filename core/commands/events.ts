@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import type { KubeletEvent } from '../events/event-recorder.ts';
-import { parseCommandArgs, UsageError } from './command-args.ts';
-import { localGet, localSocketPath, unreachableMessage } from './local-kubelet.ts';
+import { startClientCommand } from './client-command.ts';
+import { localGet, unreachableMessage } from './local-kubelet.ts';
 
 export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
 The events of the local kubelet (pods and the node), newest last, as \`kubectl get events\`
@@ -39,24 +39,17 @@ export function formatEvents(events: KubeletEvent[], now = Date.now(), minWidths
 
 /** `kubelet-ts events`: lists (or follows) the local kubelet's events over its local socket. */
 export async function eventsCommand(argv: string[], opts: { socketPath: string; stdout?: Writable; stderr?: Writable; signal?: AbortSignal }): Promise<number> {
-  const out = opts.stdout ?? process.stdout;
-  const err = opts.stderr ?? process.stderr;
-  let parsed;
-  try {
-    parsed = parseCommandArgs(argv, { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, 0);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    err.write(`kubelet-ts events: ${(e as Error).message}\n\n${EVENTS_USAGE}`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    out.write(EVENTS_USAGE);
-    return 0;
-  }
-  const ns = parsed.values.namespace;
+  const start = startClientCommand({
+    name: 'events',
+    usage: EVENTS_USAGE,
+    options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, json: { type: 'boolean' } },
+    maxPositionals: 0,
+  }, argv, opts);
+  if ('exit' in start) return start.exit;
+  const { values, socketPath, out, err } = start;
+  const ns = values.namespace;
   const keep = (e: KubeletEvent) => !ns || e.namespace === ns;
-  const socketPath = parsed.values['root-dir'] !== undefined ? localSocketPath(parsed.values['root-dir']) : opts.socketPath;
-  const watch = parsed.values.watch === true;
+  const watch = values.watch === true;
   let res;
   try {
     res = await localGet(socketPath, `/debug/events${watch ? '?watch=true' : ''}`, { timeoutMs: 5000, ...(opts.signal ? { signal: opts.signal } : {}) });
@@ -80,7 +73,7 @@ export async function eventsCommand(argv: string[], opts: { socketPath: string; 
         res.on('data', (d: string) => (body += d));
         res.on('end', () => {
           const items = ((JSON.parse(body) as { items: KubeletEvent[] }).items ?? []).filter(keep);
-          out.write(parsed.values.json ? `${JSON.stringify(items, null, 2)}\n` : items.length ? formatEvents(items) : 'No events found.\n');
+          out.write(values.json ? `${JSON.stringify(items, null, 2)}\n` : items.length ? formatEvents(items) : 'No events found.\n');
           resolve(0);
         });
         return;
@@ -96,7 +89,7 @@ export async function eventsCommand(argv: string[], opts: { socketPath: string; 
           buf = buf.slice(nl + 1);
           const e = JSON.parse(lineText) as KubeletEvent;
           if (!keep(e)) continue;
-          if (parsed.values.json) out.write(`${lineText}\n`);
+          if (values.json) out.write(`${lineText}\n`);
           else {
             const table = formatEvents([e], Date.now(), WATCH_WIDTHS).split('\n');
             if (!headerDone) out.write(`${table[0]}\n`);

@@ -2,9 +2,9 @@ import type { Writable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodStartTimeline } from '../timeline/pod-timeline.ts';
 import { renderWaterfall } from '../timeline/waterfall.ts';
-import { parseCommandArgs, UsageError } from './command-args.ts';
+import { startClientCommand } from './client-command.ts';
 import { lookupPod } from './pod-lookup.ts';
-import { localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
+import { localGet, readBody, unreachableMessage } from './local-kubelet.ts';
 
 export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [--json]
 Shows where the pod's start spent its time: every step from the kubelet seeing the pod to
@@ -24,26 +24,16 @@ async function getJSON(socketPath: string, path: string): Promise<{ status: numb
 
 /** `kubelet-ts explain POD`: fetches the start timeline from the local kubelet and prints a waterfall. */
 export async function explainCommand(argv: string[], opts: { socketPath: string; stdout?: Writable; stderr?: Writable }): Promise<number> {
-  const out = opts.stdout ?? process.stdout;
-  const err = opts.stderr ?? process.stderr;
-  let parsed;
-  try {
-    parsed = parseCommandArgs(argv, { namespace: { type: 'string', short: 'n' }, uid: { type: 'string' }, 'root-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, 1);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    err.write(`kubelet-ts explain: ${e.message}\n\n${EXPLAIN_USAGE}`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    out.write(EXPLAIN_USAGE);
-    return 0;
-  }
-  const name = parsed.positionals[0];
-  if (!name) {
-    err.write(`kubelet-ts explain: a pod name (or UID prefix) is required\n\n${EXPLAIN_USAGE}`);
-    return 2;
-  }
-  const socketPath = parsed.values['root-dir'] !== undefined ? localSocketPath(parsed.values['root-dir']) : opts.socketPath;
+  const start = startClientCommand({
+    name: 'explain',
+    usage: EXPLAIN_USAGE,
+    options: { namespace: { type: 'string', short: 'n' }, uid: { type: 'string' }, json: { type: 'boolean' } },
+    maxPositionals: 1,
+    required: 'a pod name (or UID prefix)',
+  }, argv, opts);
+  if ('exit' in start) return start.exit;
+  const { values, socketPath, out, err } = start;
+  const name = start.positionals[0]!;
   let pods: V1Pod[];
   try {
     pods = JSON.parse((await getJSON(socketPath, '/pods')).body).items ?? [];
@@ -51,7 +41,7 @@ export async function explainCommand(argv: string[], opts: { socketPath: string;
     err.write(`${unreachableMessage('explain', socketPath, e)}\n`);
     return 1;
   }
-  const { namespace, uid } = parsed.values;
+  const { namespace, uid } = values;
   const found = lookupPod(pods, name, { command: 'explain', ...(namespace !== undefined ? { namespace } : {}), ...(uid !== undefined ? { uid } : {}) });
   if (!('pod' in found)) {
     err.write(`kubelet-ts explain: ${'notFound' in found ? found.notFound : found.ambiguous}\n`);
@@ -64,6 +54,6 @@ export async function explainCommand(argv: string[], opts: { socketPath: string;
     return 1;
   }
   const timeline = JSON.parse(r.body) as PodStartTimeline;
-  out.write(parsed.values.json ? `${JSON.stringify(timeline, null, 2)}\n` : renderWaterfall(timeline, { color: (out as NodeJS.WriteStream).isTTY === true }));
+  out.write(values.json ? `${JSON.stringify(timeline, null, 2)}\n` : renderWaterfall(timeline, { color: (out as NodeJS.WriteStream).isTTY === true }));
   return 0;
 }

@@ -2,9 +2,10 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type http from 'node:http';
 import type { Writable } from 'node:stream';
 import { parseDuration } from '../util/duration.ts';
-import { parseCommandArgs, UsageError } from './command-args.ts';
+import { allContainersOf, containerKind, type ContainerKind } from '../objects/pod-util.ts';
+import { startClientCommand } from './client-command.ts';
 import { lookupPod } from './pod-lookup.ts';
-import { KubeletUnreachable, localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
+import { KubeletUnreachable, localGet, readBody, unreachableMessage } from './local-kubelet.ts';
 
 export const LOGS_USAGE = `Usage: kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [flags]
 
@@ -29,13 +30,8 @@ Flags:
 
 const REASONS: Record<number, string> = { 400: 'BadRequest', 404: 'NotFound', 422: 'Invalid', 500: 'InternalError', 503: 'ServiceUnavailable' };
 
-function allContainers(pod: V1Pod): Array<V1Container & { kind: 'init' | 'app' | 'ephemeral' }> {
-  const s = pod.spec;
-  return [
-    ...(s?.initContainers ?? []).map((c) => ({ ...c, kind: 'init' as const })),
-    ...(s?.containers ?? []).map((c) => ({ ...c, kind: 'app' as const })),
-    ...(s?.ephemeralContainers ?? []).map((c) => ({ ...(c as V1Container), kind: 'ephemeral' as const })),
-  ];
+function allContainers(pod: V1Pod): Array<V1Container & { kind: ContainerKind }> {
+  return allContainersOf(pod).map((c) => ({ ...c, kind: containerKind(pod, c.name) }));
 }
 
 /**
@@ -48,16 +44,10 @@ export async function logsCommand(
   argv: string[],
   opts: { socketPath: string; stdout?: Writable; stderr?: Writable; signal?: AbortSignal },
 ): Promise<number> {
-  const stdout = opts.stdout ?? process.stdout;
-  const stderr = opts.stderr ?? process.stderr;
-  const fail = (msg: string, code = 1) => {
-    stderr.write(`${msg}\n`);
-    return code;
-  };
-
-  let values, positionals;
-  try {
-    ({ values, positionals } = parseCommandArgs(argv, {
+  const start = startClientCommand({
+    name: 'logs',
+    usage: LOGS_USAGE,
+    options: {
       container: { type: 'string', short: 'c' },
       namespace: { type: 'string', short: 'n' },
       uid: { type: 'string' },
@@ -68,18 +58,16 @@ export async function logsCommand(
       'limit-bytes': { type: 'string' },
       since: { type: 'string' },
       'since-time': { type: 'string' },
-      'root-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    }, 2));
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    return fail(`kubelet-ts logs: ${err.message}\n\n${LOGS_USAGE}`, 2);
-  }
-  if (values.help) {
-    stdout.write(LOGS_USAGE);
-    return 0;
-  }
-  if (positionals.length < 1) return fail(`kubelet-ts logs: a pod name (or UID prefix) is required\n\n${LOGS_USAGE}`, 2);
+    },
+    maxPositionals: 2,
+    required: 'a pod name (or UID prefix)',
+  }, argv, opts);
+  if ('exit' in start) return start.exit;
+  const { values, positionals, socketPath, out: stdout, err: stderr } = start;
+  const fail = (msg: string, code = 1) => {
+    stderr.write(`${msg}\n`);
+    return code;
+  };
   const podArg = positionals[0]!.replace(/^pods?\//, '');
   const containerArg = values.container ?? positionals[1];
 
@@ -110,7 +98,6 @@ export async function logsCommand(
     query.set('sinceTime', values['since-time']);
   }
 
-  const socketPath = values['root-dir'] !== undefined ? localSocketPath(values['root-dir']) : opts.socketPath;
   const unreachable = (err: unknown) => fail(unreachableMessage('logs', socketPath, err));
 
   // Resolve the pod and the container from the kubelet's pod list.

@@ -7,22 +7,23 @@
 import type { Writable } from 'node:stream';
 import { loadConfig, type LoadConfigOptions } from '../config/load.ts';
 import { createLogger } from '../logger.ts';
-import { Kubelet } from '../kubelet.ts';
+import { createPluginHost } from '../plugins/create-plugin-host.ts';
 
 /** Prints the plugin tree; returns the exit code. Load errors propagate (the CLI names them). */
 export async function pluginsCommand(args: LoadConfigOptions, out: Writable = process.stdout): Promise<number> {
   const config = await loadConfig(args);
-  const kubelet = new Kubelet(config, createLogger({ level: 'warn' }));
+  // The host alone, as the kubelet builds it, without services: plugins are applied, never run.
+  const { host } = createPluginHost({ config, logger: createLogger({ level: 'warn' }) });
   try {
-    await kubelet.plugins.loadAll(config.plugins);
-    for (const p of kubelet.plugins.loaded) {
+    await host.loadAll(config.plugins);
+    for (const p of host.loaded) {
       out.write(`${p.name}  (${p.kind}, ${p.origin}: ${p.location})  apply ${p.applyMs.toFixed(1)} ms\n`);
       if (p.slots.length) out.write(`  provides: ${p.slots.join(', ')}\n`);
       for (const t of p.taps) out.write(`  taps: ${t.hook}${t.stage ? ` (stage ${t.stage})` : ''}\n`);
     }
-    for (const s of kubelet.plugins.skipped) out.write(`${s.name}  skipped: ${s.reason}\n`);
+    for (const s of host.skipped) out.write(`${s.name}  skipped: ${s.reason}\n`);
   } finally {
-    await kubelet.plugins.close();
+    await host.close();
   }
   return 0;
 }

@@ -11,11 +11,13 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import yaml from 'js-yaml';
-import { parseCommandArgs, UsageError } from './command-args.ts';
-import { localGet, localSocketPath, readBody, unreachableMessage } from './local-kubelet.ts';
+import { UsageError } from './command-args.ts';
+import { startClientCommand } from './client-command.ts';
+import { localGet, readBody, unreachableMessage } from './local-kubelet.ts';
 import { podRow, type PodRow } from './pod-columns.ts';
 import { columnWidths, headerLine, podTable, rowLine, type TableShape } from './pod-table.ts';
 import { PullProgressThrottle, pullMessagesOf } from './pull-progress-throttle.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 export const PODS_USAGE = `Usage: kubelet-ts pods [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [-w] [--root-dir DIR]
        kubelet-ts get pods ...      the same
@@ -58,36 +60,29 @@ export interface PodsCommandOptions {
 
 /** `kubelet-ts pods`: returns the exit code (0 done, 1 the kubelet is unreachable, 2 usage). */
 export async function podsCommand(argv: string[], opts: PodsCommandOptions): Promise<number> {
-  const out = opts.stdout ?? process.stdout;
-  const err = opts.stderr ?? process.stderr;
   const now = opts.now ?? Date.now;
-  let parsed;
-  try {
-    parsed = parseCommandArgs(argv, {
+  const start = startClientCommand({
+    name: 'pods',
+    usage: PODS_USAGE,
+    options: {
       namespace: { type: 'string', short: 'n' },
       'all-namespaces': { type: 'boolean', short: 'A' },
       output: { type: 'string', short: 'o' },
       watch: { type: 'boolean', short: 'w' },
-      'root-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    }, Infinity);
-    const o = parsed.values.output;
-    if (o !== undefined && !(OUTPUTS as readonly string[]).includes(o)) throw new UsageError(`--output: '${o}' is not a format; allowed: ${OUTPUTS.join(', ')}`);
-    if (parsed.values['all-namespaces'] && parsed.values.namespace !== undefined) throw new UsageError('-A and -n exclude each other');
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    err.write(`kubelet-ts pods: ${e.message}\n\n${PODS_USAGE}`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    out.write(PODS_USAGE);
-    return 0;
-  }
-  const output = (parsed.values.output ?? 'table') as Output;
-  const allNamespaces = parsed.values['all-namespaces'] === true;
-  const namespace = parsed.values.namespace ?? 'default';
-  const names = parsed.positionals;
-  const socketPath = parsed.values['root-dir'] !== undefined ? localSocketPath(parsed.values['root-dir']) : opts.socketPath;
+    },
+    maxPositionals: Infinity,
+    check: ({ values }) => {
+      const o = values.output;
+      if (o !== undefined && !(OUTPUTS as readonly string[]).includes(o)) throw new UsageError(`--output: '${o}' is not a format; allowed: ${OUTPUTS.join(', ')}`);
+      if (values['all-namespaces'] && values.namespace !== undefined) throw new UsageError('-A and -n exclude each other');
+    },
+  }, argv, opts);
+  if ('exit' in start) return start.exit;
+  const { values, socketPath, out, err } = start;
+  const output = (values.output ?? 'table') as Output;
+  const allNamespaces = values['all-namespaces'] === true;
+  const namespace = values.namespace ?? 'default';
+  const names = start.positionals;
   const shape: TableShape = { wide: output === 'wide', allNamespaces };
 
   const wanted = (p: V1Pod) => {
@@ -124,9 +119,9 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
   if (output === 'json') out.write(`${JSON.stringify(listOf(pods), null, 4)}\n`);
   else if (output === 'yaml') out.write(yaml.dump(listOf(pods), { noRefs: true }));
   else if (output === 'name') out.write(pods.map((p) => `pod/${p.metadata?.name}\n`).join(''));
-  else if (!rows.length && !parsed.values.watch) err.write(allNamespaces ? 'No resources found\n' : `No resources found in ${namespace} namespace.\n`);
-  else if (!parsed.values.watch) out.write(podTable(rows, shape));
-  if (!parsed.values.watch) return missing.length ? 1 : 0;
+  else if (!rows.length && !values.watch) err.write(allNamespaces ? 'No resources found\n' : `No resources found in ${namespace} namespace.\n`);
+  else if (!values.watch) out.write(podTable(rows, shape));
+  if (!values.watch) return missing.length ? 1 : 0;
   return watch(pods, rows);
 
   async function watch(initial: V1Pod[], initialRows: PodRow[]): Promise<number> {
@@ -210,8 +205,8 @@ function rowKey(r: PodRow): string {
 }
 
 function byNamespaceAndName(a: V1Pod, b: V1Pod): number {
-  const ka = `${a.metadata?.namespace ?? 'default'}/${a.metadata?.name ?? ''}`;
-  const kb = `${b.metadata?.namespace ?? 'default'}/${b.metadata?.name ?? ''}`;
+  const ka = podFullName(a);
+  const kb = podFullName(b);
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 

@@ -21,6 +21,7 @@ import { isCriticalPod } from './critical-pods.ts';
 import { localStorageViolations } from './local-storage.ts';
 import { podUsages } from './pod-usage.ts';
 import { PressureState, isCrossed, type PressureCondition } from './pressure-state.ts';
+import { podFullName } from '../objects/pod-util.ts';
 import { observeSignals, type SignalObservations } from './signals.ts';
 import { SIGNAL_RESOURCE, thresholdQuantity, thresholdsOf, type Threshold } from './thresholds.ts';
 
@@ -123,7 +124,7 @@ export class EvictionManager {
     const violations = localStorageViolations(candidates, snapshot.summary.pods);
     if (violations.length > 0) {
       for (const v of violations) {
-        this.deps.logger.warn({ pod: podName(v.pod), message: v.message }, 'evicting pod over its local storage limit');
+        this.deps.logger.warn({ pod: podFullName(v.pod), message: v.message }, 'evicting pod over its local storage limit');
         this.deps.evict(v.pod, v.message, 0);
       }
       return;
@@ -166,11 +167,11 @@ export class EvictionManager {
     for (const choice of decision.evict) {
       const pod = byUid.get(choice.pod.metadata?.uid);
       if (!pod) {
-        this.deps.logger.warn({ pod: podName(choice.pod) }, 'the eviction policy chose a pod that is no candidate (critical, or not active): refused');
+        this.deps.logger.warn({ pod: podFullName(choice.pod) }, 'the eviction policy chose a pod that is no candidate (critical, or not active): refused');
         continue;
       }
       const grace = threshold.hard ? 0 : this.softGrace(pod);
-      this.deps.logger.warn({ pod: podName(pod), signal: event.signal, gracePeriodSeconds: grace, message: choice.message }, 'evicting pod');
+      this.deps.logger.warn({ pod: podFullName(pod), signal: event.signal, gracePeriodSeconds: grace, message: choice.message }, 'evicting pod');
       if (this.deps.evict(pod, choice.message, grace)) return;
     }
   }
@@ -202,4 +203,3 @@ export class EvictionManager {
   }
 }
 
-const podName = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;

@@ -46,7 +46,7 @@ export class ImageGC {
 
   /** Runs GC every IMAGE_GC_PERIOD_MS (its first detection now, so ages count from the kubelet's start). */
   start(): void {
-    void this.serialized(() => this.detect());
+    void this.serialized(() => this.detect()).catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err) }, 'listing images for garbage collection failed; the next round lists them again'));
     this.timer = setInterval(() => void this.serialized(() => this.garbageCollect()).catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err) }, 'image garbage collection failed')), IMAGE_GC_PERIOD_MS);
     this.timer.unref();
   }

@@ -5,7 +5,9 @@ import { isNotFound } from '../errors.ts';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime, ContainerSummary } from '../runtime/types.ts';
 import { httpError, type RouteHandler } from '../util/http-route.ts';
-import { parseLogTime, readContainerLog, type ReadLogOptions } from './cri-log.ts';
+import { allContainersOf } from '../objects/pod-util.ts';
+import { parseLogTime } from './cri-log.ts';
+import { readContainerLog, type ReadLogOptions } from './log-follower.ts';
 
 /**
  * GET /containerLogs/{namespace}/{pod}/{container}: a container's log as upstream's kubelet
@@ -169,8 +171,7 @@ export function containerLogsHandler(deps: ContainerLogsDeps): RouteHandler {
 
     const pod = deps.pods().find((p) => (p.metadata?.namespace ?? 'default') === namespace && p.metadata?.name === podID);
     if (!pod) throw httpError(404, `pod "${podID}" does not exist`);
-    const spec = pod.spec;
-    const known = [...(spec?.containers ?? []), ...(spec?.initContainers ?? []), ...(spec?.ephemeralContainers ?? [])].some((c) => c.name === containerName);
+    const known = allContainersOf(pod).some((c) => c.name === containerName);
     if (!known) throw httpError(404, `container "${containerName}" not found in pod "${podID}"`);
 
     const runtime = deps.runtime();

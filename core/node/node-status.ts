@@ -46,6 +46,7 @@ import {
   type RuntimeCondition,
 } from './node-object.ts';
 import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
+import { withTimeout } from '../util/with-timeout.ts';
 
 /**
  * What node status needs from the rest of the kubelet. The kubelet wires these to its runtime
@@ -405,12 +406,7 @@ export class NodeStatusManager {
   /** An input call with the input deadline: a runtime that does not answer counts as down. */
   private bounded<T>(p: Promise<T>, what: string): Promise<T> {
     const ms = this.opts.inputTimeoutMs ?? 5000;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not come within ${ms} ms`)), ms);
-      timer.unref();
-    });
-    return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+    return withTimeout(p, ms, { unref: true, error: () => new Error(`${what} did not come within ${ms} ms`) });
   }
 
   /** Logs a failure once per distinct message (an unreachable server is logged once per outage by the client). */

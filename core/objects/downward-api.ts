@@ -6,6 +6,7 @@
  */
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from './quantity.ts';
+import { containersOf } from './pod-util.ts';
 
 /** Where a downward API value goes: env allows a few more fields than volumes. */
 export type DownwardTarget = 'env' | 'volume';
@@ -65,7 +66,7 @@ const RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
  * copies it).
  */
 export function resourceFieldValue(pod: V1Pod, self: V1Container | undefined, ref: { containerName?: string; resource: string; divisor?: unknown }, inputs: Pick<DownwardInputs, 'allocatable'>): string {
-  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  const all = containersOf(pod);
   const target = ref.containerName ? all.find((c) => c.name === ref.containerName) : self;
   if (!target) throw new DownwardApiError(ref.containerName ? `resourceFieldRef: no container named "${ref.containerName}"` : 'resourceFieldRef: containerName is required in a volume');
   const dot = ref.resource.indexOf('.');

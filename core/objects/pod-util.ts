@@ -7,9 +7,9 @@ export function podDesc(pod: V1Pod): string {
   return `${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`;
 }
 
-/** `namespace/name`: the key that two versions of one static pod share. */
-export function podFullName(pod: V1Pod): string {
-  return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name}`;
+/** `namespace/name` (an unset namespace is `default`): how logs name a pod, and the key two versions of one static pod share. */
+export function podFullName(pod: Pick<V1Pod, 'metadata'>): string {
+  return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
 }
 
 export function podUID(pod: V1Pod): string {
@@ -54,8 +54,18 @@ export type ContainerKind = 'init' | 'app' | 'ephemeral';
  * `kubectl debug` does), as containers: their fields are a subset of a container's, plus
  * `targetContainerName`.
  */
-export function ephemeralContainersOf(pod: V1Pod): Array<V1Container & { targetContainerName?: string }> {
+export function ephemeralContainersOf(pod: Pick<V1Pod, 'spec'>): Array<V1Container & { targetContainerName?: string }> {
   return (pod.spec?.ephemeralContainers ?? []) as Array<V1Container & { targetContainerName?: string }>;
+}
+
+/** The pod's init containers, then its containers: what its lifetime runs (ephemeral ones aside). */
+export function containersOf(pod: Pick<V1Pod, 'spec'>): V1Container[] {
+  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+}
+
+/** Every container the pod declares: init, app, then ephemeral (each list as `containerKind` names it). */
+export function allContainersOf(pod: Pick<V1Pod, 'spec'>): V1Container[] {
+  return [...containersOf(pod), ...ephemeralContainersOf(pod)];
 }
 
 /** Which list of the pod's spec declares the container named `name` (app when none does). */

@@ -88,13 +88,17 @@ export interface PluginContext {
   use<K extends keyof Capabilities>(slot: K): Capabilities[K] | undefined;
   /** Fills a capability slot; the host fails at start if two plugins claim one slot. */
   provide<K extends keyof Capabilities>(slot: K, impl: Capabilities[K]): void;
-  /** Registers cleanup to run at shutdown; plugins close in reverse load order. */
+  /**
+   * Registers cleanup to run at shutdown; plugins close in reverse load order, each cleanup
+   * bounded (5 s, and the whole stop's bound). Dropped when the plugin then skips itself. The
+   * runtime slot's provider is closed by the host (`ContainerRuntime.close`), not through this.
+   */
   onClose(fn: () => void | Promise<void>): void;
   /**
    * Registers what touches the node (connections, sockets, files, watchers) for the start
-   * phase, which runs once every plugin is applied, in apply order. `apply` itself only
-   * registers (taps, slots), so `kubelet-ts plugins` can apply every plugin to list them
-   * without touching the node.
+   * phase, which runs once every plugin is applied, in apply order, each bounded by
+   * hookTimeout. `apply` itself only registers (taps, slots), so `kubelet-ts plugins` can apply
+   * every plugin to list them without touching the node.
    */
   onStart(fn: () => void | Promise<void>): void;
   /**
@@ -128,7 +132,7 @@ export interface KubeletPlugin<Options = Record<string, unknown>> {
   kubeletTs?: string;
   /** JSON schema of the options; ajv validates them (and fills defaults) before apply. */
   optionsSchema?: object;
-  /** Taps hooks and provides slots. May be async (for example to connect to a socket). */
+  /** Taps hooks and provides slots. May be async; bounded by hookTimeout (what takes long belongs in `ctx.onStart`). */
   apply(ctx: PluginContext, options: Options): void | Promise<void>;
 }
 

@@ -9,10 +9,12 @@ import type { KubeletConfig, PluginEntry } from '../config/types.ts';
 import { PACKAGE_ROOT } from '../util/package-root.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
+import { withTimeout } from '../util/with-timeout.ts';
 import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
 import { orderPlugins } from './plugin-order.ts';
+import { pluginOfError } from './plugin-attribution.ts';
 import { satisfies } from './version-range.ts';
 
 /** Where the bundled plugins live: `plugins/<name>/index.ts` of this package. */
@@ -21,6 +23,9 @@ const BUILTIN_DIR = path.join(PACKAGE_ROOT, 'plugins');
 /** How long one plugin's cleanup may take at shutdown. */
 const CLOSE_TIMEOUT_MS = 5000;
 
+/** What every "there is no such plugin" error carries. */
+const NOT_FOUND = { code: 'NotFound', hostCode: 'PLUGIN_NOT_FOUND' } as const;
+
 /** A plugin after loading, for logs and `kubelet-ts plugins`. */
 export interface LoadedPlugin {
   name: string;
@@ -28,6 +33,8 @@ export interface LoadedPlugin {
   /** How it was found: built-in folder, npm module, file path, or an object in the config. */
   origin: 'builtin' | 'module' | 'path' | 'inline';
   location: string;
+  /** Where its code lives (its folder, package directory or file), to name it in a crash; none for an inline plugin. */
+  root: string | undefined;
   options: unknown;
   taps: TapRecord[];
   slots: string[];
@@ -45,6 +52,7 @@ interface ResolvedEntry {
   name: string;
   origin: LoadedPlugin['origin'];
   location: string;
+  root: string | undefined;
   options: unknown;
   index: number;
   /** The slots it declared (it must fill each of them). */
@@ -93,6 +101,7 @@ export class PluginHost {
   readonly skipped: SkippedPlugin[] = [];
   private readonly starters: Array<{ record: LoadedPlugin; fn: () => void | Promise<void> }> = [];
   private startedAll = false;
+  private runtimeClosed = false;
   private readonly slots = new Map<keyof Capabilities, { plugin: string; impl: unknown }>();
   private readonly closers: Array<{ plugin: string; fn: () => void | Promise<void> }> = [];
   private readonly ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
@@ -105,8 +114,8 @@ export class PluginHost {
     for (const [index, entry] of entries.entries()) {
       const r = await this.resolveEntry(entry, index);
       const twin = resolved.find((x) => x.name === r.name);
-      if (twin) throw new PluginError(r.name, `is listed twice in plugins (entries ${twin.index} and ${index})`);
-      if (this.loaded.some((x) => x.name === r.name)) throw new PluginError(r.name, 'is already loaded');
+      if (twin) throw new PluginError(r.name, `is listed twice in plugins (entries ${twin.index} and ${index})`, { code: 'InvalidInput', hostCode: 'PLUGIN_DUPLICATE' });
+      if (this.loaded.some((x) => x.name === r.name)) throw new PluginError(r.name, 'is already loaded', { code: 'AlreadyExists', hostCode: 'PLUGIN_DUPLICATE' });
       resolved.push(r);
     }
     for (const r of orderPlugins(resolved)) await this.apply(r);
@@ -114,7 +123,7 @@ export class PluginHost {
       if (!this.slots.has(slot)) {
         const pluginsFile = this.deps.config.pluginsConfigFile ?? this.deps.config.configFile;
         const where = pluginsFile ? ` in ${pluginsFile}` : '';
-        throw new PluginError('host', `no plugin provides the '${slot}' slot: add a ${slot} plugin (for example 'cri-containerd') to plugins${where}`);
+        throw new PluginError('host', `no plugin provides the '${slot}' slot: add a ${slot} plugin (for example 'cri-containerd') to plugins${where}`, { code: 'NotFound', hostCode: 'PLUGIN_SLOT_MISSING' });
       }
     }
   }
@@ -128,20 +137,30 @@ export class PluginHost {
     this.startedAll = true;
     for (const { record, fn } of this.starters) {
       const t0 = performance.now();
-      try {
-        await fn();
-      } catch (err) {
-        if (isPluginError(err)) throw err;
-        throw new PluginError(record.name, errorMessage(err), { cause: err });
-      }
+      await this.runPhase(record.name, 'start', fn);
       record.startMs = (record.startMs ?? 0) + (performance.now() - t0);
+    }
+  }
+
+  /**
+   * Runs a plugin's apply or start work, bounded by hookTimeout as a tap is (a plugin that
+   * hangs there fails the kubelet's start, naming itself, instead of holding it forever); a
+   * throw or an overrun is a PluginError naming the plugin. `ctx.skip` passes through.
+   */
+  private async runPhase(plugin: string, phase: 'apply' | 'start', fn: () => void | Promise<void>): Promise<void> {
+    const ms = this.deps.config.hookTimeoutMs;
+    try {
+      await withTimeout(fn, ms, { error: () => new PluginError(plugin, `${phase} did not finish within ${ms} ms (hookTimeout)`, { code: 'DeadlineExceeded', hostCode: 'PLUGIN_TIMEOUT' }) });
+    } catch (err) {
+      if (err instanceof SkipSignal || isPluginError(err)) throw err;
+      throw new PluginError(plugin, errorMessage(err), { cause: err, hostCode: 'PLUGIN_FAILED' });
     }
   }
 
   /** The provider of a slot; throws if none (the host checks required slots at start). */
   slot<K extends keyof Capabilities>(slot: K): Capabilities[K] {
     const claim = this.slots.get(slot);
-    if (!claim) throw new PluginError('host', `no plugin provides the '${slot}' slot`);
+    if (!claim) throw new PluginError('host', `no plugin provides the '${slot}' slot`, { code: 'NotFound', hostCode: 'PLUGIN_SLOT_MISSING' });
     return claim.impl as Capabilities[K];
   }
 
@@ -156,21 +175,31 @@ export class PluginHost {
   }
 
   /**
-   * Runs the plugins' cleanups in reverse load order; one failing, or hanging past
-   * CLOSE_TIMEOUT_MS, does not stop the rest (a stop must end).
+   * Runs the plugins' cleanups in reverse load order, then closes the runtime slot's provider
+   * (`ContainerRuntime.close`: the host, not its plugin, does that, after every plugin that may
+   * still have called it). One failing, or hanging past CLOSE_TIMEOUT_MS, does not stop the
+   * rest; past `deadline` (a Date.now() time: the kubelet's whole stop is bounded) what is left
+   * is cut short, named in the log. Runs each cleanup once.
    */
-  async close(): Promise<void> {
-    for (const { plugin, fn } of this.closers.splice(0).reverse()) {
-      let timer: NodeJS.Timeout | undefined;
+  async close(options: { deadline?: number } = {}): Promise<void> {
+    const deadline = options.deadline ?? Infinity;
+    const work = this.closers.splice(0).reverse();
+    const runtime = this.slots.get('runtime');
+    if (runtime && !this.runtimeClosed) {
+      this.runtimeClosed = true;
+      const impl = runtime.impl as Partial<Capabilities['runtime']>;
+      if (typeof impl.close === 'function') work.push({ plugin: runtime.plugin, fn: () => impl.close!() });
+    }
+    for (const [i, { plugin, fn }] of work.entries()) {
+      const left = Math.min(CLOSE_TIMEOUT_MS, deadline - Date.now());
+      if (left <= 0) {
+        this.deps.logger.warn({ plugins: [...new Set(work.slice(i).map((w) => w.plugin))] }, 'stop time is up: plugin cleanups not run');
+        return;
+      }
       try {
-        const hung = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`did not finish within ${CLOSE_TIMEOUT_MS} ms`)), CLOSE_TIMEOUT_MS);
-        });
-        await Promise.race([Promise.resolve().then(fn), hung]);
+        await withTimeout(fn, left, { error: () => new Error(`did not finish within ${Math.round(left)} ms`) });
       } catch (err) {
         this.deps.logger.warn({ plugin, err: errorMessage(err) }, 'plugin close failed');
-      } finally {
-        clearTimeout(timer);
       }
     }
   }
@@ -178,42 +207,42 @@ export class PluginHost {
   /** Finds an entry's plugin, checks its host version range, declared slots and options. */
   private async resolveEntry(entry: PluginEntry, index: number): Promise<ResolvedEntry> {
     const { ref, options } = normalizeEntry(entry, index);
-    const { plugin, origin, location } = await this.resolve(ref, index);
+    const { plugin, origin, location, root } = await this.resolve(ref, index);
     const name = plugin.name;
     if (plugin.kubeletTs !== undefined) {
       let ok: boolean;
       try {
         ok = satisfies(HOST_VERSION, String(plugin.kubeletTs));
       } catch (err) {
-        throw new PluginError(name, `kubeletTs: ${errorMessage(err)}`);
+        throw new PluginError(name, `kubeletTs: ${errorMessage(err)}`, { code: 'InvalidInput', hostCode: 'PLUGIN_VERSION_MISMATCH' });
       }
-      if (!ok) throw new PluginError(name, `works with kubelet-ts ${plugin.kubeletTs}; this is kubelet-ts ${HOST_VERSION}`);
+      if (!ok) throw new PluginError(name, `works with kubelet-ts ${plugin.kubeletTs}; this is kubelet-ts ${HOST_VERSION}`, { code: 'InvalidInput', hostCode: 'PLUGIN_VERSION_MISMATCH' });
     }
     const kindSlot = Object.entries(SLOT_KINDS).find(([, kind]) => kind === plugin.kind)?.[0];
     const declared = (plugin.provides as string[] | undefined) ?? [];
     const provides = plugin.provides ? declared : kindSlot ? [kindSlot] : [];
     for (const slot of declared) {
       const kind = SLOT_KINDS[slot];
-      if (kind && plugin.kind !== kind) throw new PluginError(name, `declares it provides the '${slot}' slot, which only a plugin of kind '${kind}' may fill (its kind is '${plugin.kind ?? 'other'}')`);
+      if (kind && plugin.kind !== kind) throw new PluginError(name, `declares it provides the '${slot}' slot, which only a plugin of kind '${kind}' may fill (its kind is '${plugin.kind ?? 'other'}')`, { code: 'InvalidInput', hostCode: 'PLUGIN_SLOT_MISMATCH' });
     }
     const requires = plugin.requires ?? [];
-    if (!Array.isArray(requires) || requires.some((r) => typeof r !== 'string' || !r)) throw new PluginError(name, `requires must be a list of slot or plugin names (is ${JSON.stringify(requires)})`);
-    return { plugin, name, origin, location, options: this.validateOptions(plugin, options ?? {}), index, declared, provides, requires };
+    if (!Array.isArray(requires) || requires.some((r) => typeof r !== 'string' || !r)) throw new PluginError(name, `requires must be a list of slot or plugin names (is ${JSON.stringify(requires)})`, { code: 'InvalidInput', hostCode: 'PLUGIN_MISUSE' });
+    return { plugin, name, origin, location, root, options: this.validateOptions(plugin, options ?? {}), index, declared, provides, requires };
   }
 
   /** Applies one resolved plugin with its own context: registration only (taps, slots, start and close work). */
   private async apply(r: ResolvedEntry): Promise<void> {
-    const { plugin, name, origin, location } = r;
+    const { plugin, name, origin, location, root } = r;
     const validated = r.options;
     for (const req of r.requires) {
       const byName = this.loaded.some((p) => p.name === req);
       if (!byName && !this.slots.has(req as keyof Capabilities)) {
-        throw new PluginError(name, `requires '${req}', which no plugin filled (a plugin of its kind was applied before, but did not provide it)`);
+        throw new PluginError(name, `requires '${req}', which no plugin filled (a plugin of its kind was applied before, but did not provide it)`, { code: 'NotFound', hostCode: 'PLUGIN_REQUIREMENT_MISSING' });
       }
     }
     const stateDir = path.join(this.deps.config.rootDir, 'plugin-state', name.replace(/[\/@]/g, '_'));
     fs.mkdirSync(stateDir, { recursive: true });
-    const record: LoadedPlugin = { name, kind: plugin.kind ?? 'other', origin, location, options: validated, taps: [], slots: [], applyMs: 0 };
+    const record: LoadedPlugin = { name, kind: plugin.kind ?? 'other', origin, location, root, options: validated, taps: [], slots: [], applyMs: 0 };
     const logger = this.deps.logger.child({ plugin: name });
     const ctx: PluginContext = Object.freeze({
       name,
@@ -244,31 +273,35 @@ export class PluginHost {
           const kind = SLOT_KINDS[slot];
           throw new PluginError(name, kind && plugin.kind !== kind
             ? `cannot provide the '${slot}' slot: only a plugin of kind '${kind}' may (its kind is '${plugin.kind ?? 'other'}')`
-            : `provides the '${slot}' slot without declaring it: add '${slot}' to its provides`);
+            : `provides the '${slot}' slot without declaring it: add '${slot}' to its provides`, { code: 'InvalidInput', hostCode: 'PLUGIN_SLOT_MISMATCH' });
         }
         const claim = this.slots.get(slot);
         if (claim) {
-          throw new PluginError(name, `cannot provide the '${slot}' slot: plugin '${claim.plugin}' already provides it (keep one of them in plugins)`);
+          throw new PluginError(name, `cannot provide the '${slot}' slot: plugin '${claim.plugin}' already provides it (keep one of them in plugins)`, { code: 'AlreadyExists', hostCode: 'PLUGIN_SLOT_TAKEN' });
         }
         this.slots.set(slot, { plugin: name, impl });
         record.slots.push(slot);
       },
       onClose: (fn: () => void | Promise<void>) => {
-        this.closers.push({ plugin: name, fn });
+        // Kept aside while apply runs: a plugin that then skips itself has nothing to clean up.
+        if (applying) closers.push(fn);
+        else this.closers.push({ plugin: name, fn });
       },
       onStart: (fn: () => void | Promise<void>) => {
         starts.push(fn);
       },
       skip: (reason: string): never => {
-        if (record.taps.length > 0 || record.slots.length > 0) throw new PluginError(name, 'ctx.skip() must come before any tap or provide');
+        if (record.taps.length > 0 || record.slots.length > 0) throw new PluginError(name, 'ctx.skip() must come before any tap or provide', { code: 'InvalidInput', hostCode: 'PLUGIN_MISUSE' });
         throw new SkipSignal(reason);
       },
     });
     const starts: Array<() => void | Promise<void>> = [];
+    const closers: Array<() => void | Promise<void>> = [];
+    let applying = true;
 
     const start = performance.now();
     try {
-      await plugin.apply(ctx, validated);
+      await this.runPhase(name, 'apply', () => plugin.apply(ctx, validated));
     } catch (err) {
       if (err instanceof SkipSignal) {
         this.skipped.push({ name, reason: err.reason });
@@ -276,12 +309,16 @@ export class PluginHost {
         this.deps.logger.info({ plugin: name, reason: err.reason }, 'plugin skipped itself');
         return;
       }
-      if (isPluginError(err)) throw err;
-      throw new PluginError(name, errorMessage(err), { cause: err });
+      // A failed apply may have opened what its cleanups close: the stop that follows runs them.
+      for (const fn of closers) this.closers.push({ plugin: name, fn });
+      throw err;
+    } finally {
+      applying = false;
     }
+    for (const fn of closers) this.closers.push({ plugin: name, fn });
     record.applyMs = performance.now() - start;
     const missing = r.declared.filter((slot) => !record.slots.includes(slot));
-    if (missing.length > 0) throw new PluginError(name, `declares it provides ${missing.map((m) => `'${m}'`).join(', ')} but did not fill ${missing.length > 1 ? 'them' : 'it'} in apply (ctx.provide)`);
+    if (missing.length > 0) throw new PluginError(name, `declares it provides ${missing.map((m) => `'${m}'`).join(', ')} but did not fill ${missing.length > 1 ? 'them' : 'it'} in apply (ctx.provide)`, { code: 'InvalidInput', hostCode: 'PLUGIN_SLOT_MISMATCH' });
     this.loaded.push(record);
     for (const fn of starts) this.starters.push({ record, fn });
     logger.info({ kind: record.kind, origin, taps: record.taps.map((t) => t.hook), slots: record.slots, applyMs: Math.round(record.applyMs) }, 'plugin loaded');
@@ -293,45 +330,62 @@ export class PluginHost {
     try {
       validate = this.ajv.compile(plugin.optionsSchema);
     } catch (err) {
-      throw new PluginError(plugin.name, `its optionsSchema is not a valid JSON schema: ${errorMessage(err)}`);
+      throw new PluginError(plugin.name, `its optionsSchema is not a valid JSON schema: ${errorMessage(err)}`, { code: 'InvalidInput', hostCode: 'PLUGIN_BAD_OPTIONS' });
     }
     const copy = JSON.parse(JSON.stringify(options ?? {}));
     if (!validate(copy)) {
-      throw new PluginError(plugin.name, `invalid options:\n${formatAjvErrors(validate.errors, copy, `plugin '${plugin.name}' options`)}`);
+      throw new PluginError(plugin.name, `invalid options:\n${formatAjvErrors(validate.errors, copy, `plugin '${plugin.name}' options`)}`, { code: 'InvalidInput', hostCode: 'PLUGIN_BAD_OPTIONS' });
     }
     return copy;
   }
 
-  private async resolve(ref: string | KubeletPlugin<any>, index: number): Promise<{ plugin: KubeletPlugin<any>; origin: LoadedPlugin['origin']; location: string }> {
-    if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config' };
+  private async resolve(ref: string | KubeletPlugin<any>, index: number): Promise<{ plugin: KubeletPlugin<any>; origin: LoadedPlugin['origin']; location: string; root: string | undefined }> {
+    if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config', root: undefined };
 
     const pluginsFile = this.deps.config.pluginsConfigFile ?? this.deps.config.configFile;
     const configDir = pluginsFile ? path.dirname(pluginsFile) : process.cwd();
     let file: string;
     let origin: LoadedPlugin['origin'];
+    let root: string;
     if (ref.startsWith('.') || path.isAbsolute(ref)) {
       file = path.resolve(configDir, ref);
       origin = 'path';
-      if (!fs.existsSync(file)) throw new PluginError(ref, `plugin file not found: ${file}`);
+      if (!fs.existsSync(file)) throw new PluginError(ref, `plugin file not found: ${file}`, NOT_FOUND);
+      root = file;
       if (fs.statSync(file).isDirectory()) {
         const entry = folderEntry(file);
-        if (!entry) throw new PluginError(ref, `plugin folder ${file} has no index.ts, index.js or index.mjs`);
+        if (!entry) throw new PluginError(ref, `plugin folder ${file} has no index.ts, index.js or index.mjs`, NOT_FOUND);
         file = entry;
       }
     } else if (builtinPluginNames().includes(ref)) {
       file = folderEntry(path.join(BUILTIN_DIR, ref))!;
       origin = 'builtin';
+      root = path.dirname(file);
     } else {
       origin = 'module';
       file = resolveModule(ref, configDir);
+      root = packageDir(file);
     }
     let mod: { default?: unknown };
     try {
       mod = await importModule(file);
     } catch (err) {
-      throw new PluginError(ref, `cannot import ${file}: ${errorMessage(err)}`, { cause: err });
+      throw new PluginError(ref, `cannot import ${file}: ${errorMessage(err)}`, { ...NOT_FOUND, cause: err });
     }
-    return { plugin: checkShape(mod.default ?? mod, ref), origin, location: file };
+    return { plugin: checkShape(mod.default ?? mod, ref), origin, location: file, root };
+  }
+
+  /** The loaded plugin whose code an error comes from (a PluginError's, else its stack's; plugin-attribution.ts). */
+  pluginOfError(err: unknown): string | undefined {
+    return pluginOfError(err, this.loaded);
+  }
+}
+
+/** The directory of the package a module file belongs to: the nearest one above it with a package.json. */
+function packageDir(file: string): string {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.dirname(file);
   }
 }
 
@@ -347,8 +401,8 @@ function resolveModule(ref: string, dir: string): string {
     const code = (err as NodeJS.ErrnoException).code;
     const esm = code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' ? esmEntry(ref, require.resolve.paths(ref) ?? []) : undefined;
     if (esm) return esm;
-    if (code !== 'MODULE_NOT_FOUND') throw new PluginError(ref, `cannot resolve npm module '${ref}' from ${dir}: ${errorMessage(err)}`, { cause: err });
-    throw new PluginError(ref, `unknown plugin: not a built-in (${builtinPluginNames().join(', ')}), not a path, and no npm module '${ref}' is installed where ${dir} can import it`);
+    if (code !== 'MODULE_NOT_FOUND') throw new PluginError(ref, `cannot resolve npm module '${ref}' from ${dir}: ${errorMessage(err)}`, { ...NOT_FOUND, cause: err });
+    throw new PluginError(ref, `unknown plugin: not a built-in (${builtinPluginNames().join(', ')}), not a path, and no npm module '${ref}' is installed where ${dir} can import it`, NOT_FOUND);
   }
 }
 
@@ -371,17 +425,17 @@ function esmEntry(pkg: string, lookupDirs: string[]): string | undefined {
 
 function normalizeEntry(entry: PluginEntry, index: number): { ref: string | KubeletPlugin<any>; options: unknown } {
   if (Array.isArray(entry)) {
-    if (entry.length < 1 || entry.length > 2) throw new PluginError(`plugins[${index}]`, "an entry must be 'name', ['name'] or ['name', {options}]");
+    if (entry.length < 1 || entry.length > 2) throw new PluginError(`plugins[${index}]`, "an entry must be 'name', ['name'] or ['name', {options}]", { code: 'InvalidInput', hostCode: 'PLUGIN_MISUSE' });
     return { ref: entry[0], options: entry[1] };
   }
   if (typeof entry === 'string' || (entry && typeof entry === 'object')) return { ref: entry, options: undefined };
-  throw new PluginError(`plugins[${index}]`, `is ${JSON.stringify(entry)}; allowed: 'name', ['name', {options}] or a plugin object`);
+  throw new PluginError(`plugins[${index}]`, `is ${JSON.stringify(entry)}; allowed: 'name', ['name', {options}] or a plugin object`, { code: 'InvalidInput', hostCode: 'PLUGIN_MISUSE' });
 }
 
 function checkShape(value: unknown, label: string): KubeletPlugin<any> {
   const p = value as Partial<KubeletPlugin>;
-  if (!p || typeof p !== 'object') throw new PluginError(label, 'does not export a plugin object (export default definePlugin({...}))');
-  if (typeof p.name !== 'string' || p.name.length === 0) throw new PluginError(label, "the plugin object has no 'name' string");
-  if (typeof p.apply !== 'function') throw new PluginError(p.name, "the plugin object has no 'apply(ctx, options)' function");
+  if (!p || typeof p !== 'object') throw new PluginError(label, 'does not export a plugin object (export default definePlugin({...}))', NOT_FOUND);
+  if (typeof p.name !== 'string' || p.name.length === 0) throw new PluginError(label, "the plugin object has no 'name' string", NOT_FOUND);
+  if (typeof p.apply !== 'function') throw new PluginError(p.name, "the plugin object has no 'apply(ctx, options)' function", NOT_FOUND);
   return p as KubeletPlugin<any>;
 }

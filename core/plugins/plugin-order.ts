@@ -14,7 +14,7 @@ export function orderPlugins<T extends Orderable>(plugins: readonly T[]): T[] {
   for (const p of plugins) {
     for (const req of p.requires) {
       if (providers(req).length === 0) {
-        throw new PluginError(p.name, `requires '${req}', which no configured plugin provides: add a plugin that provides '${req}' to plugins`);
+        throw new PluginError(p.name, `requires '${req}', which no configured plugin provides: add a plugin that provides '${req}' to plugins`, { code: 'NotFound', hostCode: 'PLUGIN_REQUIREMENT_MISSING' });
       }
     }
   }
@@ -22,7 +22,10 @@ export function orderPlugins<T extends Orderable>(plugins: readonly T[]): T[] {
   const done = new Set<T>();
   while (placed.length < plugins.length) {
     const next = plugins.find((p) => !done.has(p) && p.requires.every((req) => providers(req).every((q) => q === p || done.has(q))));
-    if (!next) throw new PluginError(cycleOf(plugins.filter((p) => !done.has(p)), providers)[0]!, `plugins require each other in a cycle: ${cycleOf(plugins.filter((p) => !done.has(p)), providers).join(' → ')}`);
+    if (!next) {
+      const cycle = cycleOf(plugins.filter((p) => !done.has(p)), providers);
+      throw new PluginError(cycle[0]!, `plugins require each other in a cycle: ${cycle.join(' → ')}`, { code: 'InvalidInput', hostCode: 'PLUGIN_CYCLE' });
+    }
     placed.push(next);
     done.add(next);
   }

@@ -11,6 +11,7 @@
  */
 import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { parseQuantity, quantityValue } from '../objects/quantity.ts';
+import { containersOf } from '../objects/pod-util.ts';
 import { qosClass } from '../status/pod-status.ts';
 
 /** What admission knows of the node. */
@@ -145,7 +146,7 @@ function tolerates(t: V1Toleration, taint: V1Taint): boolean {
 /** `<protocol>/<hostIP>/<port>` of each host port a pod asks for (0.0.0.0 for any address). */
 function hostPorts(pod: V1Pod): Array<{ protocol: string; ip: string; port: number }> {
   const out: Array<{ protocol: string; ip: string; port: number }> = [];
-  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+  for (const c of containersOf(pod)) {
     for (const p of c.ports ?? []) if (p.hostPort) out.push({ protocol: p.protocol ?? 'TCP', ip: p.hostIP || '0.0.0.0', port: p.hostPort });
   }
   return out;

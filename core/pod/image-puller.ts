@@ -10,6 +10,7 @@ import type { ObjectSource } from '../objects/object-source.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
 import { PullProgressTracker, type PullHandle } from '../runtime/pull-progress.ts';
 import type { ActivePull } from './pull-progress-status.ts';
+import { podFullName } from '../objects/pod-util.ts';
 import { providedCredentials, type CredentialLookup } from '../credentials/provided-credentials.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
@@ -123,7 +124,7 @@ export class ImagePuller {
       return { imageRef, pulled: { pullMs, ...(sizeBytes !== undefined ? { sizeBytes } : {}) } };
     } catch (err) {
       this.deps.backoff.next(key, now);
-      this.deps.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, image, err: errorMessage(err) }, 'image pull failed');
+      this.deps.logger.warn({ pod: podFullName(pod), image, err: errorMessage(err) }, 'image pull failed');
       const message = `Failed to pull image "${image}": ${errorMessage(err)}`;
       event('Warning', 'Failed', message);
       event('Warning', 'Failed', 'Error: ErrImagePull');

@@ -5,8 +5,10 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import { clampSeconds, secondsToTimerMs } from '../util/timeouts.ts';
+import { TIMED_OUT, withTimeout } from '../util/with-timeout.ts';
 import { podRef, type EventRecorder } from '../events/event-recorder.ts';
 import { resolvePort } from './container-ports.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 /** Where a handler runs: the container, its pod's IP, and how long it may take. */
 export interface HandlerTarget { pod: V1Pod; container: V1Container; containerId: string; podIP: string; timeoutSeconds: number }
@@ -93,21 +95,14 @@ export class LifecycleHandlers {
   async preStop(c: HandlerContainer, gracePeriodSeconds: number): Promise<void> {
     const handler = c.container.lifecycle?.preStop;
     if (!handler || gracePeriodSeconds <= 0) return;
-    const pod = `${c.pod.metadata?.namespace}/${c.pod.metadata?.name}`;
+    const pod = podFullName(c.pod);
     const run = runLifecycleHandler('PreStop', handler, { ...c, timeoutSeconds: gracePeriodSeconds }, this.deps.runtime());
-    let timer: NodeJS.Timeout | undefined;
-    const overrun = new Promise<'overrun'>((r) => {
-      timer = setTimeout(() => r('overrun'), secondsToTimerMs(gracePeriodSeconds));
-    });
     try {
-      const result = await Promise.race([run.then(() => 'done' as const), overrun]);
-      if (result === 'overrun') this.deps.logger.warn({ pod, container: c.container.name, gracePeriod: gracePeriodSeconds }, 'preStop hook did not complete within the grace period');
+      const result = await withTimeout(run, secondsToTimerMs(gracePeriodSeconds));
+      if (result === TIMED_OUT) this.deps.logger.warn({ pod, container: c.container.name, gracePeriod: gracePeriodSeconds }, 'preStop hook did not complete within the grace period');
     } catch (err) {
       this.deps.logger.warn({ pod, container: c.container.name, err: errorMessage(err) }, 'FailedPreStopHook');
       this.deps.events?.record(podRef(c.pod, c.container.name), 'Warning', 'FailedPreStopHook', errorMessage(err));
-    } finally {
-      clearTimeout(timer);
-      run.catch(() => {});
     }
   }
 }

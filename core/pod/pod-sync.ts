@@ -2,7 +2,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
-import { errorMessage, isNotFound } from '../errors.ts';
+import { errorMessage, isNotFound, pluginOf } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
@@ -17,7 +17,7 @@ import { ContainerConfigError, buildContainerConfig } from './container-config.t
 import type { ImagePuller } from './image-puller.ts';
 import type { LifecycleHandlers } from './lifecycle-handlers.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
-import { ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
+import { allContainersOf, containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podFullName, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from './container-mounts.ts';
@@ -146,7 +146,7 @@ export class PodSyncer {
       } catch (err) {
         if (!(err instanceof VolumeSetupError)) throw err;
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
-        for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
+        for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
         for (const f of err.failures) this.event(pod, undefined, 'Warning', 'FailedMount', `MountVolume.SetUp failed for volume "${f.volume}" : ${f.message}`);
         return this.finish(pod, waiting, VOLUME_RETRY_MS, acts);
@@ -167,10 +167,10 @@ export class PodSyncer {
         } catch (err) {
           // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
-          for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message });
+          for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message });
           log.warn({ err: errorMessage(err) }, 'FailedCreatePodSandBox');
           this.event(pod, undefined, 'Warning', 'FailedCreatePodSandBox', message);
-          await this.finish(pod, waiting, undefined).catch(() => {});
+          await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
           throw new Error(message, { cause: err });
         }
         const sbStatus = await runtime.podSandboxStatus(sandboxId);
@@ -181,8 +181,8 @@ export class PodSyncer {
           await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus });
         } catch (err) {
           // Shown on every container while the sync retries with back-off (the sandbox stays).
-          for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) waiting.set(c.name, { reason: 'ContainerCreating', message: errorMessage(err) });
-          await this.finish(pod, waiting, undefined).catch(() => {});
+          for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: errorMessage(err) });
+          await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
           throw err;
         }
         podIP = isHostNetwork(pod) ? config.nodeIP : sbStatus.ip;
@@ -443,7 +443,7 @@ export class PodSyncer {
 
   /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */
   private async killContainer(pod: V1Pod, id: string, name: string, grace: number, reason: string): Promise<void> {
-    const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? []), ...ephemeralContainersOf(pod)].find((c: V1Container) => c.name === name);
+    const container = allContainersOf(pod).find((c) => c.name === name);
     const started = Date.now();
     const elapsed = () => Math.floor((Date.now() - started) / 1000);
     const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
@@ -506,7 +506,13 @@ export class PodSyncer {
     this.deps.pullBackoff.forgetPrefix(`${uid}/`);
     this.deps.puller.forget(uid);
     this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
-    await this.deps.hooks.podRemoved.promise(pod);
+    try {
+      await this.deps.hooks.podRemoved.promise(pod);
+    } catch (err) {
+      // The termination is retried until every tap succeeds: say on the pod, at each retry, which plugin holds it.
+      this.event(pod, undefined, 'Warning', 'FailedPodRemovedHook', `${errorMessage(err)}; the pod stays terminating until its podRemoved taps succeed`);
+      throw err;
+    }
     this.podLogger(pod).info('pod removed');
   }
 
@@ -544,12 +550,17 @@ export class PodSyncer {
     }
   }
 
+  /** A status that could not be published while the sync fails anyway (the sync's own error is what the worker reports). */
+  private statusNotPublished(pod: V1Pod, err: unknown): void {
+    this.podLogger(pod).warn({ plugin: pluginOf(err), err: errorMessage(err) }, 'pod status not published');
+  }
+
   private event(pod: V1Pod, container: string | undefined, type: EventType, reason: string, message: string): void {
     this.deps.events?.record(podRef(pod, container), type, reason, message);
   }
 
   private podLogger(pod: V1Pod): Logger {
-    return this.deps.logger.child({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid: pod.metadata?.uid });
+    return this.deps.logger.child({ pod: podFullName(pod), uid: pod.metadata?.uid });
   }
 }
 

@@ -3,6 +3,8 @@ import type { Logger } from '../logger.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { SyncOutcome } from './pod-sync.ts';
 import { Backoff } from './backoff.ts';
+import { TIMED_OUT, withTimeout } from '../util/with-timeout.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 /** What the workers call: the pod syncer's two operations. */
 export interface PodWorkHandlers {
@@ -70,7 +72,7 @@ export class PodWorkers {
   /** UIDs of pods being terminated whose namespace/name is `fullName`. */
   terminatingWithName(fullName: string): string[] {
     return [...this.workers.entries()]
-      .filter(([, w]) => w.terminating && `${w.pod.metadata?.namespace}/${w.pod.metadata?.name}` === fullName)
+      .filter(([, w]) => w.terminating && podFullName(w.pod) === fullName)
       .map(([uid]) => uid);
   }
 
@@ -93,15 +95,8 @@ export class PodWorkers {
   async drain(timeoutMs = Infinity): Promise<string[]> {
     const all = Promise.all([...this.workers.values()].map((w) => w.idle)).then(() => [] as string[]);
     if (timeoutMs === Infinity) return all;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<string[]>((resolve) => {
-      timer = setTimeout(() => resolve([...this.workers.entries()].filter(([, w]) => w.busy).map(([uid]) => uid)), timeoutMs);
-    });
-    try {
-      return await Promise.race([all, timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const done = await withTimeout(all, timeoutMs);
+    return done === TIMED_OUT ? [...this.workers.entries()].filter(([, w]) => w.busy).map(([uid]) => uid) : done;
   }
 
   private async run(uid: string, w: Worker): Promise<void> {
@@ -130,10 +125,10 @@ export class PodWorkers {
           // back-off; a change of the pod or the periodic resync runs it again. A termination
           // is always retried: what it holds must be released.
           if (op === 'sync' && code === 'InvalidInput') {
-            this.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, op, code, err: errorMessage(err) }, 'pod refused as invalid: not retried until it changes (or the periodic resync)');
+            this.logger.warn({ pod: podFullName(pod), uid, op, code, err: errorMessage(err) }, 'pod refused as invalid: not retried until it changes (or the periodic resync)');
           } else {
             const delay = this.errorBackoff.next(uid, Date.now());
-            this.logger.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, op, code, err: errorMessage(err), retryInMs: delay }, 'pod worker operation failed');
+            this.logger.warn({ pod: podFullName(pod), uid, op, code, err: errorMessage(err), retryInMs: delay }, 'pod worker operation failed');
             this.handlers.requeue(uid, delay);
           }
         } finally {

@@ -11,7 +11,7 @@
 import type { V1Capabilities, V1Container, V1Pod, V1SecurityContext } from '@kubernetes/client-node';
 import path from 'node:path';
 import type { LinuxContainerSecurityContext, LinuxSandboxSecurityContext, SELinuxOption, SecurityProfile } from '../runtime/types.ts';
-import { podDesc } from '../objects/pod-util.ts';
+import { allContainersOf, containersOf, podDesc } from '../objects/pod-util.ts';
 
 /** A security context that cannot be honoured: the container waits with CreateContainerConfigError and this message. */
 export class SecurityContextError extends Error {}
@@ -119,8 +119,7 @@ function hasCapability(caps: V1Capabilities | undefined, name: string): boolean 
 
 /** Upstream HasPrivilegedContainer: any init, app (or ephemeral) container asks for privileged. */
 export function hasPrivilegedContainer(pod: V1Pod): boolean {
-  const spec = pod.spec;
-  return [...(spec?.initContainers ?? []), ...(spec?.containers ?? []), ...((spec?.ephemeralContainers ?? []) as V1Container[])].some((c) => c.securityContext?.privileged === true);
+  return allContainersOf(pod).some((c) => c.securityContext?.privileged === true);
 }
 
 function selinux(o: V1SecurityContext['seLinuxOptions']): SELinuxOption | undefined {
@@ -189,8 +188,7 @@ export function appArmorProfile(pod: V1Pod, container: V1Container): { profile: 
 
 /** Whether any container of the pod asks for an AppArmor profile other than unconfined (upstream apparmor isRequired). */
 export function requiresAppArmor(pod: V1Pod): boolean {
-  const spec = pod.spec;
-  for (const c of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
+  for (const c of containersOf(pod)) {
     try {
       const p = appArmorProfile(pod, c);
       if (p && p.profile.profileType !== 'Unconfined') return true;

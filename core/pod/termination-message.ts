@@ -20,7 +20,7 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { readContainerLog } from '../logs/cri-log.ts';
+import { readContainerLog } from '../logs/log-follower.ts';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerStatus, Mount } from '../runtime/types.ts';
 import { isWithin } from '../volumes/mount-utils.ts';

@@ -25,6 +25,7 @@
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { PullProgress } from './types.ts';
+import { withTimeout } from '../util/with-timeout.ts';
 
 /** What the views show of one pull. */
 export interface PullSnapshot {
@@ -161,20 +162,9 @@ export class PullProgressTracker {
     this.schedule();
   }
 
-  private ask(): Promise<PullProgress[]> {
-    return new Promise((resolve, reject) => {
-      const timeout = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-      this.deps.source().then(
-        (v) => {
-          clearTimeout(timeout);
-          resolve(Array.isArray(v) ? v : []);
-        },
-        (err: unknown) => {
-          clearTimeout(timeout);
-          reject(err);
-        },
-      );
-    });
+  private async ask(): Promise<PullProgress[]> {
+    const v = await withTimeout(this.deps.source(), this.timeoutMs, { error: () => new Error(`no answer within ${this.timeoutMs} ms`) });
+    return Array.isArray(v) ? v : [];
   }
 
   /** Folds one answer of the runtime into every tracked pull's progress. */

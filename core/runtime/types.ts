@@ -268,6 +268,15 @@ export interface PullAuth { username?: string; password?: string; auth?: string;
 /**
  * ContainerRuntime: the runtime slot. One plugin provides it.
  * Each method is one runtime operation; the core times and logs every call.
+ *
+ * Cancellation: each call runs with a signal of its own, `currentSignal()` (from `kubelet-ts`)
+ * read inside the method. It aborts when runtimeRequestTimeout expires (plus the call's own
+ * timeout for stopContainer and execSync; pullImage and close have no deadline of the core's)
+ * or when the work that made the call is given up on (a hook tap past its hookTimeout). A
+ * runtime honours it: a call whose signal is already aborted is refused without doing
+ * anything, and one in flight stops its work (cancels its request) and rejects. The core waits
+ * one more second for the runtime's own error, then fails the call with DeadlineExceeded.
+ * The runtime contract (`kubelet-ts/testing`) checks it.
  */
 export interface ContainerRuntime {
   /** version reports the runtime's name and API version; the core calls it at start. */
@@ -332,6 +341,6 @@ export interface ContainerRuntime {
   reopenContainerLog?(containerId: string): Promise<void>;
   /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
   sandboxImage?(): Promise<string | undefined>;
-  /** close releases connections; called once at shutdown. */
+  /** close releases connections. The plugin host calls it once at stop, after every plugin's own cleanup (a runtime plugin does not register it with onClose). */
   close(): Promise<void>;
 }

@@ -14,11 +14,14 @@
  *   `networkTearDown`) and their events, the attachment shape `PodNetwork`;
  * - provide devices of an extended resource: `DeviceProvider`, registered with `ctx.devices()`
  *   (the device manager's view: `DeviceManagerView`), and read allocations (podresources);
+ * - stop when the core gives up: `currentSignal()`, inside a hook tap or a runtime call, is
+ *   the AbortSignal that aborts when its hookTimeout or runtimeRequestTimeout expires (or the
+ *   work that made it is given up on); pass it on to what you start (abort-scope.ts);
  * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
- *   overflow past 2^31-1 ms), named container ports, Go durations, YAML read as hostile input, a unix socket listener
+ *   overflow past 2^31-1 ms), a deadline on a promise (`withTimeout`), named container ports, Go durations, YAML read as hostile input, a unix socket listener
  *   for gRPC servers that Go clients call (`serveHttp2OnUnixSocket`);
  * - provide image credentials (the `imageCredentials` hook): upstream's `matchImages` matching,
  *   image repository names, and its keyring (which credentials of an `auth` map apply, in order).
@@ -36,6 +39,9 @@ export type { Logger } from '../logger.ts';
 // Hooks and their events.
 export { STAGE } from '../hooks.ts';
 export type * from '../hooks.ts';
+// Cancellation: the signal of the tap or runtime call in progress (aborts when the core gives up on it).
+export { currentSignal, runWithSignal, childSignal } from '../util/abort-scope.ts';
+export type { ChildSignal } from '../util/abort-scope.ts';
 export type { ObjectSource } from '../objects/object-source.ts';
 
 // The runtime slot: its interface and the labels adoption depends on.
@@ -52,7 +58,7 @@ export { isExtendedResourceName } from '../devices/resource-names.ts';
 
 // Coded errors.
 export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorCode, errorMessage } from '../errors.ts';
-export type { ErrorCode } from '../errors.ts';
+export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 
 // Helpers.
 export { isMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, removeUnmounted, isWithin } from '../volumes/mount-utils.ts';
@@ -64,6 +70,8 @@ export { Limiter } from '../util/limiter.ts';
 export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';
 export type { UnixHttp2Listener } from '../util/h2-authority.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';
+export { withTimeout, TIMED_OUT } from '../util/with-timeout.ts';
+export type { TimedOut, TimeoutOptions } from '../util/with-timeout.ts';
 
 // Image credential providers (the `imageCredentials` hook): upstream's image matching, and the
 // readers a provider needs for its config (Go durations, YAML read as hostile input).

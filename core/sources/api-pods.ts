@@ -43,6 +43,7 @@ import { isUnavailableError } from '../apiserver/api-errors.ts';
 import { Reflector } from '../apiserver/reflector.ts';
 import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../objects/pod-origin.ts';
 import type { PodSource } from './pod-source.ts';
+import { TIMED_OUT, withTimeout } from '../util/with-timeout.ts';
 
 export interface ApiPodSourceOptions {
   /** The kubelet's main (throttled) client. */
@@ -106,12 +107,7 @@ export class ApiPodSource implements PodSource {
     const listed = new Promise<void>((resolve) => (this.firstList = resolve));
     this.reflector.start();
     const waitMs = this.opts.initialListTimeoutMs ?? 5000;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      listed.then(() => false),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
-    ]);
-    clearTimeout(timer);
+    const timedOut = (await withTimeout(listed, waitMs)) === TIMED_OUT;
     if (timedOut && !this.stopped) {
       this.log.warn({ waitedMs: waitMs, server: this.opts.client.server }, 'the pods bound to this node are not known yet (the API server has not answered the list); they are reported as soon as it does');
     }

@@ -1,9 +1,10 @@
 /**
  * The static pod manifest directory source (upstream kubelet --pod-manifest-path /
  * staticPodPath, pkg/kubelet/config/file.go): every non-hidden regular file in the
- * directory holds one Pod. The source watches the directory (fs.watch, debounced) and
- * rescans it periodically as a safety net; files are re-read only when their
- * (inode, size, mtime, ctime) changed.
+ * directory holds one Pod. This file is the reconciler: it reads the directory and turns its
+ * files into the source's pod set. It rescans when its watcher (manifest-dir-watcher.ts:
+ * fs.watch, debounced) says so and periodically as a safety net; files are re-read only when
+ * their (inode, size, mtime, ctime) changed.
  *
  * Files are hostile input, and what an operator's editor does to them is not atomic:
  *  - a file being written in place (watch `change` events, or a very recent mtime when no
@@ -28,6 +29,8 @@ import type { PodSource } from './pod-source.ts';
 import { loadObjectModels } from '../objects/object-decoder.ts';
 import { applyStaticPodDefaults, canonicalJson, parseManifest, MAX_MANIFEST_BYTES } from './manifest.ts';
 import { CONFIG_SEEN_ANNOTATION } from '../objects/pod-origin.ts';
+import { podFullName } from '../objects/pod-util.ts';
+import { ManifestDirWatcher } from './manifest-dir-watcher.ts';
 
 export interface StaticPodDirSourceOptions {
   /** The manifest directory. */
@@ -89,7 +92,6 @@ export class StaticPodDirSource implements PodSource {
   private readonly dir: string;
   private readonly nodeName: string;
   private readonly rescanPeriodMs: number;
-  private readonly debounceMs: number;
   private readonly settleMs: number;
   private readonly isRunning: (uid: string) => boolean;
   private readonly log: Logger;
@@ -115,12 +117,9 @@ export class StaticPodDirSource implements PodSource {
   private dirState: 'unknown' | 'ok' | 'missing' | 'error' = 'unknown';
   private lastDirError = '';
 
-  private watcher: fs.FSWatcher | undefined;
-  private watchedIno: bigint | undefined;
-  private parentWatcher: fs.FSWatcher | undefined;
+  /** fs.watch on the directory (or its parent while it is missing) and the debounce of its events. */
+  private readonly watcher: ManifestDirWatcher;
   private rescanTimer: NodeJS.Timeout | undefined;
-  private debounceTimer: NodeJS.Timeout | undefined;
-  private eventsWhileDebouncing = false;
 
   private scanning: Promise<void> | undefined;
   private rescanRequested = false;
@@ -129,10 +128,14 @@ export class StaticPodDirSource implements PodSource {
     this.dir = path.resolve(opts.dir);
     this.nodeName = opts.nodeName;
     this.rescanPeriodMs = opts.rescanPeriodMs;
-    this.debounceMs = opts.debounceMs ?? 100;
     this.settleMs = opts.settleMs ?? 300;
     this.isRunning = opts.isRunning ?? (() => false);
     this.log = opts.logger.child({ component: 'static-pod-source', source: 'file', dir: this.dir });
+    this.watcher = new ManifestDirWatcher(this.dir, opts.debounceMs ?? 100, {
+      rescan: () => void this.rescan(),
+      written: (file) => this.changedAt.set(file, Date.now()),
+      ignored: isIgnoredManifestName,
+    }, this.log);
   }
 
   /** Scans once (the first emission happens before this resolves), then watches. */
@@ -150,13 +153,10 @@ export class StaticPodDirSource implements PodSource {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.rescanTimer) clearInterval(this.rescanTimer);
-    if (this.debounceTimer) clearTimeout(this.debounceTimer);
     if (this.settleTimer) clearTimeout(this.settleTimer);
     this.rescanTimer = undefined;
-    this.debounceTimer = undefined;
     this.settleTimer = undefined;
-    this.closeWatcher();
-    this.closeParentWatcher();
+    this.watcher.close();
     if (this.scanning) await this.scanning.catch(() => undefined);
     this.onSet = undefined;
   }
@@ -194,85 +194,6 @@ export class StaticPodDirSource implements PodSource {
     return this.scanning;
   }
 
-  /**
-   * Rescans at once on the first event (a new manifest should not wait: it is on the pod
-   * start path), then once more after `debounceMs` if more events came, so a burst of
-   * events (an editor saving) costs two scans and the final state is always read.
-   */
-  private scheduleRescan(): void {
-    if (this.stopped) return;
-    if (this.debounceTimer) {
-      this.eventsWhileDebouncing = true;
-      return;
-    }
-    this.eventsWhileDebouncing = false;
-    void this.rescan();
-    this.debounceTimer = setTimeout(() => {
-      this.debounceTimer = undefined;
-      if (this.eventsWhileDebouncing) void this.rescan();
-    }, this.debounceMs);
-  }
-
-  private closeWatcher(): void {
-    if (this.watcher) {
-      this.watcher.close();
-      this.watcher = undefined;
-      this.watchedIno = undefined;
-    }
-  }
-
-  private closeParentWatcher(): void {
-    if (this.parentWatcher) {
-      this.parentWatcher.close();
-      this.parentWatcher = undefined;
-    }
-  }
-
-  /** Watches the directory itself; re-watches if it was replaced (new inode). */
-  private ensureWatcher(ino: bigint): void {
-    if (this.stopped) return;
-    this.closeParentWatcher();
-    if (this.watcher && this.watchedIno === ino) return;
-    this.closeWatcher();
-    try {
-      // Events for names the source ignores (an editor's swap file, the temp file of an atomic
-      // write) must not start the debounce window that would hold back the real file's event.
-      const w = fs.watch(this.dir, { persistent: true }, (event, filename) => {
-        if (filename !== null && isIgnoredManifestName(filename.toString())) return;
-        // `change` is a write to the file itself (in place); `rename` is an entry appearing or
-        // going (an atomic save renames a complete file into place).
-        if (event === 'change' && filename !== null) this.changedAt.set(path.join(this.dir, filename.toString()), Date.now());
-        this.scheduleRescan();
-      });
-      w.on('error', (err) => {
-        this.log.warn({ err }, 'watch on static pod directory failed; relying on periodic rescan');
-        if (this.watcher === w) this.closeWatcher();
-        this.scheduleRescan();
-      });
-      this.watcher = w;
-      this.watchedIno = ino;
-    } catch (err) {
-      this.log.warn({ err }, 'cannot watch static pod directory; relying on periodic rescan');
-    }
-  }
-
-  /** While the directory is missing, watch its parent so its creation is noticed quickly. */
-  private ensureParentWatcher(): void {
-    if (this.stopped || this.parentWatcher) return;
-    const base = path.basename(this.dir);
-    try {
-      const w = fs.watch(path.dirname(this.dir), { persistent: true }, (_event, filename) => {
-        if (filename === null || filename === base || filename.toString() === base) this.scheduleRescan();
-      });
-      w.on('error', () => {
-        if (this.parentWatcher === w) this.closeParentWatcher();
-      });
-      this.parentWatcher = w;
-    } catch {
-      // Parent missing too: the periodic rescan picks the directory up.
-    }
-  }
-
   private async scanOnce(): Promise<void> {
     let dirStat: fs.BigIntStats;
     try {
@@ -282,7 +203,7 @@ export class StaticPodDirSource implements PodSource {
     } catch (err) {
       return this.dirUnavailable(err);
     }
-    this.ensureWatcher(dirStat.ino);
+    this.watcher.watchDir(dirStat.ino);
 
     let entries: Buffer[];
     try {
@@ -378,7 +299,7 @@ export class StaticPodDirSource implements PodSource {
     const changed = this.changedAt.get(file);
     if (changed !== undefined && now - changed < this.settleMs) return true;
     // Without a watch there are no events: a file modified moments ago may still be growing.
-    if (!this.watcher && now - Number(st.mtimeMs) < this.settleMs) return true;
+    if (!this.watcher.watching && now - Number(st.mtimeMs) < this.settleMs) return true;
     return false;
   }
 
@@ -401,7 +322,7 @@ export class StaticPodDirSource implements PodSource {
       const fingerprint = podFingerprint(pod);
       if (previous?.error !== undefined) this.log.info({ file }, 'static pod manifest is valid again');
       else if (previous?.fingerprint !== fingerprint) {
-        this.log.info({ file, pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid: pod.metadata?.uid }, previous ? 'static pod manifest changed' : 'static pod manifest added');
+        this.log.info({ file, pod: podFullName(pod), uid: pod.metadata?.uid }, previous ? 'static pod manifest changed' : 'static pod manifest added');
       }
       return { stamp, pod, fingerprint, seq };
     } catch (err) {
@@ -424,11 +345,10 @@ export class StaticPodDirSource implements PodSource {
 
   private dirUnavailable(err: unknown): void {
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
-    this.closeWatcher();
+    this.watcher.dirUnavailable(code === 'ENOENT');
     if (code === 'ENOENT') {
       if (this.dirState !== 'missing') this.log.warn({ dir: this.dir }, 'static pod directory does not exist; waiting for it to appear');
       this.dirState = 'missing';
-      this.ensureParentWatcher();
       // Upstream: a missing path is an empty set (so the source counts as seen).
       this.cache.clear();
       this.publish();
@@ -460,7 +380,7 @@ export class StaticPodDirSource implements PodSource {
       if (entry.error !== undefined) this.problems.set(file, entry.error);
       if (!entry.pod) continue;
       const pod = entry.pod;
-      const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+      const key = podFullName(pod);
       const uid = pod.metadata!.uid!;
       const first = byKey.get(key) ?? byUid.get(uid);
       if (first !== undefined) {

@@ -16,6 +16,7 @@ import { loadObjectModels } from '../objects/object-decoder.ts';
 import type { PodSource } from './pod-source.ts';
 import { CONFIG_SEEN_ANNOTATION } from '../objects/pod-origin.ts';
 import { MAX_MANIFEST_BYTES, applyStaticPodDefaults, canonicalJson, parsePodsDocument } from './manifest.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 export interface StaticPodUrlSourceOptions {
   url: string;
@@ -116,7 +117,7 @@ export class StaticPodUrlSource implements PodSource {
     if (this.stopped || !this.onSet) return;
     const byKey = new Map<string, V1Pod>();
     for (const p of pods) {
-      const key = `${p.metadata!.namespace}/${p.metadata!.name}`;
+      const key = podFullName(p);
       if (byKey.has(key)) {
         this.log.warn({ pod: key }, 'the static pod URL lists a pod twice; keeping the first');
         continue;

@@ -1,7 +1,7 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
-import { ephemeralContainersOf, isSidecar } from '../objects/pod-util.ts';
+import { containersOf, ephemeralContainersOf, isSidecar } from '../objects/pod-util.ts';
 import { restartCountOf } from '../runtime/labels.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { isHostNetwork } from '../objects/pod-util.ts';
@@ -104,7 +104,7 @@ export function podPhase(pod: V1Pod, statuses: V1ContainerStatus[], initDone: bo
 
 /** Guaranteed, Burstable or BestEffort, as upstream's GetPodQOS decides. */
 export function qosClass(pod: V1Pod): string {
-  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  const all = containersOf(pod);
   let any = false;
   let guaranteed = true;
   for (const c of all) {

@@ -1,9 +1,11 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
+import { errorMessage, isPluginError } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import { computePodStatus, type StatusInputs } from './pod-status.ts';
 import type { ProbeResults } from './probe-results.ts';
+import { podFullName } from '../objects/pod-util.ts';
 
 interface PodEntry {
   status: V1PodStatus | undefined;
@@ -91,10 +93,16 @@ export class StatusManager {
     entry.status = status;
     if (!before || summary(before) !== summary(status)) {
       this.deps.logger.info(
-        { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, phase: status.phase, podIP: status.podIP, containers: containerSummary(status) },
+        { pod: podFullName(pod), uid, phase: status.phase, podIP: status.podIP, containers: containerSummary(status) },
         'pod status changed',
       );
-      this.deps.hooks.podStatusChanged.call(pod, status);
+      try {
+        this.deps.hooks.podStatusChanged.call(pod, status);
+      } catch (err) {
+        // A notification (hooks.ts): the kubelet's tap isolation logs and stops a tap's throw;
+        // hooks without it (a test's) end here, and the update goes on all the same.
+        this.deps.logger.warn({ pod: podFullName(pod), uid, plugin: isPluginError(err) ? err.plugin : undefined, err: errorMessage(err) }, 'a podStatusChanged tap failed');
+      }
     }
     this.deps.onUpdate?.(pod, status);
     return status;

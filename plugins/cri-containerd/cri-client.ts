@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
-import { clampTimerMs, KubeletError, type ErrorCode } from 'kubelet-ts';
+import { clampTimerMs, currentSignal, errorMessage, KubeletError, type ErrorCode } from 'kubelet-ts';
 import { loadContentService, loadCriPackage, type CriServiceClient } from './proto-loader.ts';
 
 /**
@@ -10,8 +10,10 @@ import { loadContentService, loadCriPackage, type CriServiceClient } from './pro
 export const CRI_CONTAINERD_NAMESPACE = 'k8s.io';
 
 /**
- * A thin promise wrapper over the generated CRI clients: every call carries a deadline,
- * and gRPC errors become the core's typed errors (NotFound, InvalidInput, Unavailable, ...).
+ * A thin promise wrapper over the generated CRI clients: every call carries a deadline and is
+ * cancelled when the core's signal for it aborts (`currentSignal()`: runtimeRequestTimeout
+ * expired, or the tap that made the call was given up on), and gRPC errors become the core's
+ * typed errors (NotFound, InvalidInput, Unavailable, ...).
  */
 export class CriClient {
   private readonly runtime: CriServiceClient;
@@ -78,14 +80,22 @@ export class CriClient {
   }
 
   private call<T>(client: CriServiceClient, method: string, request: object, timeoutMs: number, metadata = new grpc.Metadata(), api = 'CRI'): Promise<T> {
+    const signal = currentSignal();
+    const cancelled = () => new KubeletError('DeadlineExceeded', `${api} ${method}: cancelled: ${errorMessage(signal.reason)}`, { cause: signal.reason });
+    if (signal.aborted) return Promise.reject(cancelled());
     return new Promise<T>((resolve, reject) => {
       // A deadline grpc-js can express and time (it throws for ones past ~3.6e11 s).
       const deadline = new Date(Date.now() + (clampTimerMs(timeoutMs) || 1));
+      let onAbort: (() => void) | undefined;
       try {
-        client[method](request, metadata, { deadline }, (err: grpc.ServiceError | null, response: T) => {
-          if (err) reject(toKubeletError(method, err, api));
+        const call: grpc.ClientUnaryCall = client[method](request, metadata, { deadline }, (err: grpc.ServiceError | null, response: T) => {
+          if (onAbort) signal.removeEventListener('abort', onAbort);
+          if (err) reject(err.code === grpc.status.CANCELLED && signal.aborted ? cancelled() : toKubeletError(method, err, api));
           else resolve(response);
         });
+        // The core gave up on this call: the runtime stops working on it too.
+        onAbort = () => call.cancel();
+        signal.addEventListener('abort', onAbort, { once: true });
       } catch (err) {
         // A request the generated client cannot serialise (a value out of a field's range) is refused here, not thrown later.
         reject(new KubeletError('InvalidInput', `${api} ${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));

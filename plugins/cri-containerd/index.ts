@@ -20,8 +20,8 @@ export default definePlugin<CriContainerdOptions>({
       requestTimeoutMs: ctx.config.runtimeRequestTimeoutMs,
       pullTimeoutMs: options.pullTimeoutSeconds * 1000,
     });
+    // The host closes it (ContainerRuntime.close) at stop, after every other plugin's cleanup.
     ctx.provide('runtime', runtime);
-    ctx.onClose(() => runtime.close());
     ctx.onStart(() => connect(ctx.logger, client, endpoint, options.connectTimeoutSeconds));
   },
 });

@@ -14,6 +14,9 @@ import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { httpGet } from '../support/http.ts';
 import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
 import { podManifest } from '../support/test-kubelet.ts';
+import { startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
+import { waitFor } from '../support/wait-for.ts';
+import type { V1Pod } from '@kubernetes/client-node';
 
 const BIN = fileURLToPath(new URL('../../bin/kubelet-ts.mjs', import.meta.url));
 
@@ -134,5 +137,98 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
     const running_ = (await cri.listContainers({ labelSelector: { [LABEL.podUID]: steadyUid } })).filter((c) => c.state === 'CONTAINER_RUNNING');
     assert.equal(running_.length, 1, 'no second container');
     assert.ok(byName(items, 'crasher').status.containerStatuses[0].restartCount >= crasherCountAtKill, 'restartCount kept, not reset');
+  });
+});
+
+/**
+ * Crash-only (issue 24 item 3), on real containerd: a plugin's bug (a throw from a bare
+ * setTimeout) ends the kubelet process with code 70, the log naming the plugin; the pods keep
+ * running, and the kubelet started again on the same state adopts them: no container
+ * restarted, restart counts kept.
+ */
+describe('kubelet-ts process: a plugin bug ends it, and the kubelet started again adopts its pods', function () {
+  this.timeout(150_000);
+  let env: NodeEnv;
+  let dir: string;
+  let kubelet: KubeletProcess | undefined;
+  let trigger: string;
+  const plugins = () => [[path.join(dir, 'crash-on-demand'), { trigger }]];
+
+  before(async function () {
+    env = await nodeEnvOrSkip(this);
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-crash-adopt-'));
+    trigger = path.join(dir, 'crash-now');
+    await fs.mkdir(path.join(dir, 'crash-on-demand'));
+    // A plugin with a bug on demand: once the trigger file exists, a bare timer throws.
+    await fs.writeFile(path.join(dir, 'crash-on-demand', 'index.mjs'), `import fs from 'node:fs';
+export default {
+  name: 'crash-on-demand',
+  apply(ctx, options) {
+    ctx.onStart(() => {
+      const poll = setInterval(() => {
+        if (!fs.existsSync(options.trigger)) return;
+        fs.rmSync(options.trigger);
+        setTimeout(() => { throw new Error('a bug in a bare timer'); }, 0);
+      }, 100);
+      poll.unref();
+      ctx.onClose(() => clearInterval(poll));
+    });
+  },
+};
+`);
+  });
+
+  after(async () => {
+    if (kubelet && kubelet.pid && (await kubelet.pods()) !== undefined) {
+      for (const f of ['steady.json', 'crasher.json']) await kubelet.removeManifest(f);
+      for (let i = 0; i < 150 && ((await kubelet.pods()) ?? []).length > 0; i++) await sleep(200);
+    }
+    await kubelet?.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const byName = (items: V1Pod[] | undefined, name: string) => items?.find((p) => p.metadata?.name === `${name}-bench-node`);
+  const running = (p: V1Pod | undefined) => p?.status?.phase === 'Running' && !!p.status.containerStatuses?.every((c) => c.state?.running);
+  const restarts = (p: V1Pod | undefined) => p?.status?.containerStatuses?.[0]?.restartCount ?? -1;
+
+  it('exits with code 70 naming the plugin; the restarted kubelet keeps containers and restart counts', async function () {
+    const config = { plegRelistPeriod: '300ms', crashLoopBackOff: { initialContainerRestartPeriod: '500ms', maxContainerRestartPeriod: '1s' } };
+    kubelet = await startKubeletProcess(env, { config, plugins: plugins(), cgroupPrefix: 'kts-crash-adopt' });
+    const steady = podManifest('steady', [{ name: 'main', image: env.images.busybox, command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 1 }, { namespace: 'crash-adopt' });
+    const crasher = podManifest('crasher', [{ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'sleep 0.3; exit 1'] }], { terminationGracePeriodSeconds: 1 }, { namespace: 'crash-adopt' });
+    await kubelet.writeManifest('steady.json', steady as V1Pod);
+    await kubelet.writeManifest('crasher.json', crasher as V1Pod);
+    const before = await waitFor('steady Running, crasher restarted twice', async () => {
+      const items = await kubelet!.pods();
+      return running(byName(items, 'steady')) && restarts(byName(items, 'crasher')) >= 2 ? items : undefined;
+    }, 60_000, 200);
+    const steadyContainer = byName(before, 'steady')!.status!.containerStatuses![0]!.containerID;
+    const crasherUid = byName(before, 'crasher')!.metadata!.uid!;
+
+    await fs.writeFile(trigger, '');
+    const code = await Promise.race([kubelet.exited, sleep(20_000).then(() => 'still running')]);
+    assert.equal(code, 70, 'the kubelet ends on the bug');
+    const fatal = (await fs.readFile(kubelet.logFile, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; plugin?: string; msg: string }).find((l) => l.level === 60);
+    assert.equal(fatal?.plugin, 'crash-on-demand');
+    assert.match(fatal!.msg, /^uncaught exception in plugin 'crash-on-demand'/);
+    const cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 10_000, pullTimeoutMs: 60_000 });
+    try {
+      const st = await cri.containerStatus(steadyContainer!.replace(/^[^:]+:\/\//, ''));
+      assert.equal(st.state, 'CONTAINER_RUNNING', 'pods keep running while the kubelet is down');
+      const countAtCrash = Math.max(...(await cri.listContainers({ labelSelector: { [LABEL.podUID]: crasherUid } })).map((c) => Number(c.annotations['io.kubernetes.container.restartCount'])));
+
+      await kubelet.stop({ keepDir: true });
+      kubelet = await startKubeletProcess(env, { config, plugins: plugins(), dir: kubelet.dir });
+      const after = await waitFor('both pods reported again', async () => {
+        const items = await kubelet!.pods();
+        return running(byName(items, 'steady')) && restarts(byName(items, 'crasher')) >= countAtCrash ? items : undefined;
+      }, 60_000, 200);
+      const steadyAfter = byName(after, 'steady')!;
+      assert.equal(steadyAfter.status!.containerStatuses![0]!.containerID, steadyContainer, 'the steady container was not restarted');
+      assert.equal(steadyAfter.status!.containerStatuses![0]!.restartCount, 0);
+      assert.ok(restarts(byName(after, 'crasher')) >= countAtCrash, 'the restart count is kept, not reset');
+    } finally {
+      await cri.close();
+    }
   });
 });

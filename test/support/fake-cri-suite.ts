@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
 import { FakeCriServer } from '../fakes/fake-cri-server.ts';
 import { startTestKubelet, type TestKubelet } from './test-kubelet.ts';
+import type { Logger } from '../../core/logger.ts';
 
 /** What a unit suite on the fake CRI works with, in each test. */
 export interface FakeCriSuite {
@@ -11,8 +12,8 @@ export interface FakeCriSuite {
   readonly dir: string;
   /** The test's fake CRI server. */
   readonly fake: FakeCriServer;
-  /** Starts a kubelet on the fake (cri-containerd on its socket, plus `extraPlugins`); stopped after the test. */
-  start(config?: Partial<KubeletConfig>, extraPlugins?: PluginEntry[]): Promise<TestKubelet>;
+  /** Starts a kubelet on the fake (cri-containerd on its socket, plus `extraPlugins`; logging to `logger` if given); stopped after the test. */
+  start(config?: Partial<KubeletConfig>, extraPlugins?: PluginEntry[], options?: { logger?: Logger }): Promise<TestKubelet>;
   /** Stops a kubelet before the test ends (a restart); the suite no longer stops it. */
   stop(t: { stop(): Promise<void> }): Promise<void>;
   /** A kubelet the test built itself, stopped after the test like those of `start()`. */
@@ -51,8 +52,8 @@ export function fakeCriSuite(options: { prefix: string; images: string[] }): Fak
   return {
     get dir() { return ready(dir, 'dir'); },
     get fake() { return ready(fake, 'fake'); },
-    async start(config = {}, extraPlugins = []) {
-      const t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: ready(fake, 'fake').endpoint }], ...extraPlugins], config, dir: path.join(ready(dir, 'dir'), 'kubelet') });
+    async start(config = {}, extraPlugins = [], options = {}) {
+      const t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: ready(fake, 'fake').endpoint }], ...extraPlugins], config, dir: path.join(ready(dir, 'dir'), 'kubelet'), ...options });
       kubelets.push(t);
       return t;
     },

@@ -53,7 +53,8 @@ export function unusedRuntime(): ContainerRuntime {
     pullImage: notUsed('pullImage'),
     listImages: notUsed('listImages'),
     status: notUsed('status'),
-    close: notUsed('close'),
+    // The plugin host closes the runtime slot's provider at stop.
+    close: async () => {},
   };
 }
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { KubeletConfig, PluginEntry } from '../../core/config/types.ts';
 import { defaultMaxParallelSandboxCreations } from '../../core/config/load.ts';
 import { Kubelet } from '../../core/kubelet.ts';
-import { createLogger, silentLogger } from '../../core/logger.ts';
+import { createLogger, silentLogger, type Logger } from '../../core/logger.ts';
 
 /** The main port's serving certificate and key of test kubelets (test/cases/kubelet-serving). */
 export const SERVING_PAIR_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases', 'kubelet-serving');
@@ -112,11 +112,11 @@ export interface TestKubelet {
  * Starts an in-process kubelet with its own directories (one per test) and the given
  * plugins. Logs are silent unless KUBELET_TS_TEST_LOG=1.
  */
-export async function startTestKubelet(options: { plugins: PluginEntry[]; config?: Partial<KubeletConfig>; dir?: string; testHooks?: ConstructorParameters<typeof Kubelet>[3] }): Promise<TestKubelet> {
+export async function startTestKubelet(options: { plugins: PluginEntry[]; config?: Partial<KubeletConfig>; dir?: string; testHooks?: ConstructorParameters<typeof Kubelet>[3]; logger?: Logger }): Promise<TestKubelet> {
   const dir = options.dir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'kts-kubelet-')));
   const config = testConfig(dir, { plugins: options.plugins, ...options.config });
   await fs.mkdir(config.staticPodPath!, { recursive: true });
-  const logger = process.env.KUBELET_TS_TEST_LOG ? createLogger({ level: 'debug' }) : silentLogger();
+  const logger = options.logger ?? (process.env.KUBELET_TS_TEST_LOG ? createLogger({ level: 'debug' }) : silentLogger());
   const kubelet = new Kubelet(config, logger, [], options.testHooks);
   await kubelet.start();
   const fullName = (name: string) => `${name}-${config.nodeName}`;

@@ -106,4 +106,20 @@ describe('image garbage collection', function () {
     await gc(rt, { capacity: 1000 * MB, available: 10 * MB }, { minAgeMs: 0 }).garbageCollect();
     assert.deepEqual(removed, []);
   });
+
+  it('a runtime that cannot list images when GC starts is logged, not left as an unhandled rejection (which ends the kubelet)', async function () {
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    try {
+      const rt = { listImages: async () => { throw new Error('runtime away'); }, listContainers: async () => [] } as unknown as ContainerRuntime;
+      const g = gc(rt, { capacity: 100 * MB, available: 50 * MB });
+      g.start();
+      await new Promise((r) => setTimeout(r, 20));
+      await g.stop();
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', listener);
+    }
+  });
 });

@@ -12,7 +12,7 @@ import { silentLogger, type Logger } from '../../core/logger.ts';
 import { captureLogger as captureLines } from '../support/capture-logger.ts';
 import { definePlugin, type PluginContext } from '../../core/plugins/plugin-api.ts';
 import { PluginHost, builtinPluginNames } from '../../core/plugins/plugin-host.ts';
-import { stubRuntimePlugin } from '../support/recorder-plugin.ts';
+import { stubRuntimePlugin, unusedRuntime as stubRuntime } from '../support/recorder-plugin.ts';
 import { HOST_VERSION } from '../../core/plugins/plugin-host.ts';
 
 const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases');
@@ -315,6 +315,89 @@ describe('PluginHost', function () {
       assert.equal(Object.isFrozen(seen), true);
       assert.equal(lines.find((l) => l.msg === 'hello')?.plugin, 'ctx-reader');
       assert.deepEqual(lines.find((l) => l.msg === 'plugin loaded' && l.plugin === 'ctx-reader')?.origin, 'inline');
+    });
+  });
+
+  /** Issue 24 item 8: what the host bounds, what it runs at close, and the codes its refusals carry. */
+  describe('bounds, cleanups and codes', function () {
+    it('fails an apply or a start that hangs past hookTimeout, naming the plugin and the phase', async function () {
+      const config = await tempConfig({ hookTimeout: '200ms' });
+      const hangsInApply = definePlugin({ name: 'hangs-in-apply', apply: () => new Promise<void>(() => {}) });
+      const t0 = Date.now();
+      const applyErr = await pluginError(load([stubRuntimePlugin(), hangsInApply], config));
+      assert.equal(applyErr.message, "plugin 'hangs-in-apply': apply did not finish within 200 ms (hookTimeout)");
+      assert.deepEqual([applyErr.code, applyErr.hostCode], ['DeadlineExceeded', 'PLUGIN_TIMEOUT']);
+      const hangsInStart = definePlugin({ name: 'hangs-in-start', apply: (ctx) => ctx.onStart(() => new Promise<void>(() => {})) });
+      const host = await load([stubRuntimePlugin(), hangsInStart], config);
+      const startErr = await pluginError(host.startAll());
+      assert.equal(startErr.message, "plugin 'hangs-in-start': start did not finish within 200 ms (hookTimeout)");
+      assert.equal(startErr.hostCode, 'PLUGIN_TIMEOUT');
+      assert.ok(Date.now() - t0 < 5000, 'both bounded by hookTimeout');
+      const throwsInStart = definePlugin({ name: 'throws-in-start', apply: (ctx) => ctx.onStart(() => { throw new Error('socket in use'); }) });
+      assert.equal((await pluginError((await load([stubRuntimePlugin(), throwsInStart], config)).startAll())).hostCode, 'PLUGIN_FAILED');
+    });
+
+    it('does not run the cleanup of a plugin that skipped itself; runs that of one whose apply failed', async function () {
+      const closed: string[] = [];
+      const skips = definePlugin({ name: 'gpu', apply(ctx) { ctx.onClose(() => void closed.push('gpu')); ctx.skip('no GPU on this node'); } });
+      const host = await load([stubRuntimePlugin(), skips]);
+      await host.close();
+      assert.equal(closed.join(), '', 'a skipped plugin loaded nothing to clean up');
+      const failing = definePlugin({ name: 'half-open', apply(ctx) { ctx.onClose(() => void closed.push('half-open')); throw new Error('second socket failed'); } });
+      const host2 = hostFor(await tempConfig());
+      await pluginError(host2.loadAll([stubRuntimePlugin(), failing]));
+      await host2.close();
+      assert.deepEqual(closed, ['half-open'], 'what a failed apply opened is closed at the stop that follows');
+    });
+
+    it("closes the runtime slot's provider itself, once, after every plugin's cleanup", async function () {
+      const order: string[] = [];
+      const runtime = definePlugin({
+        name: 'closing-runtime',
+        kind: 'runtime',
+        apply(ctx) {
+          const rt = { ...stubRuntime(), close: async () => void order.push('runtime.close') };
+          ctx.provide('runtime', rt);
+        },
+      });
+      const user = definePlugin({ name: 'runtime-user', apply: (ctx) => ctx.onClose(() => void order.push('runtime-user cleanup')) });
+      const host = await load([runtime, user]);
+      await host.close();
+      await host.close();
+      assert.deepEqual(order, ['runtime-user cleanup', 'runtime.close']);
+    });
+
+    it('cuts cleanups short at the deadline of the stop, naming the plugins left', async function () {
+      const { logger, lines } = captureLogger();
+      const closed: string[] = [];
+      const hangs = definePlugin({ name: 'hangs-in-close', apply: (ctx) => ctx.onClose(() => new Promise<void>(() => {})) });
+      const after = definePlugin({ name: 'closes-fine', apply: (ctx) => ctx.onClose(() => void closed.push('closes-fine')) });
+      const host = await load([stubRuntimePlugin(), after, hangs], undefined, logger);
+      const t0 = Date.now();
+      await host.close({ deadline: Date.now() + 300 });
+      assert.ok(Date.now() - t0 < 2000, `close ended at its deadline (${Date.now() - t0} ms)`);
+      assert.deepEqual(closed, []);
+      assert.deepEqual(lines.find((l) => l.msg === 'plugin close failed')?.plugin, 'hangs-in-close');
+      assert.deepEqual(lines.find((l) => l.msg === 'stop time is up: plugin cleanups not run')?.plugins, ['closes-fine', 'stub-runtime']);
+    });
+
+    it('gives each refusal a host code: cycle, slot taken, bad options, version range, not found, listed twice', async function () {
+      const codeOf = async (entries: PluginEntry[]) => {
+        const err = await pluginError(load(entries));
+        return [err.hostCode, err.code];
+      };
+      const a = definePlugin({ name: 'a', requires: ['b'], apply() {} });
+      const b = definePlugin({ name: 'b', requires: ['a'], apply() {} });
+      assert.deepEqual(await codeOf([stubRuntimePlugin(), a, b]), ['PLUGIN_CYCLE', 'InvalidInput']);
+      assert.deepEqual(await codeOf([stubRuntimePlugin('rt-a'), stubRuntimePlugin('rt-b')]), ['PLUGIN_SLOT_TAKEN', 'AlreadyExists']);
+      const schema = definePlugin({ name: 'strict', optionsSchema: { type: 'object', properties: { n: { type: 'number' } }, additionalProperties: false }, apply() {} });
+      assert.deepEqual(await codeOf([stubRuntimePlugin(), [schema, { n: 'x' }] as unknown as PluginEntry]), ['PLUGIN_BAD_OPTIONS', 'InvalidInput']);
+      assert.deepEqual(await codeOf([stubRuntimePlugin(), definePlugin({ name: 'future', kubeletTs: '>=9', apply() {} })]), ['PLUGIN_VERSION_MISMATCH', 'InvalidInput']);
+      assert.deepEqual(await codeOf([stubRuntimePlugin(), 'no-such-plugin-anywhere']), ['PLUGIN_NOT_FOUND', 'NotFound']);
+      const twice = definePlugin({ name: 'twice', apply() {} });
+      assert.deepEqual(await codeOf([stubRuntimePlugin(), twice, twice]), ['PLUGIN_DUPLICATE', 'InvalidInput']);
+      assert.deepEqual(await codeOf([definePlugin({ name: 'observer', apply() {} })]), ['PLUGIN_SLOT_MISSING', 'NotFound']);
+      assert.deepEqual(await codeOf([stubRuntimePlugin(), definePlugin({ name: 'needs-net', requires: ['network'], apply() {} })]), ['PLUGIN_REQUIREMENT_MISSING', 'NotFound']);
     });
   });
 });

@@ -4,6 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { PluginError, errorCode, invalidInput, unavailable } from '../../core/errors.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { PodWorkers } from '../../core/pod/pod-workers.ts';
+import { captureLogger } from '../support/capture-logger.ts';
 
 const pod = (uid: string): V1Pod => ({ metadata: { name: uid, namespace: 'default', uid }, spec: { containers: [] } });
 
@@ -41,5 +42,26 @@ describe('pod workers and coded errors', function () {
     assert.equal(new PluginError('p', 'x', { cause: new Error('plain') }).code, 'Internal');
     assert.equal(errorCode(new PluginError('p', 'x', { cause: invalidInput('i') })), 'InvalidInput');
     assert.equal(errorCode('a string'), 'Internal');
+  });
+});
+
+/** A pod whose metadata has no namespace is in `default`, in the workers' names and their logs alike. */
+describe('pod workers name pods as podFullName does', function () {
+  it('finds a terminating pod without a namespace under default/NAME, and logs it so', async function () {
+    const { logger, lines } = captureLogger();
+    let release!: () => void;
+    const workers = new PodWorkers({
+      sync: async () => ({}),
+      terminate: () => new Promise<void>((r) => (release = r)),
+      requeue: () => {},
+      terminated: () => {},
+    }, logger);
+    workers.update({ metadata: { name: 'web', uid: 'u1' }, spec: { containers: [] } }, true);
+    assert.deepEqual(workers.terminatingWithName('default/web'), ['u1']);
+    release();
+    const failing = new PodWorkers({ sync: async () => { throw new Error('boom'); }, terminate: async () => {}, requeue: () => {}, terminated: () => {} }, logger);
+    failing.update({ metadata: { name: 'db', uid: 'u2' }, spec: { containers: [] } });
+    await failing.drain(1000);
+    assert.equal(lines.find((l) => l.msg === 'pod worker operation failed')?.pod, 'default/db');
   });
 });

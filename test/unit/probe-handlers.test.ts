@@ -7,6 +7,8 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { grpcProbe, loadHealthService } from '../../plugins/probes/handlers/grpc.ts';
 import { httpProbe } from '../../plugins/probes/handlers/http.ts';
 import { tcpProbe } from '../../plugins/probes/handlers/tcp.ts';
+import { execProbe } from '../../plugins/probes/handlers/exec.ts';
+import type { ContainerRuntime } from '../../core/runtime/types.ts';
 import type { ProbeTarget } from '../../plugins/probes/handlers/types.ts';
 import { normalizeProbe, type ProbeHandlerSpec } from '../../plugins/probes/probe-spec.ts';
 
@@ -18,6 +20,24 @@ const target = (port: number, timeoutSeconds = 1): ProbeTarget => ({
 const httpSpec = (s: Partial<Extract<ProbeHandlerSpec, { kind: 'httpGet' }>> = {}) => ({ kind: 'httpGet' as const, scheme: 'http' as const, host: undefined, path: '/', port: 'web', headers: [], ...s });
 
 describe('probe handlers', () => {
+  describe('exec', () => {
+    const runtime = (execSync: ContainerRuntime['execSync']) => ({ execSync } as ContainerRuntime);
+    it('is a success on exit 0 and a failure with the output otherwise', async () => {
+      const ok = runtime(async () => ({ exitCode: 0, stdout: Buffer.from('fine'), stderr: Buffer.alloc(0) }));
+      assert.deepEqual(await execProbe(ok, target(0), ['true']), { result: 'success', output: 'fine' });
+      const bad = runtime(async () => ({ exitCode: 3, stdout: Buffer.alloc(0), stderr: Buffer.from('broken') }));
+      assert.deepEqual(await execProbe(bad, target(0), ['false']), { result: 'failure', output: 'broken' });
+    });
+
+    it('stops waiting for a runtime that never answers, past the timeout and its slack: a failure, timed out', async function () {
+      this.timeout(10_000);
+      const t0 = Date.now();
+      const hung = runtime(() => new Promise(() => {}));
+      assert.deepEqual(await execProbe(hung, target(0, 0), ['sleep', '99']), { result: 'failure', output: 'command "sleep 99" timed out' });
+      assert.ok(Date.now() - t0 < 5000);
+    });
+  });
+
   describe('httpGet', () => {
     let server: http.Server;
     let port = 0;

@@ -328,8 +328,7 @@ describe('StaticPodDirSource', function () {
     const s = newSource({ rescanPeriodMs: 100 });
     await s.start();
     // Simulate a lost watch event: close the watcher behind the source's back.
-    (s.source as unknown as { closeWatcher(): void }).closeWatcher();
-    (s.source as unknown as { ensureWatcher(ino: bigint): void }).ensureWatcher = () => undefined;
+    (s.source as unknown as { watcher: { close(): void } }).watcher.close();
     await fs.writeFile(path.join(dir, 'web.yaml'), manifest('web'));
     await waitFor(() => names(s.last()).includes('web-node-a'), 'pod found by the periodic rescan');
   });

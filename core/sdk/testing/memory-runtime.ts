@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { notFound, invalidInput } from '../../errors.ts';
+import { KubeletError, errorMessage, notFound, invalidInput } from '../../errors.ts';
+import { currentSignal } from '../../util/abort-scope.ts';
 import type {
   ContainerConfig,
   ContainerRuntime,
@@ -30,7 +31,8 @@ import type {
  * - exec: `echo` prints its arguments, `true`/`false` exit 0/1, `exit N` exits N, anything
  *   else exits 127 with `<cmd>: not found` on stderr, as a shell would.
  *
- * Images are present once pulled (or listed in `images`); nothing is ever really run. With
+ * Every call honours its signal (`currentSignal()`): refused when it is already aborted, and a
+ * slow pull (with `pulls`) stops when it aborts. Images are present once pulled (or listed in `images`); nothing is ever really run. With
  * `pulls`, a pull of an absent image takes as long as downloading `bytes` at `bytesPerSecond`
  * would, and `pullProgress` reports it as one download (as containerd reports a layer), so
  * tests can watch pull progress without a registry.
@@ -48,10 +50,12 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async version(): Promise<RuntimeVersion> {
+    refuseIfAborted();
     return { runtimeName: 'memory', runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };
   }
 
   async status(): Promise<RuntimeCondition[]> {
+    refuseIfAborted();
     return [
       { type: 'RuntimeReady', status: true, reason: '', message: '' },
       { type: 'NetworkReady', status: true, reason: '', message: '' },
@@ -59,6 +63,7 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
+    refuseIfAborted();
     if (!config.metadata?.name || !config.metadata.uid) throw invalidInput('sandbox metadata needs a name and a uid');
     // As runc refuses it: the node's network namespace comes with the node's UTS namespace.
     if (config.hostname && config.linux?.securityContext?.namespaceOptions?.network === 'NODE') throw invalidInput('unable to set hostname without a private UTS namespace');
@@ -72,28 +77,33 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async stopPodSandbox(id: string): Promise<void> {
+    refuseIfAborted();
     const s = this.sandbox(id);
     for (const c of this.containers.values()) if (c.status.podSandboxId === id) this.exit(c.status, 137, 'Error');
     s.summary.state = 'SANDBOX_NOTREADY';
   }
 
   async removePodSandbox(id: string): Promise<void> {
+    refuseIfAborted();
     if (!this.sandboxes.has(id)) return; // NotFound counts as done
     for (const [cid, c] of this.containers) if (c.status.podSandboxId === id) this.containers.delete(cid);
     this.sandboxes.delete(id);
   }
 
   async podSandboxStatus(id: string): Promise<SandboxStatus> {
+    refuseIfAborted();
     const s = this.sandbox(id);
     const hostNetwork = s.config.linux?.securityContext?.namespaceOptions?.network === 'NODE';
     return { ...copy(s.summary), ip: hostNetwork ? '' : `10.244.0.${(hash(id) % 250) + 2}`, additionalIps: [] };
   }
 
   async listPodSandboxes(filter: { labelSelector?: Record<string, string> } = {}): Promise<SandboxSummary[]> {
+    refuseIfAborted();
     return [...this.sandboxes.values()].map((s) => s.summary).filter((s) => matches(s.labels, filter.labelSelector)).map(copySummary);
   }
 
   async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
+    refuseIfAborted();
     const s = this.sandbox(sandboxId);
     if (s.summary.state !== 'SANDBOX_READY') throw invalidInput(`sandbox ${sandboxId} is not ready`);
     const image = this.images.get(config.image.image);
@@ -113,6 +123,7 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async startContainer(id: string): Promise<void> {
+    refuseIfAborted();
     const c = this.container(id);
     if (c.status.state !== 'CONTAINER_CREATED') throw invalidInput(`container ${id} is ${c.status.state}, not CONTAINER_CREATED`);
     c.status.state = 'CONTAINER_RUNNING';
@@ -129,12 +140,14 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async stopContainer(id: string, _timeoutSeconds: number): Promise<void> {
+    refuseIfAborted();
     const c = this.container(id);
     if (c.status.state === 'CONTAINER_RUNNING') this.exit(c.status, 137, 'Error');
     else if (c.status.state === 'CONTAINER_CREATED') this.exit(c.status, 0, '');
   }
 
   async removeContainer(id: string): Promise<void> {
+    refuseIfAborted();
     const c = this.containers.get(id);
     if (!c) return; // NotFound counts as done
     if (c.status.state === 'CONTAINER_RUNNING') throw invalidInput(`container ${id} is running: stop it first`);
@@ -142,6 +155,7 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async listContainers(filter: { labelSelector?: Record<string, string>; podSandboxId?: string } = {}): Promise<ContainerSummary[]> {
+    refuseIfAborted();
     return [...this.containers.values()]
       .map((c) => c.status)
       .filter((s) => (!filter.podSandboxId || s.podSandboxId === filter.podSandboxId) && matches(s.labels, filter.labelSelector))
@@ -149,10 +163,12 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async containerStatus(id: string): Promise<ContainerStatus> {
+    refuseIfAborted();
     return copy(this.container(id).status);
   }
 
   async execSync(id: string, cmd: string[], _timeoutSeconds: number): Promise<ExecResult> {
+    refuseIfAborted();
     const c = this.container(id);
     if (c.status.state !== 'CONTAINER_RUNNING') throw invalidInput(`container ${id} is not running`);
     const out = (stdout: string, exitCode = 0, stderr = ''): ExecResult => ({ stdout: Buffer.from(stdout), stderr: Buffer.from(stderr), exitCode });
@@ -166,18 +182,32 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async imageStatus(image: string): Promise<ImageInfo | null> {
+    refuseIfAborted();
     const i = this.images.get(image);
     return i ? copy(i) : null;
   }
 
   async pullImage(image: string): Promise<string> {
+    refuseIfAborted();
     if (!image) throw invalidInput('no image given');
     if (this.pulls && !this.images.has(image)) {
       const { bytes, bytesPerSecond } = this.pulls;
       const ref = `layer-sha256:${crypto.createHash('sha256').update(image).digest('hex')}`;
       this.downloads.set(ref, { startedAt: Date.now(), totalBytes: bytes });
       try {
-        await new Promise((r) => setTimeout(r, Math.min(60_000, (bytes / bytesPerSecond) * 1000)));
+        // A pull stops when its signal aborts (the runtime contract's cancellation rule).
+        const signal = currentSignal();
+        await new Promise<void>((resolve, reject) => {
+          const abort = () => {
+            clearTimeout(timer);
+            reject(cancelled(signal));
+          };
+          const timer = setTimeout(() => {
+            signal.removeEventListener('abort', abort);
+            resolve();
+          }, Math.min(60_000, (bytes / bytesPerSecond) * 1000));
+          signal.addEventListener('abort', abort, { once: true });
+        });
       } finally {
         this.downloads.delete(ref);
       }
@@ -190,6 +220,7 @@ export class MemoryRuntime implements ContainerRuntime {
 
   /** The downloads of pulls in flight (with `pulls`): bytes grow at `bytesPerSecond`. */
   async pullProgress(): Promise<PullProgress[]> {
+    refuseIfAborted();
     const now = Date.now();
     const rate = this.pulls?.bytesPerSecond ?? 0;
     return [...this.downloads].map(([ref, d]) => ({
@@ -198,6 +229,7 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   async listImages(): Promise<ImageInfo[]> {
+    refuseIfAborted();
     return [...new Set(this.images.values())].map(copy);
   }
 
@@ -241,3 +273,13 @@ const copy = <T>(v: T): T => structuredClone(v);
  */
 const copySummary = <T extends { metadata: object; labels: Record<string, string>; annotations: Record<string, string> }>(v: T): T => ({ ...v, metadata: { ...v.metadata }, labels: { ...v.labels }, annotations: { ...v.annotations } });
 const matches = (labels: Record<string, string>, selector: Record<string, string> | undefined) => Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);
+
+function cancelled(signal: AbortSignal): KubeletError {
+  return new KubeletError('DeadlineExceeded', `memory runtime: cancelled: ${errorMessage(signal.reason)}`, { cause: signal.reason });
+}
+
+/** A call whose signal already aborted does nothing. */
+function refuseIfAborted(): void {
+  const signal = currentSignal();
+  if (signal.aborted) throw cancelled(signal);
+}

@@ -3,11 +3,10 @@ import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { loadConfig } from '../../config/load.ts';
 import type { KubeletConfig, KubeletConfigInput, PluginEntry } from '../../config/types.ts';
-import { createHooks, type KubeletHooks } from '../../hooks.ts';
+import type { KubeletHooks } from '../../hooks.ts';
 import { silentLogger, type Logger } from '../../logger.ts';
 import { definePlugin, type Capabilities, type PluginEvent } from '../../plugins/plugin-api.ts';
-import { PluginHost } from '../../plugins/plugin-host.ts';
-import { isolateTaps } from '../../plugins/tap-isolation.ts';
+import { createPluginHost } from '../../plugins/create-plugin-host.ts';
 import { MemoryRuntime } from './memory-runtime.ts';
 import { DeviceManager } from '../../devices/device-manager.ts';
 import type { DeviceManagerView, DeviceProvider } from '../../devices/device-types.ts';
@@ -99,8 +98,6 @@ export async function startPluginsForTest(
   await fs.writeFile(file, JSON.stringify({ nodeName: 'plugin-test-node', ...options.config, rootDir: options.rootDir, plugins: [] }));
   const config = await loadConfig({ configFile: file });
   const logger = options.logger ?? silentLogger();
-  const hooks = createHooks();
-  isolateTaps(hooks, logger, { timeoutMs: config.hookTimeoutMs });
   const events: PluginEvent[] = [];
   const pods = () => options.pods?.() ?? [];
   const devices = new DeviceManager({
@@ -112,8 +109,7 @@ export async function startPluginsForTest(
   });
   await devices.start();
   const deviceProviders: RecordedDeviceProvider[] = [];
-  const host: PluginHost = new PluginHost({
-    hooks,
+  const { hooks, host } = createPluginHost({
     config,
     logger,
     services: {
@@ -131,7 +127,6 @@ export async function startPluginsForTest(
     apply(ctx) {
       const runtime = new MemoryRuntime();
       ctx.provide('runtime', runtime);
-      ctx.onClose(() => runtime.close());
     },
   });
   await host.loadAll(options.memoryRuntime === false ? entries : [memory, ...entries]);

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '../../errors.ts';
+import { runWithSignal } from '../../util/abort-scope.ts';
 import { ANNOTATION, LABEL } from '../../runtime/labels.ts';
 import type { ContainerConfig, ContainerRuntime, ContainerState, PodSandboxConfig } from '../../runtime/types.ts';
 import { checkContract, describeContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
@@ -312,6 +313,30 @@ export const runtimeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
       await sc.s.runtime.removeContainer(id);
       await expectNotFound('containerStatus', sc.s.runtime.containerStatus(id));
       assert.ok(!(await sc.s.runtime.listContainers({ podSandboxId: sb.id })).some((c) => c.id === id), 'a removed container is still listed');
+    },
+  },
+  {
+    // The core aborts a call's signal when runtimeRequestTimeout expires or the tap that made it
+    // was given up on (types.ts, ContainerRuntime): work the core no longer waits for must not
+    // go on. A call whose signal is already aborted is the case every runtime can show at once.
+    name: 'a call honours its signal (currentSignal): made under an aborted one, it is refused and does nothing',
+    async run(sc) {
+      const gaveUp = new AbortController();
+      gaveUp.abort(new Error('the core gave up on this call'));
+      const config = sandboxConfig(sc);
+      await fs.mkdir(config.logDirectory, { recursive: true });
+      const refused = async (what: string, call: () => Promise<unknown>) => {
+        const t0 = Date.now();
+        await new Promise((resolve) => resolve(runWithSignal(gaveUp.signal, call))).then(
+          () => assert.fail(`${what} under an aborted signal succeeded; it must be refused (reject) without doing anything`),
+          () => {},
+        );
+        assert.ok(Date.now() - t0 < 5000, `${what} under an aborted signal took ${Date.now() - t0} ms to be refused`);
+      };
+      await refused('runPodSandbox', () => sc.s.runtime.runPodSandbox(config));
+      await refused('listPodSandboxes', () => sc.s.runtime.listPodSandboxes());
+      const made = (await sc.s.runtime.listPodSandboxes({ labelSelector: { [RUN_LABEL]: sc.run } })).filter((sb) => sb.metadata.uid === config.metadata.uid);
+      assert.deepEqual(made, [], 'runPodSandbox under an aborted signal made a sandbox');
     },
   },
   {

@@ -12,6 +12,7 @@ import type { ObjectSource } from '../../objects/object-source.ts';
 import type { TokenSource } from '../../objects/object-source.ts';
 import { checkHostPath } from './host-path.ts';
 import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
+import { podFullName } from '../../objects/pod-util.ts';
 
 /** The core's tap name on the volume hooks. */
 const CORE = { name: 'kubelet', stage: STAGE.DEFAULT };
@@ -62,7 +63,7 @@ export function tapBuiltinVolumes(
     if (own) {
       await setVolumeOwnership(r.dir, {
         fsGroup: own.fsGroup, readOnly: false, changePolicy: own.changePolicy,
-        onSkip: (why) => deps.logger.warn({ pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name, why }, 'fsGroup: part of the volume left unchanged'),
+        onSkip: (why) => deps.logger.warn({ pod: podFullName(r.pod), volume: r.volume.name, why }, 'fsGroup: part of the volume left unchanged'),
       });
     }
     return { path: r.dir, mountPoint: medium === 'Memory' && hostMounts };
@@ -88,7 +89,7 @@ export function tapBuiltinVolumes(
       // fsGroup: what the writer makes gets the group and group-read bits as it is written.
       const own = podFsGroup(r.pod);
       const changed = await writeAtomic(r.dir, files, own ? { fsGroup: own.fsGroup } : {});
-      if (changed && r.previous) deps.logger.info({ pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name, type }, 'volume content updated');
+      if (changed && r.previous) deps.logger.info({ pod: podFullName(r.pod), volume: r.volume.name, type }, 'volume content updated');
       // Read-only in every container whatever its volumeMounts say (upstream, CVE-2017-1002102):
       // the kubelet rewrites this dir on every sync, so a container must not be able to plant
       // links in it.

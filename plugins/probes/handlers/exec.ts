@@ -1,4 +1,4 @@
-import { errorMessage, expandVars, isKubeletError, secondsToTimerMs, type ContainerRuntime, type Limiter } from 'kubelet-ts';
+import { TIMED_OUT, errorMessage, expandVars, isKubeletError, secondsToTimerMs, withTimeout, type ContainerRuntime, type Limiter } from 'kubelet-ts';
 import type { V1Container } from '@kubernetes/client-node';
 import { truncate, type ProbeRunResult, type ProbeTarget } from './types.ts';
 
@@ -38,18 +38,9 @@ export async function execProbe(runtime: ContainerRuntime, target: ProbeTarget, 
   const cmd = expandProbeCommand(command, target.container);
   const timedOut = `command ${JSON.stringify(cmd.join(' '))} timed out`;
   const call = async (): Promise<ProbeRunResult> => {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'deadline'>((resolve) => {
-      timer = setTimeout(() => resolve('deadline'), secondsToTimerMs(target.timeoutSeconds + EXEC_DEADLINE_SLACK_MS / 1000));
-      timer.unref();
-    });
-    const exec = runtime.execSync(target.containerId, cmd, target.timeoutSeconds);
     try {
-      const r = await Promise.race([exec, deadline]);
-      if (r === 'deadline') {
-        exec.catch(() => {});
-        return { result: 'failure', output: timedOut };
-      }
+      const r = await withTimeout(runtime.execSync(target.containerId, cmd, target.timeoutSeconds), secondsToTimerMs(target.timeoutSeconds + EXEC_DEADLINE_SLACK_MS / 1000), { unref: true });
+      if (r === TIMED_OUT) return { result: 'failure', output: timedOut };
       const output = truncate(Buffer.concat([r.stdout, r.stderr]).toString('utf8'));
       return r.exitCode === 0 ? { result: 'success', output } : { result: 'failure', output };
     } catch (err) {
@@ -58,8 +49,6 @@ export async function execProbe(runtime: ContainerRuntime, target: ProbeTarget, 
       const unreachable = isKubeletError(err) && err.code === 'Unavailable';
       if (!unreachable && START_FAILED.test(msg)) return { result: 'failure', output: msg };
       return { error: msg };
-    } finally {
-      clearTimeout(timer);
     }
   };
   return limiter ? limiter.run(call) : call();

@@ -11,7 +11,8 @@ import type { PodTimelines } from './timeline/pod-timeline.ts';
 import type { VolumeManager } from './volumes/volume-manager.ts';
 import { podRef, type EventRecorder } from './events/event-recorder.ts';
 import { evictableContainers, orphanPod, type PodSyncer } from './pod/pod-sync.ts';
-import { gracePeriodSeconds, podFullName } from './objects/pod-util.ts';
+import { podFullName } from './objects/pod-util.ts';
+import { effectiveGracePeriod } from './pod/termination-grace.ts';
 import { PodWorkers } from './pod/pod-workers.ts';
 import { WorkQueue } from './pod/work-queue.ts';
 import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
@@ -26,6 +27,8 @@ import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */
 const REPLACEMENT_WAIT_MS = 200;
+/** The grace of a terminating API pod once it is gone from the API server (upstream's override for pods no source knows). */
+const GONE_FROM_API_GRACE_SECONDS = 1;
 /** How long the loop remembers that a pod's termination finished. */
 const FINISHED_MEMORY_MS = 10 * 60_000;
 
@@ -94,7 +97,7 @@ export class SyncLoop {
     this.workers = new PodWorkers(
       {
         sync: (pod) => this.syncPod(pod),
-        terminate: (pod) => d.syncer.terminate(pod),
+        terminate: (pod, grace) => d.syncer.terminate(pod, grace),
         requeue: (uid, ms) => this.queue.enqueue(uid, ms),
         terminated: (pod) => this.onTerminated(pod),
         observe: d.metrics.observePodWorker,
@@ -299,7 +302,13 @@ export class SyncLoop {
           if (u.op === 'REMOVE') this.finished.delete(uid);
           continue;
         }
-        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) continue;
+        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) {
+          // Already terminating: a second delete may shorten its grace (never lengthen it), and
+          // an API pod gone from the API server (force-deleted) is killed promptly (1 s, as
+          // upstream kills pods no source knows).
+          this.workers.update(pod, true, u.op === 'REMOVE' && isApiPod(pod) ? GONE_FROM_API_GRACE_SECONDS : undefined);
+          continue;
+        }
         this.desired.delete(uid);
         this.queue.forget(uid);
         if (!deleting) {
@@ -309,7 +318,7 @@ export class SyncLoop {
         }
         this.terminating.set(uid, pod);
         void this.d.status.update(pod, this.d.cache.get(uid), true).catch(() => {});
-        this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
+        this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: effectiveGracePeriod(undefined, pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
         this.workers.update(pod, true);
         continue;
       }

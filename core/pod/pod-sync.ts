@@ -35,6 +35,7 @@ import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-e
 import type { DownwardInputs } from '../objects/downward-api.ts';
 import { serviceLinkEnv, type ServiceLinkSource } from '../objects/service-links.ts';
 import { isStaticPod } from '../objects/pod-origin.ts';
+import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -440,41 +441,66 @@ export class PodSyncer {
     return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail, failureOf, extras) : fn();
   }
 
-  /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */
-  private async killContainer(pod: V1Pod, id: string, name: string, grace: number, reason: string): Promise<void> {
+  /**
+   * Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace
+   * period. A `TerminationGrace` that shortens meanwhile cuts the preStop handler off at the new
+   * deadline and asks the runtime again to stop the container with the new time left (the stop
+   * in flight with the old timeout ends too once the container is gone).
+   */
+  private async killContainer(pod: V1Pod, id: string, name: string, graceIn: number | TerminationGrace, reason: string): Promise<void> {
+    const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const container = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? []), ...ephemeralContainersOf(pod)].find((c: V1Container) => c.name === name);
-    const started = Date.now();
-    const elapsed = () => Math.floor((Date.now() - started) / 1000);
     const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
     try {
-      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace, reason });
+      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace.seconds, reason });
     } catch (err) {
       this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'a beforeKill tap failed');
     }
     // The preStop handler gets what the taps left of the grace period, however long that is.
-    if (container) await this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace - elapsed());
-    const left = Math.max(MIN_GRACE_SECONDS, grace - elapsed());
+    if (container) {
+      const deadline = grace.expired();
+      try {
+        await Promise.race([this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace.leftSeconds()), deadline.promise]);
+      } finally {
+        deadline.cancel();
+      }
+    }
+    // Upstream gives a container at least MIN_GRACE_SECONDS after its preStop handler (0 stays 0: a hard eviction).
+    const timeout = () => (grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
     this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason);
+    const again = grace.onShorten(() => {
+      this.podLogger(pod).info({ container: name, containerId: id, gracePeriod: grace.seconds }, 'grace period shortened: stopping the container again with the time left');
+      this.deps.runtime.stopContainer(id, timeout()).catch(() => {});
+    });
     try {
-      await this.deps.runtime.stopContainer(id, grace === 0 ? 0 : left);
+      await this.deps.runtime.stopContainer(id, timeout());
       this.deps.probes.forget(id);
       this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
     } catch (err) {
       if (!isNotFound(err)) throw err;
+    } finally {
+      again();
     }
   }
 
   /** Stops every running container (in parallel, each with its grace period), then the sandboxes. */
-  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, grace: number): Promise<void> {
+  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, graceIn: number | TerminationGrace): Promise<void> {
+    const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
     // Sidecars outlive the containers they serve: app and regular containers stop first, in
     // parallel; then sidecars one by one in reverse order, each with what is left of the grace period.
     const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
-    const deadline = Date.now() + grace * 1000;
-    const left = () => Math.max(grace === 0 ? 0 : MIN_GRACE_SECONDS, Math.ceil((deadline - Date.now()) / 1000));
     await Promise.all(live.filter((c) => !sidecarNames.includes(c.metadata.name)).map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
     for (const name of [...sidecarNames].reverse()) {
-      for (const c of live.filter((l) => l.metadata.name === name)) await this.killContainer(pod, c.id, name, left(), 'Stopping sidecar container');
+      for (const c of live.filter((l) => l.metadata.name === name)) {
+        const left = new TerminationGrace(grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
+        const follow = grace.onShorten(() => left.shorten(Math.max(MIN_GRACE_SECONDS, grace.leftSeconds())));
+        try {
+          await this.killContainer(pod, c.id, name, left, 'Stopping sidecar container');
+        } finally {
+          follow();
+        }
+      }
     }
     // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
     for (const sb of rs?.sandboxes ?? []) {
@@ -486,11 +512,14 @@ export class PodSyncer {
     }
   }
 
-  /** Stops and removes everything of a pod that left its source; forgets its state. */
-  async terminate(pod: V1Pod): Promise<void> {
+  /**
+   * Stops and removes everything of a pod that left its source; forgets its state. `grace`:
+   * the termination's grace as the pod worker keeps it (it may shorten while this runs).
+   */
+  async terminate(pod: V1Pod, grace?: TerminationGrace): Promise<void> {
     const uid = podUID(pod);
     const rs = await this.deps.cache.refreshPod(uid);
-    await this.killPod(pod, rs, gracePeriodSeconds(pod));
+    await this.killPod(pod, rs, grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)));
     if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
     for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
     for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));

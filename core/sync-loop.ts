@@ -96,7 +96,7 @@ export class SyncLoop {
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {
-        sync: (pod) => this.syncPod(pod),
+        sync: (pod, stopping) => this.syncPod(pod, stopping),
         terminate: (pod, grace) => d.syncer.terminate(pod, grace),
         requeue: (uid, ms) => this.queue.enqueue(uid, ms),
         terminated: (pod) => this.onTerminated(pod),
@@ -259,9 +259,10 @@ export class SyncLoop {
     }
   }
 
-  /** Stops the queue's timers: nothing is enqueued again. */
+  /** Stops the queue's timers (nothing is enqueued again) and the workers' container starts. */
   stopQueue(): void {
     this.queue.stop();
+    this.workers.halt();
   }
 
   /** Waits up to `ms` (forever without) for busy pod workers; returns the UIDs still busy. */
@@ -376,7 +377,7 @@ export class SyncLoop {
     if (this.desired.get(uid) === pod) this.workers.update(pod);
   }
 
-  private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
+  private async syncPod(pod: V1Pod, stopping: () => boolean): Promise<{ requeueAfterMs?: number }> {
     // A pod replacing another of the same namespace/name (an edited static pod) waits until its
     // predecessor has fully stopped: the two never run side by side (both may bind host ports).
     const others = this.workers.terminatingWithName(podFullName(pod)).filter((u) => u !== pod.metadata!.uid);
@@ -387,14 +388,14 @@ export class SyncLoop {
     }
     // Rejected at admission (or failed for good): it never gets a sandbox, across resyncs too.
     // The syncer still stops what runs of it (a pod past its active deadline whose kill failed is retried).
-    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod);
+    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod, stopping);
     // An API pod the server already has as Succeeded or Failed (it finished before a restart of
     // the kubelet) is never started again, whatever the runtime still holds of it.
     if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.d.status.get(pod.metadata!.uid!)) {
       const rs = this.d.cache.get(pod.metadata!.uid!);
       if (!rs?.containers.some((c) => c.state === 'CONTAINER_RUNNING')) return {};
     }
-    return this.d.syncer.sync(pod);
+    return this.d.syncer.sync(pod, stopping);
   }
 
   /**

@@ -58,6 +58,15 @@ const MAX_DEADLINE_WAKE_MS = 3_600_000;
 
 /** How long one sandbox creation holds its slot of maxParallelSandboxCreations at most. */
 export const SANDBOX_SLOT_MS = 10_000;
+/** How long one container's create and start hold their slot of maxParallelContainerCreations at most. */
+export const CONTAINER_SLOT_MS = 30_000;
+/**
+ * How many of one pod's containers are being started at once. Upstream starts a pod's
+ * containers one after another; a few at once keeps a pod of a few containers as quick to
+ * start as before, while a pod of hundreds neither floods the runtime nor keeps hundreds of
+ * half-built container configs in memory, and stops soon once it is being deleted.
+ */
+export const CONTAINER_STARTS_PER_POD = 4;
 
 /**
  * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
@@ -89,6 +98,8 @@ export class PodSyncer {
       timeline?: PodTimelines;
       /** Bounds concurrent RunPodSandbox calls (maxParallelSandboxCreations), when set. */
       sandboxCreations?: Limiter;
+      /** Bounds concurrent CreateContainer + StartContainer calls node-wide (maxParallelContainerCreations), when set. */
+      containerCreations?: Limiter;
       /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
       events?: EventRecorder;
       /** postStart and preStop handlers: run here, around the afterStart and beforeKill hooks. */
@@ -105,8 +116,12 @@ export class PodSyncer {
     },
   ) {}
 
-  /** Brings a pod to its desired state; throws on a failure that should be retried with back-off. */
-  async sync(pod: V1Pod): Promise<SyncOutcome> {
+  /**
+   * Brings a pod to its desired state; throws on a failure that should be retried with back-off.
+   * `stopping`: true once the pod is to be terminated (or the kubelet stops): no further
+   * container is started.
+   */
+  async sync(pod: V1Pod, stopping: () => boolean = () => false): Promise<SyncOutcome> {
     const { runtime, cache, hooks, config } = this.deps;
     const uid = podUID(pod);
     const log = this.podLogger(pod);
@@ -201,13 +216,13 @@ export class PodSyncer {
 
       await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
       // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
-      await Promise.all(actions.ephemeralToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
-      if (actions.nextInit) {
+      await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting));
+      if (actions.nextInit && !stopping()) {
         await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
         // A started sidecar keeps running, so no exit will wake the pod: go on to the next init container now.
         if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
       }
-      await Promise.all(actions.containersToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
+      await startEach(actions.containersToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting));
       removedDead = await this.removeDeadContainers(rs);
     } finally {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
@@ -305,7 +320,7 @@ export class PodSyncer {
 
   /** Creates and starts one container; a failure is recorded as the container's waiting reason. */
   private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting): Promise<void> {
-    const { runtime, hooks, config } = this.deps;
+    const { hooks, config } = this.deps;
     const c = start.container;
     const log = this.podLogger(pod).child({ container: c.name });
     const uid = podUID(pod);
@@ -362,25 +377,10 @@ export class PodSyncer {
       event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
       return;
     }
-    let id: string;
-    try {
-      const cfg = containerConfig;
-      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
-    } catch (err) {
-      waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
-      log.warn({ err: errorMessage(err) }, 'Failed to create container');
-      event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
-      return;
-    }
-    event('Normal', 'Created', `Created container ${c.name}`);
-    try {
-      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
-    } catch (err) {
-      waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
-      log.warn({ err: errorMessage(err) }, 'Failed to start container');
-      event('Warning', 'Failed', `Error: failed to start container "${c.name}": ${errorMessage(err)}`);
-      return;
-    }
+    // Create and start within the node-wide bound (the runtime's work is the node's, not the pod's).
+    const created = await this.createSlot(() => this.createAndStart(pod, c, containerConfig, sandboxId, sandboxConfig, what, afterReady, waiting));
+    if (created === undefined) return;
+    const id = created;
     log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
     event('Normal', 'Started', `Started container ${c.name}`);
     try {
@@ -394,6 +394,41 @@ export class PodSyncer {
       event('Warning', 'FailedPostStartHook', errorMessage(err));
       await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * CreateContainer then StartContainer; the container's id once started, undefined (its waiting
+   * reason set) when either failed.
+   */
+  private async createAndStart(pod: V1Pod, c: V1Container, cfg: ContainerConfig, sandboxId: string, sandboxConfig: PodSandboxConfig, what: string, afterReady: { afterReady: boolean }, waiting: Waiting): Promise<string | undefined> {
+    const { runtime } = this.deps;
+    const uid = podUID(pod);
+    const log = this.podLogger(pod).child({ container: c.name });
+    const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message);
+    let id: string;
+    try {
+      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
+    } catch (err) {
+      waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
+      log.warn({ err: errorMessage(err) }, 'Failed to create container');
+      event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
+      return undefined;
+    }
+    event('Normal', 'Created', `Created container ${c.name}`);
+    try {
+      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
+    } catch (err) {
+      waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
+      log.warn({ err: errorMessage(err) }, 'Failed to start container');
+      event('Warning', 'Failed', `Error: failed to start container "${c.name}": ${errorMessage(err)}`);
+      return undefined;
+    }
+    return id;
+  }
+
+  /** Runs a container's create and start within the node-wide bound on them, when there is one. */
+  private createSlot<T>(fn: () => Promise<T>): Promise<T> {
+    return this.deps.containerCreations ? this.deps.containerCreations.run(fn) : fn();
   }
 
   /**
@@ -523,7 +558,19 @@ export class PodSyncer {
     if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
     for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
     for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
-    await this.deps.cache.refreshPod(uid);
+    // What a create still running in the runtime left after the list above (a create the
+    // kubelet gave up waiting for lands later): stopped and removed too; anything still there
+    // fails the termination, which is retried.
+    const late = await this.deps.cache.refreshPod(uid);
+    if (late && (late.containers.length > 0 || late.sandboxes.length > 0)) {
+      await this.killPod(pod, late, 0);
+      for (const c of late.containers) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+      for (const sb of late.sandboxes) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+      const still = await this.deps.cache.refreshPod(uid);
+      if (still && (still.containers.length > 0 || still.sandboxes.length > 0)) {
+        throw new Error(`${still.containers.length} containers and ${still.sandboxes.length} sandboxes of the pod are still in the runtime`);
+      }
+    }
     // The last container is gone: unmount the pod's volumes (a failure retries the termination).
     await this.deps.volumes.tearDownPod(uid);
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
@@ -599,4 +646,16 @@ export function orphanPod(rs: PodRuntimeStatus): V1Pod {
     metadata: { name: rs.name, namespace: rs.namespace, uid: rs.uid },
     spec: { containers: [], terminationGracePeriodSeconds: Number.isFinite(grace) ? grace : 30 },
   };
+}
+
+/**
+ * Starts `starts` at most CONTAINER_STARTS_PER_POD at a time, in order; none is begun once
+ * `stopping()` says the pod is being terminated (those begun finish).
+ */
+async function startEach<T>(starts: T[], stopping: () => boolean, start: (s: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < starts.length && !stopping()) await start(starts[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(CONTAINER_STARTS_PER_POD, starts.length) }, lane));
 }

@@ -7,7 +7,8 @@ import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
 
 /** What the workers call: the pod syncer's two operations. */
 export interface PodWorkHandlers {
-  sync(pod: V1Pod): Promise<SyncOutcome>;
+  /** Syncs the pod; `stopping()` turns true once it is to be terminated or the workers halt (start nothing more). */
+  sync(pod: V1Pod, stopping: () => boolean): Promise<SyncOutcome>;
   /** Terminates the pod within `grace`, which may shorten while this runs. */
   terminate(pod: V1Pod, grace: TerminationGrace): Promise<void>;
   /** Asks for the pod to be looked at again after `ms`. */
@@ -42,6 +43,8 @@ const ERROR_MAX_MS = 30_000;
 export class PodWorkers {
   private readonly workers = new Map<string, Worker>();
   private readonly errorBackoff = new Backoff(ERROR_INITIAL_MS, ERROR_MAX_MS);
+  /** Set by halt(): the kubelet stops, syncs in progress start nothing more. */
+  private halted = false;
 
   constructor(private readonly handlers: PodWorkHandlers, private readonly logger: Logger) {}
 
@@ -70,6 +73,11 @@ export class PodWorkers {
     }
     w.dirty = true;
     if (!w.busy) w.idle = this.run(uid, w);
+  }
+
+  /** The kubelet stops: syncs in progress start no further container (the runtime's calls in flight are not waited for here). */
+  halt(): void {
+    this.halted = true;
   }
 
   /** The grace period (seconds) of a pod being terminated. */
@@ -143,7 +151,7 @@ export class PodWorkers {
             this.handlers.terminated(pod);
             return;
           }
-          const outcome = await this.handlers.sync(pod);
+          const outcome = await this.handlers.sync(pod, () => w.terminating || this.halted);
           this.errorBackoff.forgetPrefix(uid);
           if (outcome.requeueAfterMs !== undefined) this.handlers.requeue(uid, outcome.requeueAfterMs);
         } catch (err) {

@@ -27,7 +27,7 @@ describe('security: a pod with hundreds of containers', function () {
   });
   const kubeletFor = async (what: string): Promise<{ kp: KubeletProcess; node: string }> => {
     const node = suite.node(what);
-    const kp = await startKubeletProcess(suite.env, { config: { kubeconfig: await suite.cp.nodeKubeconfig(node.name), nodeName: node.name, nodeIP: '127.0.0.1' } });
+    const kp = await startKubeletProcess(suite.env, { startTimeoutMs: 120_000, config: { kubeconfig: await suite.cp.nodeKubeconfig(node.name), nodeName: node.name, nodeIP: '127.0.0.1' } });
     suite.onCleanup(() => kp.stop());
     await suite.nodeReady(node.name);
     return { kp, node: node.name };

@@ -27,7 +27,7 @@ describe('security: a connection flood on the main port does not deny kubectl lo
   it('1,100 raw and TLS-idle sockets reopened as they close; kubectl logs through the API server succeeds every time; RSS bounded', async function () {
     const k = kubectl(kubectlOrSkip(this), suite.cp.adminKubeconfig);
     const node = suite.node('flood');
-    const kp = await startKubeletProcess(suite.env, { config: { kubeconfig: await suite.cp.nodeKubeconfig(node.name), nodeName: node.name, nodeIP: '127.0.0.1' } });
+    const kp = await startKubeletProcess(suite.env, { startTimeoutMs: 120_000, config: { kubeconfig: await suite.cp.nodeKubeconfig(node.name), nodeName: node.name, nodeIP: '127.0.0.1' } });
     suite.onCleanup(() => kp.stop());
     await suite.nodeReady(node.name);
     const ns = await suite.namespace('flood');

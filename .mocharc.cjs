@@ -23,7 +23,10 @@ module.exports = {
   // support singletons (one containerd, registry and control plane per run) then exist twice,
   // and the second start kills the first's processes under the tests still using them.
   // (Node versions before the flag existed always load .ts specs with import().)
-  'node-option': ['import=tsx', ...(process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? ['no-experimental-require-module'] : [])],
+  // `conditions=kubelet-ts-source`: `import 'kubelet-ts'` in the tests, the built-in plugins
+  // and the default config resolves to the SDK's sources, not to the compiled dist/ that
+  // package.json `exports` give an installed package (bin/from-sources.mjs says why).
+  'node-option': ['import=tsx', 'conditions=kubelet-ts-source', ...(process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? ['no-experimental-require-module'] : [])],
   // Root hook plugin: stops the shared node environment (containerd, registry) after all
   // tests, if a test started it. Tests must clean up after themselves: no `exit: true`.
   require: ['test/support/root-hooks.ts'],

@@ -13,5 +13,9 @@ export default defineConfig({
     ['probes'],
     ['csi-grpc'],
     ['eviction-default'],
+    // Reads imageCredentialProviderConfig (--image-credential-provider-config); declines to load without it.
+    ['credential-provider-exec'],
+    ['device-plugins'],
+    ['pod-resources'],
   ],
 });

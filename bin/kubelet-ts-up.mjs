@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-import { register } from 'tsx/esm/api';
-register();
+import { registerSources } from './from-sources.mjs';
+await registerSources();
 await import('../tools/up.ts');

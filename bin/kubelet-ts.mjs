@@ -1,11 +1,12 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
-// The kubelet-ts command. Runs the compiled build in dist/ (`npm run build`) when it exists and
-// was built from the sources as they are now (bin/source-stamp.mjs): what a node should run
-// (no TypeScript loader: about 20 MiB less RSS, faster start). Otherwise runs the TypeScript
-// sources through tsx, so there is no build step between an edit and a node.
-// KUBELET_TS_FROM_SOURCE=1 forces the sources. The shebang's --max-semi-space-size=2 caps
-// V8's young generation (default up to 16 MiB per semi-space): about 20 MiB less RSS for no
-// measurable CPU at a kubelet's allocation rate (bench/README.md).
+// The kubelet-ts command. Installed from npm, the package holds only the compiled build (dist/)
+// and runs it. In the repository it runs dist/ (`npm run build`) when it exists and was built
+// from the sources as they are now (bin/source-stamp.mjs): what a node should run (no
+// TypeScript loader: about 20 MiB less RSS, faster start). Otherwise it runs the TypeScript
+// sources through tsx (bin/from-sources.mjs), so there is no build step between an edit and a
+// node. KUBELET_TS_FROM_SOURCE=1 forces the sources. The shebang's --max-semi-space-size=2
+// caps V8's young generation (default up to 16 MiB per semi-space): about 20 MiB less RSS for
+// no measurable CPU at a kubelet's allocation rate (bench/README.md).
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -13,9 +14,11 @@ import { sourceStamp } from './source-stamp.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
+const SOURCES = join(ROOT, 'core', 'cli.ts');
 
-/** dist/ was built from the sources as they are now (same files, sizes and times). */
-function freshBuild() {
+/** dist/ is what to run: the package has no sources (installed from npm), or dist/ was built from the sources as they are now (same files, sizes and times). */
+function runBuild() {
+  if (!existsSync(SOURCES)) return true;
   if (process.env.KUBELET_TS_FROM_SOURCE === '1' || !existsSync(join(DIST, 'core', 'cli.js'))) return false;
   try {
     const built = JSON.parse(readFileSync(join(DIST, 'package.json'), 'utf8')).kubeletTsBuild;
@@ -25,10 +28,10 @@ function freshBuild() {
   }
 }
 
-if (freshBuild()) {
+if (runBuild()) {
   await import(pathToFileURL(join(DIST, 'core', 'cli.js')).href);
 } else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import('../core/cli.ts');
+  const { registerSources } = await import('./from-sources.mjs');
+  await registerSources();
+  await import(pathToFileURL(SOURCES).href);
 }

@@ -38,7 +38,8 @@ Each command takes -h for its own flags. Flags of run and plugins (they mirror t
   --plugins-config FILE             with a KubeletConfiguration --config: kubelet-ts's own file for plugins (and the fields
                                     upstream has no place for); default: the package's plugin bundle
   --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
-  --bootstrap-kubeconfig FILE       the kubeconfig to get a client certificate with when --kubeconfig does not exist
+  --bootstrap-kubeconfig FILE       TLS bootstrap: get a client certificate with this kubeconfig's token when
+                                    --kubeconfig is missing or expired, and write --kubeconfig (bootstrapKubeconfig)
   --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
   --manifest-url URL                URL of static pods, a Pod or a PodList (staticPodURL)
   --manifest-url-header 'a:x,b:y'   headers for --manifest-url, repeatable (staticPodURLHeader)
@@ -55,6 +56,11 @@ Each command takes -h for its own flags. Flags of run and plugins (they mirror t
   --tls-cert-file FILE              the main port's serving certificate (tlsCertFile)
   --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
   --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
+  --image-credential-provider-config FILE
+                                    the exec image credential providers' CredentialProviderConfig, a file or
+                                    a directory (imageCredentialProviderConfig; needs the credential-provider-exec plugin)
+  --image-credential-provider-bin-dir DIR
+                                    the directory of their executables (imageCredentialProviderBinDir)
   --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
   --healthz-port N                  plain-HTTP /healthz on --healthz-bind-address, 0 disables (healthzPort)
   --rotate-certificates             renew the client certificate before it expires (rotateCertificates)
@@ -167,6 +173,8 @@ async function main(): Promise<number> {
   try {
     await kubelet.start();
   } catch (err) {
+    // A signal during the start (a TLS bootstrap that waits) ends it: the signal's stop exits.
+    if (stopping) return -1;
     // Release what started (timers, watchers, sockets) so the exit below is clean.
     await kubelet.stop().catch(() => {});
     throw err;

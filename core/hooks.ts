@@ -1,6 +1,6 @@
 import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
 import type { V1Container, V1Node, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
-import type { ContainerConfig, PodSandboxConfig, SandboxStatus } from './runtime/types.ts';
+import type { ContainerConfig, PodSandboxConfig, PullAuth, SandboxStatus } from './runtime/types.ts';
 import type { ObjectSource } from './objects/object-source.ts';
 
 /**
@@ -21,6 +21,25 @@ export interface SandboxReadyEvent { pod: V1Pod; sandboxId: string; config: PodS
 
 /** What `beforeContainerCreate` taps see besides the config they may change. */
 export interface ContainerCreateContext { pod: V1Pod; container: V1Container; sandboxId: string; sandboxConfig: PodSandboxConfig; restartCount: number }
+
+/** A registry credential for one image, as CRI's AuthConfig carries it, and where it came from (for messages and logs; never the secret). */
+export interface ImageCredential extends PullAuth { from: string }
+
+/** A provider that could not answer for an image (it failed, timed out, or answered garbage): one Warning event on the pod. */
+export interface ImageCredentialFailure { provider: string; message: string }
+
+/** What `imageCredentials` taps add to and return: credentials in the order to try them, and the providers that failed. */
+export interface ImageCredentials { credentials: ImageCredential[]; failures: ImageCredentialFailure[] }
+
+/** What `imageCredentials` taps see besides the draft: the image a container needs pulled. */
+export interface ImageCredentialsRequest {
+  pod: V1Pod;
+  container: V1Container;
+  /** The image as the container spec names it (`registry.example.com/app:v1`). */
+  image: string;
+  /** Its repository, as upstream hands it to credential providers: `docker.io/library/busybox`, `127.0.0.1:5000/team/app` (no tag or digest). */
+  repository: string;
+}
 
 /** What `afterStart` sees: a container of the pod was started by the runtime. */
 export interface ContainerStartedEvent { pod: V1Pod; container: V1Container; containerId: string; sandboxId: string; podIP: string }
@@ -186,6 +205,16 @@ export function createHooks() {
      * grace period, then the stop. A throw is logged; the stop goes on.
      */
     beforeKill: new AsyncSeriesHook<[ContainerKillEvent]>(['event']),
+
+    // Images
+    /**
+     * Waterfall: before the core pulls an image, taps add the registry credentials they have for
+     * it (`credentials`, tried after the pod's pull secrets', in order, until a pull succeeds) or a
+     * `failures` entry for a provider that could not answer, and must return the draft. A throw
+     * loses the credentials of this lookup (the pull goes on with the pull secrets') and, like each
+     * failure, is one Warning event on the pod; the next attempt, after the pull back-off, asks again.
+     */
+    imageCredentials: new AsyncSeriesWaterfallHook<[ImageCredentials, ImageCredentialsRequest]>(['credentials', 'request']),
 
     // Volumes (per-type dispatch: plugins tap `mountVolume.for('csi')`, the host fires `get(type)`)
     /** Set up one volume of a type before the pod's containers are created: the first tap returning a result serves it; none → `no volume plugin for type "x"`. */

@@ -57,6 +57,11 @@ import type { MainServer } from './server/main-server.ts';
 import { SecurityAdmission } from './pod/security-admission.ts';
 import { RuntimeClasses } from './apiserver/runtime-classes.ts';
 import { withTerminationMessage } from './pod/termination-message.ts';
+// TLS bootstrap and certificate rotation, loaded with the API side (they use its client).
+import type { CertificateManager } from './certificates/certificate-manager.ts';
+import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
+import { DeviceManager } from './devices/device-manager.ts';
+import { withDevices } from './devices/container-devices.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
 function podUIDOf(args: readonly unknown[]): string | undefined {
@@ -142,6 +147,15 @@ export class Kubelet {
   private tokens: TokenManager | undefined;
   /** The node's capacity and allocatable, read at start. */
   private nodeResources!: NodeResources;
+  /** Renews the client certificate (rotateCertificates) and the serving one (serverTLSBootstrap). */
+  private clientCertificates: CertificateManager | undefined;
+  private servingCertificates: CertificateManager | undefined;
+  /** Aborted by stop(): ends a TLS bootstrap that still waits. */
+  private readonly stopping = new AbortController();
+  /** Device plugins' resources, their allocation to pods and its checkpoint (core/devices). */
+  readonly devices: DeviceManager;
+  /** The names of the pod sources, once they are set up (the device manager frees only after each reported). */
+  private sourceNames: string[] = [];
 
   constructor(
     readonly config: KubeletConfig,
@@ -152,6 +166,13 @@ export class Kubelet {
   ) {
     this.events = new EventRecorder({ nodeName: config.nodeName, logger: logger.child({ component: 'events' }) });
     this.localObjects = new LocalObjects(config.localObjectsDir);
+    this.devices = new DeviceManager({
+      rootDir: config.rootDir,
+      logger,
+      activePods: () => this.pods().filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'),
+      sourcesReady: () => this.sourceNames.length > 0 && (this.loop?.sourcesSeen(this.sourceNames) ?? false),
+      podRunning: (uid) => this.cache?.get(uid)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false,
+    });
     this.plugins = new PluginHost({
       hooks: this.hooks,
       config,
@@ -166,6 +187,7 @@ export class Kubelet {
         observeProbeRun: (run) => this.metrics.observeProbe(run),
         recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
+        devices: (plugin) => this.devices.view(plugin),
       },
     });
     this.server = new KubeletServer(logger.child({ component: 'server' }));
@@ -187,9 +209,13 @@ export class Kubelet {
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
   async start(): Promise<void> {
     const { config, logger } = this;
+    // The TLS bootstrap first (it may write the kubeconfig), and with it what rotation needs.
+    const certs = config.kubeconfig ? await import('./certificates/kubelet-certificates.ts') : undefined;
+    const credentials = certs && config.kubeconfig ? await certs.prepareClientCredentials({ ...config, kubeconfig: config.kubeconfig }, logger, this.stopping.signal) : undefined;
+    const serving = certs && config.serverTLSBootstrap ? await certs.servingCertificateAtStart(config, logger) : undefined;
     // A kubeconfig that cannot work fails the start before anything touches the node.
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
-    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName);
+    if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
     try {
       this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
@@ -208,7 +234,14 @@ export class Kubelet {
     });
     this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod) });
     await this.volumes.start();
+    // Allocations made before a restart come back before any device provider registers again.
+    await this.devices.start();
+    this.tapDevices();
     await this.plugins.loadAll(config.plugins);
+    // The flags must not be ignored silently by a config whose plugins leave out the one that reads them.
+    if (config.imageCredentialProviderConfig && this.hooks.imageCredentials.taps.length === 0) {
+      throw new ConfigError(`${config.configFile ?? 'config'}: imageCredentialProviderConfig (--image-credential-provider-config) is set but no plugin provides image credentials: add 'credential-provider-exec' to plugins`);
+    }
     // Registration done; now what touches the node: runtime connections, sockets, watchers.
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
@@ -238,7 +271,10 @@ export class Kubelet {
       probes: this.probes,
       onUpdate: (pod, status) => this.reporter?.status(pod, status),
     });
-    const puller = this.puller = new ImagePuller({ runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}) });
+    const puller = this.puller = new ImagePuller({
+      runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}),
+      providerCredentials: (request) => this.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request),
+    });
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
@@ -259,6 +295,7 @@ export class Kubelet {
       admissionNode: () => this.admissionNode(),
       pressure: () => this.eviction,
       pulledMs: (uid) => puller.pulledMs(uid),
+      devices: this.devices,
     });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
       this.loop.measureStart(pod, status);
@@ -322,7 +359,7 @@ export class Kubelet {
       config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
       metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
     };
-    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main });
+    this.mainServer = await startMainServer({ ...routeDeps, logger, apiClient: () => this.api?.main, ...(serving ? { clusterSigned: { pair: serving.pair } } : {}) });
     this.port = this.mainServer.port;
 
     if (config.staticPodPath) {
@@ -340,11 +377,12 @@ export class Kubelet {
     if (config.staticPodURL) {
       this.sources.push(new StaticPodUrlSource({ url: config.staticPodURL, headers: config.staticPodURLHeader, nodeName: config.nodeName, periodMs: config.httpCheckFrequencyMs, logger }));
     }
-    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode);
+    if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode, credentials);
+    if (certs && this.api) this.startCertificateRotation(certs, credentials, serving);
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
 
-    const sourceNames = this.sources.map((s) => s.name);
+    const sourceNames = (this.sourceNames = this.sources.map((s) => s.name));
     this.timers.push(setInterval(() => void this.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
     this.timers.push(setInterval(() => this.loop.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
@@ -372,7 +410,10 @@ export class Kubelet {
    * busy pod workers and the shutdown hook get SHUTDOWN_STEP_MS each, plugin cleanups their own bound.
    */
   async stop(): Promise<void> {
+    this.stopping.abort();
     for (const t of this.timers.splice(0)) clearInterval(t);
+    await this.clientCertificates?.stop();
+    await this.servingCertificates?.stop();
     await this.eviction?.stop();
     await this.imageGC?.stop();
     await this.logRotation?.stop();
@@ -398,6 +439,7 @@ export class Kubelet {
     );
     if ((await withTimeout(shutdown, SHUTDOWN_STEP_MS)) === 'timeout') this.logger.warn({ waitedMs: SHUTDOWN_STEP_MS }, 'shutdown hook did not finish; going on');
     await this.plugins.close();
+    await this.devices.stop();
     this.started = false;
   }
 
@@ -405,12 +447,13 @@ export class Kubelet {
    * API-server mode: the API clients, Node registration and status, the Lease, the `api` pod
    * source, and what goes back to the server (pod statuses, mirror pods, final deletes, events).
    */
-  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode): void {
+  private startApi(kubeconfig: string, createApiNode: typeof import('./node/api-node.ts').createApiNode, credentials?: ClientCredentials): void {
     const { config, logger } = this;
     const api = createApiNode({
       config: { ...config, kubeconfig, port: this.port || config.port },
       hooks: this.hooks,
       logger,
+      ...(credentials?.overrides ? { kubeconfigOverrides: credentials.overrides } : {}),
       inputs: {
         runtimeVersion: () => this.runtimeImpl.version(),
         runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),
@@ -442,6 +485,34 @@ export class Kubelet {
   }
 
   /**
+   * Certificates from the cluster (core/certificates): the client certificate renewed with
+   * rotateCertificates, taken up by the API clients; with serverTLSBootstrap the main port's
+   * certificate asked for and renewed, swapped into the running server.
+   */
+  private startCertificateRotation(
+    certs: typeof import('./certificates/kubelet-certificates.ts'),
+    credentials: ClientCredentials | undefined,
+    serving: Awaited<ReturnType<typeof import('./certificates/kubelet-certificates.ts').servingCertificateAtStart>> | undefined,
+  ): void {
+    const { config, logger } = this;
+    const api = this.api!;
+    if (credentials?.rotation) {
+      this.clientCertificates = certs.startClientRotation({ config: { ...config, kubeconfig: config.kubeconfig! }, rotation: credentials.rotation, clients: [api.main, api.heartbeat, api.events], logger });
+    }
+    if (serving) {
+      this.servingCertificates = certs.startServingRotation({
+        config,
+        store: serving.store,
+        initial: serving.pair,
+        client: api.main,
+        addresses: () => api.nodeStatus?.addresses() ?? [{ type: 'InternalIP', address: config.nodeIP }, { type: 'Hostname', address: config.nodeName }],
+        onRotated: (pair) => this.mainServer?.setServingPair({ cert: pair.certPem, key: pair.keyPem, certFile: pair.source }),
+        logger,
+      });
+    }
+  }
+
+  /**
    * Node-level reclaim before evicting pods for disk (upstream deleteAllUnusedContainers): every
    * dead container of a pod the kubelet failed (an evicted pod's container and log are what
    * fills the disk), and every other dead container but each name's newest (restart counts);
@@ -454,12 +525,32 @@ export class Kubelet {
     if (images) await this.imageGC.deleteAllUnused();
   }
 
+  /**
+   * The device manager's part of the kubelet: a container's device allocation in its config
+   * (before any plugin's tap, which then sees it), devices freed when a pod is gone, and each
+   * device resource in the Node's capacity and allocatable (plugins tapping later may change them).
+   */
+  private tapDevices(): void {
+    this.hooks.beforeContainerCreate.tapPromise({ name: 'kubelet:devices', stage: -1000 }, async (config, { pod, container }) => {
+      const allocation = await this.devices.containerAllocation(pod, container);
+      return allocation ? withDevices(config, allocation) : config;
+    });
+    this.hooks.podRemoved.tap({ name: 'kubelet:devices', stage: STAGE.OBSERVE }, (pod) => {
+      if (pod.metadata?.uid) this.devices.release(pod.metadata.uid);
+    });
+    this.hooks.nodeStatus.tap({ name: 'kubelet:devices', stage: -1000 }, (draft) => {
+      const { capacity, allocatable } = this.devices.nodeResources();
+      return { ...draft, capacity: { ...draft.capacity, ...capacity }, allocatable: { ...draft.allocatable, ...allocatable } };
+    });
+  }
+
   /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */
   private admissionNode(): AdmissionNode {
     const a = this.nodeResources.allocatable;
     const node = this.api?.nodeStatus?.node;
     return {
       allocatable: { cpu: Math.round(resourceNumber(a, 'cpu') * 1000), memory: resourceNumber(a, 'memory'), 'ephemeral-storage': resourceNumber(a, 'ephemeral-storage'), pods: this.config.maxPods },
+      extended: this.devices.admissionAllocatable(),
       labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
       taints: node?.spec?.taints ?? this.config.registerWithTaints,
     };

@@ -64,6 +64,15 @@ export interface SyncLoopDeps {
   pressure: () => SyncLoopPressure;
   /** Milliseconds a pod spent pulling images (the start SLI leaves them out). */
   pulledMs: (uid: string) => number;
+  /** Device allocation at admission (core/devices), and its release when a pod is not admitted after all. */
+  devices?: SyncLoopDevices;
+}
+
+/** What admission needs of the device manager. */
+export interface SyncLoopDevices {
+  /** Undefined when the pod needs no devices (admission goes on at once); else the allocation's refusal, if any. */
+  admit(pod: V1Pod): Promise<{ reason: string; message: string } | undefined> | undefined;
+  release(podUID: string): void;
 }
 
 /**
@@ -259,6 +268,11 @@ export class SyncLoop {
     }
   }
 
+  /** Every source in `sources` has reported its pods at least once. */
+  sourcesSeen(sources: string[]): boolean {
+    return this.podConfig.seenAll(sources);
+  }
+
   /** Stops the queue's timers (nothing is enqueued again) and the workers' container starts. */
   stopQueue(): void {
     this.queue.stop();
@@ -354,11 +368,18 @@ export class SyncLoop {
     this.desired.set(uid, pod);
     // Its ConfigMaps and Secrets are watched from now on: ready when its volumes are set up.
     if (isApiPod(pod)) this.api?.objectCache.setPodRefs(uid, objectRefsOf(pod));
-    // Upstream's general predicates against the pods admitted before it (terminating ones still hold their resources).
-    let rejection: { reason: string; message: string } | undefined = checkAdmission(pod, this.admittedPods(uid), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
-    rejection ??= this.d.securityAdmission.admit(pod);
+    // Upstream's order of admit handlers: node pressure, sysctls (and AppArmor), device
+    // allocation, then the general predicates against the pods admitted before it (terminating
+    // ones still hold their resources).
     const pressure = this.d.pressure();
-    rejection ??= checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
+    let rejection: { reason: string; message: string } | undefined = checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
+    rejection ??= this.d.securityAdmission.admit(pod);
+    // The pods this one is fitted next to are those added before it, as when admission runs at
+    // once: a pod added while its devices are allocated counts this one instead.
+    const before = new Set(this.admittedPods(uid).map((p) => p.metadata!.uid));
+    const allocating = rejection ? undefined : this.d.devices?.admit(pod);
+    if (allocating) rejection = await allocating;
+    rejection ??= checkAdmission(pod, this.admittedPods(uid).filter((p) => before.has(p.metadata!.uid)), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
     if (!rejection) {
       try {
         const reason = await this.d.hooks.admitPod.promise(pod);
@@ -368,6 +389,7 @@ export class SyncLoop {
       }
     }
     if (rejection) {
+      this.d.devices?.release(uid);
       this.d.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
       this.d.status.reject(uid, rejection.reason, rejection.message);
       await this.d.status.update(pod, undefined);

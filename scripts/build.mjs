@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run build [-- --out-dir DIR]`: compiles core/, plugins/ and the default config to
-// JavaScript (tsc -p tsconfig.build.json), copies what the plugins read at run time (protos,
+// JavaScript and declarations (tsc -p tsconfig.build.json), copies what the plugins read at run time (protos,
 // the CNI shim) and writes a package.json that makes the output a package of its own, named
 // kubelet-ts, so that `import 'kubelet-ts'` inside it (the default config, bundled plugins)
 // resolves to the compiled core instead of the TypeScript sources.
@@ -28,6 +28,22 @@ if (res.status !== 0) {
   console.error(`build: tsc failed (exit ${res.status ?? res.signal})`);
   process.exit(1);
 }
+
+// The declarations keep the sources' `./x.ts` specifiers (tsc rewrites them in the JavaScript
+// only: microsoft/TypeScript#61037). TypeScript 5 reads them, older compilers and some editors
+// do not; `.js` is what every one of them maps to the `.d.ts` beside it.
+const RELATIVE_TS_SPECIFIER = /((?:\bfrom\s*|\bimport\s*\(\s*|\bdeclare\s+module\s*)(['"])\.{1,2}\/[^'"]*?)\.ts(\2)/g;
+let declarations = 0;
+(function rewriteDeclarations(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = join(dir, entry.name);
+    if (entry.isDirectory()) rewriteDeclarations(file);
+    else if (entry.name.endsWith('.d.ts')) {
+      writeFileSync(file, readFileSync(file, 'utf8').replace(RELATIVE_TS_SPECIFIER, '$1.js$3'));
+      declarations++;
+    }
+  }
+})(OUT);
 
 let assets = 0;
 (function copyAssets(dir) {
@@ -58,7 +74,10 @@ writeFileSync(
       description: pkg.description,
       license: pkg.license,
       type: 'module',
-      exports: { '.': './core/sdk/index.js', './testing': './core/sdk/testing/index.js' },
+      exports: {
+        '.': { types: './core/sdk/index.d.ts', import: './core/sdk/index.js' },
+        './testing': { types: './core/sdk/testing/index.d.ts', import: './core/sdk/testing/index.js' },
+      },
       engines: pkg.engines,
       dependencies: pkg.dependencies,
       // bin/kubelet-ts.mjs runs this output only while the sources have this stamp.
@@ -68,4 +87,4 @@ writeFileSync(
     2,
   )}\n`,
 );
-console.log(`build: ${relative(process.cwd(), OUT) || '.'} in ${Math.round(performance.now() - t0)} ms (${assets} assets copied)`);
+console.log(`build: ${relative(process.cwd(), OUT) || '.'} in ${Math.round(performance.now() - t0)} ms (${declarations} declarations, ${assets} assets copied)`);

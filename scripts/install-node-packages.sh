@@ -2,14 +2,15 @@
 # Installs the Debian packages a kubelet-ts node and its tests need, when missing:
 # containerd, runc, the CNI plugins, a registry, skopeo, static busybox, iptables, iproute2.
 #   --test  also what the API tests' control plane (../shared/k8s/control-plane.sh) needs:
-#           etcd-server, curl, openssl (and util-linux, gzip, which Debian has anyway)
+#           etcd-server, curl, openssl (and util-linux, gzip, which Debian has anyway), and
+#           apache2-utils (htpasswd: the password-protected registry of the credential provider tests)
 # Used by scripts/up.sh (without --test: a node needs no control plane) and .ci/run (with it).
 # Runs apt-get update once, only when something is missing.
 set -euo pipefail
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static iptables iproute2)
 for arg in "$@"; do
   case "$arg" in
-    --test) PACKAGES+=(etcd-server curl openssl util-linux gzip) ;;
+    --test) PACKAGES+=(etcd-server curl openssl util-linux gzip apache2-utils) ;;
     *) echo "install-node-packages.sh: unknown argument $arg (allowed: --test)" >&2; exit 2 ;;
   esac
 done

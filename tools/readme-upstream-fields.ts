@@ -7,7 +7,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { schemaHas } from '../core/config/kubelet-configuration.ts';
 import { UPSTREAM_FIELDS } from '../core/config/upstream-fields.ts';
 import { CADVISOR_NEEDS, KUBELET_FLAGS } from '../core/config/upstream-flags.ts';
 
@@ -22,13 +21,11 @@ export function notImplementedMarkdown(): string {
   const rows: string[] = [];
   for (const [field, spec] of Object.entries(UPSTREAM_FIELDS)) {
     if (spec.implemented === false) rows.push(`| \`${field}\` | ${cell(spec.honouredText)} | ${cell(spec.needs)} |`);
-    else if (spec.implemented === true && spec.pendingNeeds !== undefined && !schemaHas(spec.to ?? field)) rows.push(`| \`${field}\` | false | ${cell(spec.pendingNeeds)} |`);
   }
   const cadvisor: string[] = [];
   for (const [flag, spec] of Object.entries(KUBELET_FLAGS)) {
     if (spec.needs === CADVISOR_NEEDS) cadvisor.push(`\`--${flag}\``);
     else if (spec.needs !== undefined) rows.push(`| \`--${flag}\` | ${cell(spec.honouredText ?? 'not given, false or empty')} | ${cell(spec.needs)} |`);
-    else if (spec.pendingNeeds !== undefined && spec.kubeletTs !== undefined && !schemaHas(spec.kubeletTs)) rows.push(`| \`--${flag}\` | any, while --kubeconfig exists | ${cell(spec.pendingNeeds)} |`);
   }
   rows.push(`| ${cadvisor.join(', ')} | never | ${cell(CADVISOR_NEEDS)} |`);
   const info = Object.entries(KUBELET_FLAGS).filter(([, s]) => s.info !== undefined).map(([flag, s]) => `\`--${flag}\` is ${s.info}.`);

@@ -40,7 +40,7 @@ import type { Logger } from '../logger.ts';
 import { KUBELET_TS_VERSION } from '../version.ts';
 import { ApiError, isUnavailableError, statusError, transportError, type ErrorContext } from './api-errors.ts';
 import { ConnectivityTracker } from './connectivity.ts';
-import { describeIdentity, loadKubeconfig, type ClientIdentity, type LoadedKubeconfig } from './kubeconfig.ts';
+import { describeIdentity, loadKubeconfig, type ClientIdentity, type KubeconfigOverrides, type LoadedKubeconfig } from './kubeconfig.ts';
 import { requestInfo } from './request-info.ts';
 import { TokenBucket } from './token-bucket.ts';
 
@@ -225,6 +225,17 @@ export class ApiClient {
     };
   }
 
+  /**
+   * The client certificate was rotated (the file the kubeconfig names now holds a new pair):
+   * messages name the new identity and expiry, and the kept-alive connections, which presented
+   * the old certificate, are retired (those in use finish their request; none is reused), so
+   * every later request shakes hands with the new one. A watch keeps its stream until it ends.
+   */
+  clientCertificateRotated(identity: Pick<ClientIdentity, 'user' | 'groups' | 'certNotAfter'>): void {
+    this.identityValue = { ...this.identityValue, ...identity, method: 'client certificate' };
+    this.http.retireConnections();
+  }
+
   /** Closes kept-alive connections. */
   close(): void {
     this.http.close();
@@ -254,8 +265,8 @@ export function createKubeletApiClients(config: {
   eventBurst: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
-}, logger: Logger): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
-  const loaded = loadKubeconfig(config.kubeconfig);
+}, logger: Logger, overrides: KubeconfigOverrides = {}): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
+  const loaded = loadKubeconfig(config.kubeconfig, overrides);
   const connectivity = new ConnectivityTracker(loaded.server, logger.child({ component: 'api-client' }));
   const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity });
   const heartbeat = new ApiClient(loaded, {
@@ -341,15 +352,31 @@ class KubeletHttpLibrary implements PromiseHttpLibrary {
   private keepAliveAgent(fresh: unknown): https.Agent {
     if (!(fresh instanceof https.Agent) || fresh.constructor !== https.Agent) return fresh as https.Agent; // proxies, plain http
     if (this.agent && sameTls(this.agent.options, fresh.options)) return this.agent;
-    this.agent?.destroy();
+    if (this.agent) retire(this.agent);
     this.agent = new https.Agent({ ...fresh.options, keepAlive: true });
     return this.agent;
+  }
+
+  /** Lets the current connections finish and makes the next request open a new one. */
+  retireConnections(): void {
+    if (this.agent) retire(this.agent);
+    this.agent = undefined;
   }
 
   close(): void {
     this.agent?.destroy();
     this.agent = undefined;
   }
+}
+
+/**
+ * An agent whose connections are not to be reused: idle ones close now, busy ones when their
+ * request is done (an agent without keepAlive destroys a socket once it is free), so a request
+ * in flight, a POST included, is not cut.
+ */
+function retire(agent: https.Agent): void {
+  (agent as https.Agent & { keepAlive: boolean }).keepAlive = false;
+  for (const sockets of Object.values(agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
 }
 
 /** A reset or half-closed connection (ECONNRESET, EPIPE, "socket hang up"). */

@@ -59,11 +59,21 @@ import { KubeconfigError } from './kubeconfig-error.ts';
 
 export { KubeconfigError };
 
+/** What the kubelet puts in place of parts of the file. */
+export interface KubeconfigOverrides {
+  /**
+   * A PEM file holding the client certificate and its key (the certificate store's
+   * `kubelet-client-current.pem`, with rotateCertificates): the user's credentials are that
+   * file's, read again at each request, so a rotated pair is used without a restart.
+   */
+  clientCertificateFile?: string;
+}
+
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Reads, checks and loads a kubeconfig file. Throws KubeconfigError. */
-export function loadKubeconfig(file: string): LoadedKubeconfig {
+export function loadKubeconfig(file: string, options: KubeconfigOverrides = {}): LoadedKubeconfig {
   const abs = path.resolve(file);
   const fail = (problem: string, cause?: unknown): never => {
     throw new KubeconfigError(abs, problem, { cause });
@@ -160,7 +170,8 @@ export function loadKubeconfig(file: string): LoadedKubeconfig {
     if (typeof userName !== 'string') fail(`context ${JSON.stringify(current)}: user must be a name`);
     const userEntry = users.find((u) => u.name === userName);
     if (!userEntry) return fail(`context ${JSON.stringify(current)} names user ${JSON.stringify(userName)}, which the file does not define (users: ${list(users)})`);
-    const user = isObj(userEntry.user) ? userEntry.user : {};
+    let user = isObj(userEntry.user) ? userEntry.user : {};
+    if (options.clientCertificateFile) user = { 'client-certificate': options.clientCertificateFile, 'client-key': options.clientCertificateFile };
     userEntry.user = user;
     const who = `user ${JSON.stringify(userName)}`;
     const cert = pemCert(decode(user, 'client-certificate-data', who) ?? resolveFile(user, 'client-certificate', who), `${who}: the client certificate`);

@@ -11,13 +11,15 @@ import { nearestName } from '../util/nearest-name.ts';
 export class UsageError extends Error {}
 
 type Options = NonNullable<ParseArgsConfig['options']>;
+/** What parseCommandArgs returns, spelled out: the declaration build (.d.ts) cannot name parseArgs' own inferred type. */
+type ParsedCommandArgs<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
 
 /**
  * Parses `argv` against `options`. Throws UsageError for an unknown flag (naming the closest
  * known one), a flag without its value, a value given to a boolean flag, or more positional
  * arguments than `maxPositionals` (extra words are refused, never ignored).
  */
-export function parseCommandArgs<O extends Options>(argv: string[], options: O, maxPositionals: number) {
+export function parseCommandArgs<O extends Options>(argv: string[], options: O, maxPositionals: number): ParsedCommandArgs<O> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });

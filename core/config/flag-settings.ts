@@ -20,6 +20,10 @@ export interface ConfigFlags {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   certDirectory?: string;
+  bootstrapKubeconfig?: string;
+  rotateCertificates?: boolean;
+  imageCredentialProviderConfig?: string;
+  imageCredentialProviderBinDir?: string;
 }
 
 /** Each ConfigFlags member as the command-line flag it stands for. */
@@ -38,6 +42,10 @@ const CONFIG_FLAG_NAMES: Record<keyof ConfigFlags, string> = {
   tlsCertFile: 'tls-cert-file',
   tlsPrivateKeyFile: 'tls-private-key-file',
   certDirectory: 'cert-dir',
+  bootstrapKubeconfig: 'bootstrap-kubeconfig',
+  rotateCertificates: 'rotate-certificates',
+  imageCredentialProviderConfig: 'image-credential-provider-config',
+  imageCredentialProviderBinDir: 'image-credential-provider-bin-dir',
 };
 
 /** ConfigFlags as the command-line settings they stand for. */

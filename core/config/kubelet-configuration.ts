@@ -59,11 +59,6 @@ function schemaOf(target: string): Record<string, unknown> | undefined {
   return node as Record<string, unknown>;
 }
 
-/** True when kubelet-ts's schema has this (dotted) field: pending fields are implemented once it does. */
-export function schemaHas(target: string): boolean {
-  return schemaOf(target) !== undefined;
-}
-
 /** What kubelet-ts's schema says a field allows, for messages under the same name. */
 export function schemaAllowed(target: string): string | undefined {
   const allowed = schemaOf(target)?.['x-allowed'];
@@ -165,11 +160,6 @@ export function readKubeletConfiguration(doc: Record<string, unknown>, source: s
         continue;
       }
       if (target === null) continue;
-      if (spec.pendingNeeds !== undefined && !schemaHas(target)) {
-        // TODO(h-tls): implemented once the TLS bootstrap fields are in the schema.
-        if (!isZero(value)) out.ignored.push({ name: field, value, needs: spec.pendingNeeds });
-        continue;
-      }
       if (spec.zeroIsDefault && !options.literal && isZero(value)) continue; // upstream's default: filled below
       const converted = spec.convert ? spec.convert(value, doc) : value;
       if (converted === undefined) continue;

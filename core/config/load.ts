@@ -10,7 +10,7 @@ import { configSchema } from './schema.ts';
 import type { EvictionSignal, KubeletConfig, KubeletConfigInput } from './types.ts';
 import { KUBELET_LABEL_RULE, invalidLabelKey, kubeletMaySetLabel } from '../objects/node-labels.ts';
 import { PACKAGE_ROOT, RUNS_COMPILED } from '../util/package-root.ts';
-import { isKubeletConfiguration, readKubeletConfiguration, schemaHas, showValue, type IgnoredSetting } from './kubelet-configuration.ts';
+import { isKubeletConfiguration, readKubeletConfiguration, showValue, type IgnoredSetting } from './kubelet-configuration.ts';
 import { KUBELET_FLAGS, type FlagSetting } from './upstream-flags.ts';
 import { UPSTREAM_FIELDS, isZero } from './upstream-fields.ts';
 import { readConfigFile, structuredCloneConfig } from './config-file.ts';
@@ -77,8 +77,6 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
       if (!(spec.honoured ?? isZero)(setting.value)) ignored.push({ name: setting.spelling, value: setting.value, needs: spec.needs });
     } else if (spec.field !== undefined) fieldSettings.push({ field: spec.field, setting });
     else if (spec.kubeletTs !== undefined) {
-      // TODO(h-tls): --bootstrap-kubeconfig takes effect once bootstrapKubeconfig is in the schema.
-      if (spec.pendingNeeds !== undefined && !schemaHas(spec.kubeletTs)) continue;
       ownSettings.push({ field: spec.kubeletTs, setting });
     }
   }
@@ -154,7 +152,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
   if (!validateConfig(input)) errors.push(...formatAjvErrors(validateConfig.errors, input, sourceOf).split('\n'));
   if (errors.length) throw new ConfigError(unique(errors).join('\n'));
   const c = input as KubeletConfigInput;
-  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...evictionConfigErrors(c, file)];
+  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...certificateFieldErrors(c, file), ...credentialProviderFieldErrors(c, file), ...evictionConfigErrors(c, file)];
   if (semantic.length) throw new ConfigError(unique(semantic).join('\n'));
 
   if (options.notices) {
@@ -219,6 +217,22 @@ function servingFieldErrors(c: KubeletConfigInput, file: string): string[] {
   return [];
 }
 
+/** The TLS bootstrap writes `kubeconfig`, and a cluster signs the serving certificate: both need a kubeconfig. */
+function certificateFieldErrors(c: KubeletConfigInput, file: string): string[] {
+  const errors: string[] = [];
+  if (c.bootstrapKubeconfig !== undefined && c.kubeconfig === undefined) errors.push(`${file}: bootstrapKubeconfig is set but kubeconfig is not; allowed: both (the TLS bootstrap writes kubeconfig), or neither`);
+  if (c.serverTLSBootstrap && c.kubeconfig === undefined) errors.push(`${file}: serverTLSBootstrap is true but kubeconfig is not set; allowed: serverTLSBootstrap with a kubeconfig (the cluster signs the serving certificate), or false`);
+  return errors;
+}
+
+/** Exec credential providers need both their config and the directory of their executables (upstream fails the start without the directory). */
+function credentialProviderFieldErrors(c: KubeletConfigInput, file: string): string[] {
+  if (c.imageCredentialProviderConfig !== undefined && c.imageCredentialProviderBinDir === undefined) {
+    return [`${file}: imageCredentialProviderConfig (--image-credential-provider-config) is set but imageCredentialProviderBinDir (--image-credential-provider-bin-dir) is not; allowed: both, or neither`];
+  }
+  return [];
+}
+
 function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
   // Paths in the file are relative to the file; paths from flags (and --plugins-config) are absolute already.
   const fromFile = (p: string | undefined) => (p === undefined ? undefined : path.resolve(path.dirname(file), p));
@@ -257,6 +271,9 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     maxParallelContainerCreations: c.maxParallelContainerCreations === 0 ? undefined : (c.maxParallelContainerCreations ?? defaultMaxParallelSandboxCreations()),
     localObjectsDir: fromFile(c.localObjectsDir),
     kubeconfig: fromFile(c.kubeconfig),
+    bootstrapKubeconfig: fromFile(c.bootstrapKubeconfig),
+    rotateCertificates: c.rotateCertificates,
+    serverTLSBootstrap: c.serverTLSBootstrap,
     registerNode: c.registerNode,
     nodeLabels: c.nodeLabels,
     registerWithTaints: c.registerWithTaints,
@@ -282,6 +299,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     clusterDNS: c.clusterDNS,
     clusterDomain: c.clusterDomain,
     resolvConf: c.resolvConf === '' ? '' : fromFile(c.resolvConf)!,
+    imageCredentialProviderConfig: fromFile(c.imageCredentialProviderConfig),
+    imageCredentialProviderBinDir: fromFile(c.imageCredentialProviderBinDir),
     runtimeClassHandlers: c.runtimeClassHandlers,
     healthzPort: c.healthzPort,
     healthzBindAddress: c.healthzBindAddress,

@@ -98,6 +98,9 @@ export const configSchema = {
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
     localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
     kubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file' },
+    bootstrapKubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file with bootstrap credentials' },
+    rotateCertificates: { type: 'boolean', default: false },
+    serverTLSBootstrap: { type: 'boolean', default: false },
     registerNode: { type: 'boolean', default: true },
     nodeLabels: {
       type: 'object',
@@ -196,6 +199,8 @@ export const configSchema = {
     clusterDNS: { type: 'array', items: { type: 'string', pattern: '^[0-9a-fA-F.:]+$' }, default: [], 'x-allowed': 'a list of IPv4 or IPv6 addresses' },
     clusterDomain: { type: 'string', pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$', default: '', 'x-allowed': "a DNS domain such as 'cluster.local', or \"\"" },
     resolvConf: { type: 'string', default: '/etc/resolv.conf', 'x-allowed': 'a file path, or "" for none' },
+    imageCredentialProviderConfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a CredentialProviderConfig file (or a directory of them)' },
+    imageCredentialProviderBinDir: { type: 'string', minLength: 1, 'x-allowed': 'the path of the directory of the credential providers\' executables' },
     runtimeClassHandlers: {
       type: 'object',
       default: {},

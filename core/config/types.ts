@@ -102,6 +102,17 @@ export interface KubeletConfigInput {
   localObjectsDir?: string;
   /** Path of the kubeconfig to reach the API server (upstream --kubeconfig; relative to this file). Unset: standalone, no API server. */
   kubeconfig?: string;
+  /**
+   * TLS bootstrap (upstream --bootstrap-kubeconfig): a kubeconfig with bootstrap credentials (a
+   * bootstrap token). When `kubeconfig` is missing, unusable or its client certificate expired,
+   * the kubelet asks for a client certificate with it, stores it in certDirectory and writes
+   * `kubeconfig` pointing at it. Needs kubeconfig.
+   */
+  bootstrapKubeconfig?: string;
+  /** Renew the client certificate at 70-90 % of its lifetime, with its own identity, without a restart (upstream rotateCertificates, --rotate-certificates). Default false. */
+  rotateCertificates?: boolean;
+  /** The main port's serving certificate comes from the cluster (signer kubernetes.io/kubelet-serving, approved by an admin) and is renewed likewise (upstream serverTLSBootstrap). Needs kubeconfig. Default false. */
+  serverTLSBootstrap?: boolean;
   /** Register the Node with the API server and keep its status and Lease (upstream registerNode). Default true. */
   registerNode?: boolean;
   /** Labels the Node is registered with (upstream nodeLabels); `kubernetes.io`/`k8s.io` keys only where NodeRestriction allows them. */
@@ -213,6 +224,14 @@ export interface KubeletConfigInput {
   /** The resolver config `Default` pods inherit and `ClusterFirst` pods extend (upstream resolvConf); "" for none. Default /etc/resolv.conf. */
   resolvConf?: string;
   /**
+   * kubelet-ts (upstream flag --image-credential-provider-config): the CredentialProviderConfig
+   * file (`kubelet.config.k8s.io/v1`, YAML or JSON), or a directory of them, listing the exec
+   * image credential providers; read by the credential-provider-exec plugin. Default none.
+   */
+  imageCredentialProviderConfig?: string;
+  /** kubelet-ts (upstream flag --image-credential-provider-bin-dir): the directory of the providers' executables; required with imageCredentialProviderConfig. */
+  imageCredentialProviderBinDir?: string;
+  /**
    * kubelet-ts: runtimeClassName → CRI runtime handler, for a kubelet without an API server
    * (in API-server mode the RuntimeClass objects say it). A pod naming a class not listed waits
    * with an error. Default none.
@@ -266,6 +285,10 @@ export interface KubeletConfig {
   localObjectsDir: string | undefined;
   /** The kubeconfig path, absolute; undefined: no API server. */
   kubeconfig: string | undefined;
+  /** TLS bootstrap: the bootstrap kubeconfig's path, absolute; undefined: none. */
+  bootstrapKubeconfig: string | undefined;
+  rotateCertificates: boolean;
+  serverTLSBootstrap: boolean;
   registerNode: boolean;
   nodeLabels: Record<string, string>;
   registerWithTaints: NodeTaint[];
@@ -309,6 +332,10 @@ export interface KubeletConfig {
   clusterDomain: string;
   /** The resolv.conf path; "" for none. */
   resolvConf: string;
+  /** The CredentialProviderConfig file or directory, absolute; undefined: no exec credential providers. */
+  imageCredentialProviderConfig: string | undefined;
+  /** The directory of the credential providers' executables, absolute. */
+  imageCredentialProviderBinDir: string | undefined;
   /** runtimeClassName → runtime handler without an API server. */
   runtimeClassHandlers: Record<string, string>;
   /** The /healthz server's port (0: none) and address. */

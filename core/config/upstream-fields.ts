@@ -43,11 +43,6 @@ export interface ImplementedField {
   check?: (value: unknown) => string | undefined;
   /** The kubelet-ts value for an upstream value spelled differently. */
   convert?: (value: unknown, whole: Record<string, unknown>) => unknown;
-  /**
-   * A field whose work another kubelet-ts part does (TLS bootstrap and rotation): implemented
-   * once its kubelet-ts field exists in the schema; until then this says what it needs.
-   */
-  pendingNeeds?: string;
 }
 
 /** A field kubelet-ts does not implement: accepted, ignored, and named at start when its value matters. */
@@ -142,8 +137,8 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   tlsCipherSuites: implZ('stringList'),
   tlsCurvePreferences: not('list', empty, 'empty', "a choice of TLS key exchange curves (kubelet-ts uses Node's)"),
   tlsMinVersion: implZ('string'),
-  rotateCertificates: implZ('bool', { pendingNeeds: 'client certificate rotation through the certificates API' }),
-  serverTLSBootstrap: implZ('bool', { pendingNeeds: 'a serving certificate from the certificates API (kubelet-ts makes a self-signed one)' }),
+  rotateCertificates: implZ('bool'),
+  serverTLSBootstrap: implZ('bool'),
   authentication: struct,
   'authentication.x509': struct,
   'authentication.x509.clientCAFile': implZ('string'),

@@ -37,11 +37,6 @@ export interface FlagSpec {
   field?: string;
   /** The kubelet-ts field it sets, for a flag that has no KubeletConfiguration field. */
   kubeletTs?: string;
-  /**
-   * With `kubeletTs`: a field another kubelet-ts part adds (TLS bootstrap): until the schema has
-   * it the flag is accepted without effect, and this says what it needs (README).
-   */
-  pendingNeeds?: string;
   /** A flag kubelet-ts does not implement, without a field: what it would need. */
   needs?: string;
   /** With `needs`: the values at which kubelet-ts already does what upstream does. Default: the zero value. */
@@ -77,7 +72,7 @@ export const KUBELET_FLAGS: Readonly<Record<string, FlagSpec>> = {
   // Upstream's flags without a KubeletConfiguration field.
   // Upstream reads the bootstrap kubeconfig only while --kubeconfig does not exist (kubeadm's
   // drop-in keeps passing it after the join deleted the file).
-  'bootstrap-kubeconfig': { type: 'string', kubeletTs: 'bootstrapKubeconfig', pendingNeeds: 'TLS bootstrap: a client certificate from the certificates API when --kubeconfig does not exist' },
+  'bootstrap-kubeconfig': { type: 'string', kubeletTs: 'bootstrapKubeconfig' },
   'cert-dir': { type: 'string', kubeletTs: 'certDirectory' },
   'cloud-config': { type: 'string', needs: 'an in-tree cloud provider (removed upstream in 1.29)' },
   'cloud-provider': { type: 'string', needs: "a cloud provider: for 'external', the node.cloudprovider.kubernetes.io/uninitialized taint at registration and addresses left to the cloud controller manager" },
@@ -86,8 +81,8 @@ export const KUBELET_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'experimental-allocatable-ignore-eviction': { type: 'bool', needs: 'allocatable that ignores the hard eviction thresholds' },
   'experimental-mounter-path': { type: 'string', needs: 'a mount helper binary' },
   'hostname-override': { type: 'string', kubeletTs: 'nodeName' },
-  'image-credential-provider-bin-dir': { type: 'string', needs: 'exec image credential providers' },
-  'image-credential-provider-config': { type: 'string', needs: 'exec image credential providers' },
+  'image-credential-provider-bin-dir': { type: 'string', kubeletTs: 'imageCredentialProviderBinDir' },
+  'image-credential-provider-config': { type: 'string', kubeletTs: 'imageCredentialProviderConfig' },
   'keep-terminated-pod-volumes': { type: 'bool', needs: "terminated pods' volumes kept mounted" },
   kubeconfig: { type: 'string', kubeletTs: 'kubeconfig' },
   'lock-file': { type: 'string', needs: 'a lock file' },

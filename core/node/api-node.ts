@@ -10,7 +10,7 @@ import type { KubeletConfig } from '../config/types.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
 import { createKubeletApiClients, type ApiClient } from '../apiserver/api-client.ts';
-import { KubeconfigError, loadKubeconfig } from '../apiserver/kubeconfig.ts';
+import { KubeconfigError, loadKubeconfig, type KubeconfigOverrides } from '../apiserver/kubeconfig.ts';
 import { ApiPodSource } from '../sources/api-pods.ts';
 import { NodeLease } from './node-lease.ts';
 import { NodeStatusManager, type NodeStatusInputs } from './node-status.ts';
@@ -40,8 +40,8 @@ export interface ApiNode {
  * naming the file. Under the Node authorizer a `system:node:X` identity may act only as node
  * X: another node name would fail every request with Forbidden.
  */
-export function checkKubeconfig(kubeconfig: string, nodeName: string): void {
-  const loaded = loadKubeconfig(kubeconfig);
+export function checkKubeconfig(kubeconfig: string, nodeName: string, overrides: KubeconfigOverrides = {}): void {
+  const loaded = loadKubeconfig(kubeconfig, overrides);
   const certNode = /^system:node:(.+)$/.exec(loaded.identity.user ?? '')?.[1];
   if (certNode !== undefined && certNode !== nodeName) {
     throw new KubeconfigError(
@@ -59,10 +59,12 @@ export function createApiNode(deps: {
   logger: Logger;
   /** Records node events (registration, readiness changes). */
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** With rotateCertificates: the clients' credentials are the certificate store's current pair. */
+  kubeconfigOverrides?: KubeconfigOverrides;
 }): ApiNode {
   const { config, logger } = deps;
-  checkKubeconfig(config.kubeconfig, config.nodeName);
-  const { main, heartbeat, events } = createKubeletApiClients(config, logger);
+  checkKubeconfig(config.kubeconfig, config.nodeName, deps.kubeconfigOverrides);
+  const { main, heartbeat, events } = createKubeletApiClients(config, logger, deps.kubeconfigOverrides);
   const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
   const nodeStatus = config.registerNode
     ? new NodeStatusManager({

@@ -141,6 +141,14 @@ export class NodeStatusManager {
     this.hostname = opts.hostname ?? opts.nodeName;
   }
 
+  /** The addresses the Node's status reports (a serving certificate names them). */
+  addresses(): Array<{ type: 'InternalIP' | 'Hostname'; address: string }> {
+    return [
+      { type: 'InternalIP', address: this.opts.nodeIP },
+      { type: 'Hostname', address: this.hostname },
+    ];
+  }
+
   /** The Node's UID once registered (the Lease's owner). */
   get nodeUID(): string | undefined {
     return this.registeredNode?.metadata?.uid;
@@ -384,10 +392,7 @@ export class NodeStatusManager {
       capacity: draft.capacity,
       allocatable: draft.allocatable,
       conditions: conditionsWithTimes(draft.conditions, server?.status?.conditions, now),
-      addresses: [
-        { type: 'InternalIP', address: opts.nodeIP },
-        { type: 'Hostname', address: this.hostname },
-      ],
+      addresses: this.addresses(),
       daemonEndpoints: { kubeletEndpoint: { Port: opts.port } },
       nodeInfo: {
         machineID: machine.machineID,

@@ -3,6 +3,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { PluginHooks, ProbeOutcome, ProbeResultEvent, ProbeType } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
+import type { DeviceManagerView } from '../devices/device-types.ts';
 import type { TapObserver } from './tap-isolation.ts';
 
 /**
@@ -24,6 +25,8 @@ export interface HostServices {
   recordEvent(event: PluginEvent): void;
   /** Sees every plugin tap's run (tap duration metrics, start timeline). */
   observeTap?: TapObserver;
+  /** The device manager as plugin `plugin` uses it. */
+  devices?(plugin: string): DeviceManagerView;
 }
 
 /**
@@ -69,6 +72,12 @@ export interface PluginContext {
   /** Records an event (shown by `kubectl describe` / `kubelet-ts events`); never throws. */
   recordEvent(event: PluginEvent): void;
   /**
+   * The device manager: register a device provider of an extended resource (in `onStart`, as it
+   * touches the node's capacity), read the resources and their allocations. See
+   * `DeviceProvider` and the README ("Device plugins").
+   */
+  devices(): DeviceManagerView;
+  /**
    * Gives hooks this plugin made for other plugins (an object of tapable hooks, such as
    * cni-exec's network hooks) the isolation the core's hooks have: an error leaving a tap
    * names the tapping plugin and the hook, a promise tap fails after `hookTimeout`, and tap
@@ -103,7 +112,7 @@ export interface KubeletPlugin<Options = Record<string, unknown>> {
   /** A unique name, used in logs, errors and `kubelet-ts plugins`. */
   name: string;
   /** What the plugin is, for people reading `kubelet-ts plugins`. */
-  kind?: 'runtime' | 'network' | 'storage' | 'policy' | 'probe' | 'observability' | 'other';
+  kind?: 'runtime' | 'network' | 'storage' | 'device' | 'policy' | 'probe' | 'observability' | 'other';
   /**
    * The capability slots this plugin fills (checked: it must fill exactly these in apply).
    * Default: its kind's slot, for the kinds that have one (`runtime`, `network`).

@@ -229,6 +229,11 @@ export class PluginHost {
       reportProbe: (event: ProbeResultEvent) => this.service().reportProbe(event),
       observeProbeRun: (run: ProbeRun) => this.service().observeProbeRun(run),
       recordEvent: (event: PluginEvent) => this.deps.services?.recordEvent(event),
+      devices: () => {
+        const devices = this.service().devices;
+        if (!devices) throw new PluginError(name, 'this host has no device manager');
+        return devices(name);
+      },
       isolateHooks: (hooks: object) => {
         const observe = this.deps.services?.observeTap;
         isolateTaps(hooks, this.deps.logger, { timeoutMs: this.deps.config.hookTimeoutMs, ...(observe ? { observe } : {}) });
@@ -267,7 +272,8 @@ export class PluginHost {
     } catch (err) {
       if (err instanceof SkipSignal) {
         this.skipped.push({ name, reason: err.reason });
-        this.deps.logger.warn({ plugin: name, reason: err.reason }, 'plugin skipped itself');
+        // Info, not a warning: a plugin of the default bundle skips itself on every node that does not use it.
+        this.deps.logger.info({ plugin: name, reason: err.reason }, 'plugin skipped itself');
         return;
       }
       if (isPluginError(err)) throw err;

@@ -5,18 +5,24 @@
  * pods), match the node's labels (nodeSelector, required node affinity), tolerate its NoExecute
  * taints (not checked for static pods) and not take a host port another pod holds. The first
  * failure is the rejection, with upstream's reason and message:
- *   OutOfcpu / OutOfmemory / OutOfephemeral-storage / OutOfpods:
+ *   OutOfcpu / OutOfmemory / OutOfephemeral-storage / OutOfpods / OutOf<extended resource>:
  *     "Node didn't have enough resource: cpu, requested: 2000, used: 500, capacity: 1000"
  *   NodeAffinity, NodePorts, TaintToleration: "Predicate <name> failed: <reason>"
  */
 import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
-import { parseQuantity } from '../objects/quantity.ts';
+import { parseQuantity, quantityValue } from '../objects/quantity.ts';
 import { qosClass } from '../status/pod-status.ts';
 
 /** What admission knows of the node. */
 export interface AdmissionNode {
   /** Allocatable: cpu in millicores, memory and ephemeral-storage in bytes, pods as a count. */
   allocatable: { cpu: number; memory: number; 'ephemeral-storage': number; pods: number };
+  /**
+   * Allocatable extended resources the node knows (device plugins' resources), as counts. A pod's
+   * request of an extended resource not listed is not checked (upstream
+   * removeMissingExtendedResources: it may be a cluster-level resource).
+   */
+  extended?: Record<string, number>;
   labels: Record<string, string>;
   taints: V1Taint[];
 }
@@ -69,6 +75,28 @@ export function podRequests(pod: V1Pod): Record<Resource, number> {
     out[r] = Math.max(regular, initPeak) + overhead;
   }
   return out;
+}
+
+/** An extended resource's request of a pod, as podRequests counts cpu: init peak or the app containers and sidecars, plus overhead. */
+function extendedRequest(pod: V1Pod, name: string): number {
+  const of = (c: V1Container) => {
+    const q = c.resources?.requests?.[name] ?? c.resources?.limits?.[name];
+    const v = q === undefined ? undefined : quantityValue(q);
+    return v === undefined || !Number.isFinite(v) ? 0 : Math.ceil(v - 1e-9);
+  };
+  let sidecars = 0;
+  let initPeak = 0;
+  for (const c of pod.spec?.initContainers ?? []) {
+    const v = of(c);
+    if (c.restartPolicy === 'Always') {
+      sidecars += v;
+      initPeak = Math.max(initPeak, sidecars);
+    } else initPeak = Math.max(initPeak, sidecars + v);
+  }
+  const regular = (pod.spec?.containers ?? []).reduce((n, c) => n + of(c), 0) + sidecars;
+  const o = pod.spec?.overhead?.[name];
+  const overhead = o === undefined ? 0 : Math.ceil((quantityValue(o) ?? 0) - 1e-9);
+  return Math.max(regular, initPeak) + overhead;
 }
 
 /** One node selector requirement against the node's labels (In, NotIn, Exists, DoesNotExist, Gt, Lt). */
@@ -144,6 +172,12 @@ export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNod
     if (used + want[r] > capacity) {
       return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${want[r]}, used: ${used}, capacity: ${capacity}` };
     }
+  }
+  for (const [r, capacity] of Object.entries(node.extended ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const wanted = extendedRequest(pod, r);
+    if (wanted === 0) continue;
+    const used = others.reduce((n, p) => n + extendedRequest(p, r), 0);
+    if (used + wanted > capacity) return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${wanted}, used: ${used}, capacity: ${capacity}` };
   }
   if (!affinityMatches(pod, node, opts.nodeName)) return { reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
   const mine = hostPorts(pod);

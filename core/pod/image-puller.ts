@@ -10,6 +10,7 @@ import type { ObjectSource } from '../objects/object-source.ts';
 import { pullCredentials, type RegistryCredential } from './pull-credentials.ts';
 import { PullProgressTracker, type PullHandle } from '../runtime/pull-progress.ts';
 import type { ActivePull } from './pull-progress-status.ts';
+import { providedCredentials, type CredentialLookup } from '../credentials/provided-credentials.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
 export interface ImageWait { reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName'; message: string }
@@ -29,6 +30,11 @@ export class ImagePuller {
   private readonly pulled = new Map<string, number>();
 
   /** Milliseconds the pod waited for image pulls so far. */
+  /** Pods with a pull time kept (tests: every entry goes with its pod). */
+  get podsWithPullTime(): number {
+    return this.pulled.size;
+  }
+
   pulledMs(uid: string): number {
     return this.pulled.get(uid) ?? 0;
   }
@@ -46,7 +52,8 @@ export class ImagePuller {
   /** The containers waiting for a pull now, by pod UID, then by `init/name`. */
   private readonly waiters = new Map<string, Map<string, { container: string; init: boolean; image: string }>>();
 
-  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number; events?: EventRecorder; progressPollMs?: number }) {
+  /** `providerCredentials`: the image credential providers' (the `imageCredentials` hook), tried after the pull secrets'. */
+  constructor(private readonly deps: { runtime: ContainerRuntime; backoff: Backoff; logger: Logger; maxParallelPulls?: number; events?: EventRecorder; progressPollMs?: number; providerCredentials?: CredentialLookup }) {
     this.limiter = deps.maxParallelPulls ? new Limiter(deps.maxParallelPulls) : undefined;
     const runtime = deps.runtime;
     if (typeof runtime.pullProgress === 'function') {
@@ -96,9 +103,13 @@ export class ImagePuller {
       return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
     }
     const started = performance.now();
-    const { credentials, problems } = await pullCredentials(pod, image, objects);
+    const { credentials: secretCredentials, problems } = await pullCredentials(pod, image, objects);
     // Upstream's wording; the pull goes on without them (the registry may not need them).
     if (problems.length > 0) event('Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${problems.join('; ')}); attempting to pull the image may not succeed.`);
+    // Upstream's keyring order: the pull secrets' credentials, then the credential providers'.
+    const provided = await providedCredentials(this.deps.providerCredentials, pod, container, image);
+    for (const problem of provided.problems) event('Warning', 'FailedToRetrieveImageCredentials', problem);
+    const credentials = [...secretCredentials, ...provided.credentials];
     event('Normal', 'Pulling', `Pulling image "${image}"`);
     const uid = pod.metadata!.uid!;
     const waiter = `${init ? 'init' : 'app'}/${container.name}`;

@@ -579,6 +579,7 @@ export class PodSyncer {
     this.actedAt.delete(uid);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.pullBackoff.forgetPrefix(`${uid}/`);
+    this.deps.puller.forget(uid);
     this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
     await this.deps.hooks.podRemoved.promise(pod);
     this.podLogger(pod).info('pod removed');
@@ -604,6 +605,8 @@ export class PodSyncer {
   /** Removes a dead container and its log file (the runtime leaves log files to the kubelet). */
   async removeContainerAndLog(c: ContainerStatus): Promise<void> {
     await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    // A dead instance's probe results go with it (a crash-looping pod would keep one per restart).
+    this.deps.probes.forget(c.id);
     await removeTerminationMessageFile(this.deps.config.rootDir, c);
     if (c.logPath) await fs.rm(c.logPath, { force: true }).catch(() => {});
   }

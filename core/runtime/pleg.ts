@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import type { RuntimeCache } from './runtime-cache.ts';
+import { podFingerprint, type RuntimeCache } from './runtime-cache.ts';
 
 /** Upstream's relist threshold: PLEG is unhealthy when no relist finished for this long. */
 const RELIST_THRESHOLD_MS = 3 * 60_000;
@@ -9,12 +9,19 @@ const RELIST_THRESHOLD_MS = 3 * 60_000;
  * The pod lifecycle event generator: relists the runtime every period and reports the pods
  * whose sandboxes or containers changed (started, exited, removed), so their workers sync
  * and their status follows. Relists never overlap: the next is scheduled when one ends.
+ *
+ * A change is judged against what PLEG itself saw last, as upstream's PLEG keeps its own pod
+ * records, not against the shared cache: a pod sync re-reads its pod into the cache after
+ * acting, and a container that exited in between would otherwise be in the cache already, no
+ * relist would see it change, and the pod would wait for the periodic resync to restart it.
  */
 export class Pleg {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private lastRelistEnd = 0;
   private lastRelistStart = 0;
+  /** Each pod as the last relist saw it (podFingerprint). */
+  private seen = new Map<string, string>();
 
   constructor(
     private readonly deps: {
@@ -55,7 +62,12 @@ export class Pleg {
     const interval = this.lastRelistStart ? start - this.lastRelistStart : 0;
     this.lastRelistStart = start;
     try {
-      const changed = await this.deps.cache.relist();
+      await this.deps.cache.relist();
+      const current = new Map(this.deps.cache.all().map((p) => [p.uid, podFingerprint(p)]));
+      const changed = new Set<string>();
+      for (const [uid, fp] of current) if (this.seen.get(uid) !== fp) changed.add(uid);
+      for (const uid of this.seen.keys()) if (!current.has(uid)) changed.add(uid);
+      this.seen = current;
       this.lastRelistEnd = Date.now();
       this.deps.observe?.(performance.now() - t0, interval);
       if (changed.size > 0) this.deps.onChange(changed);

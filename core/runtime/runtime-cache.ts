@@ -175,6 +175,11 @@ function groupByPod(sandboxes: SandboxSummary[], containers: ContainerSummary[])
   return groups;
 }
 
+/** What PLEG compares between two looks at a pod: its sandboxes' and containers' IDs and states. */
+export function podFingerprint(p: PodRuntimeStatus): string {
+  return fingerprint(p);
+}
+
 function fingerprint(p: PodRuntimeStatus): string {
   return [...p.sandboxes.map((s) => `${s.id}:${s.state}`), ...p.containers.map((c) => `${c.id}:${c.state}`)].sort().join(',');
 }

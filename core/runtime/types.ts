@@ -65,6 +65,14 @@ export interface Mount {
   propagation?: 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
 }
 
+/** A host device node given to a container (CRI Device): what device plugins allocate. */
+export interface ContainerDevice {
+  containerPath: string;
+  hostPath: string;
+  /** cgroup permissions: some of `r`, `w`, `m`. */
+  permissions: string;
+}
+
 export interface LinuxContainerResources {
   cpuPeriod?: number;
   cpuQuota?: number;
@@ -104,6 +112,8 @@ export interface ContainerConfig {
   workingDir: string;
   envs: KeyValue[];
   mounts: Mount[];
+  /** Host device nodes (device plugins' allocations). */
+  devices?: ContainerDevice[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
   /** Relative to the sandbox's logDirectory, as CRI defines it. */

@@ -12,11 +12,16 @@
  *   `io.kubernetes.*` labels and annotations that adoption after a restart reads back;
  * - provide (or use) the network slot: `NetworkService`, its hooks (`networkSetUp`,
  *   `networkTearDown`) and their events, the attachment shape `PodNetwork`;
+ * - provide devices of an extended resource: `DeviceProvider`, registered with `ctx.devices()`
+ *   (the device manager's view: `DeviceManagerView`), and read allocations (podresources);
  * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
- *   overflow past 2^31-1 ms), named container ports.
+ *   overflow past 2^31-1 ms), named container ports, Go durations, YAML read as hostile input, a unix socket listener
+ *   for gRPC servers that Go clients call (`serveHttp2OnUnixSocket`);
+ * - provide image credentials (the `imageCredentials` hook): upstream's `matchImages` matching,
+ *   image repository names, and its keyring (which credentials of an `auth` map apply, in order).
  *
  * Anything not exported here is the core's own and may change without notice.
  */
@@ -41,6 +46,10 @@ export { LABEL, ANNOTATION } from '../runtime/labels.ts';
 export { createNetworkHooks, networkHooksView } from './network.ts';
 export type { NetworkService, NetworkHooks, NetworkHooksView, NetworkSetUpEvent, NetworkTearDownEvent, PodNetwork, PodRef } from './network.ts';
 
+// Device providers (device plugins in-process): what `ctx.devices()` registers and reads.
+export type { ContainerAllocation, ContainerDevices, Device, DeviceHealth, DeviceManagerView, DeviceMount, DeviceNode, DeviceProvider, DeviceRegistration, PreferredAllocationRequest, ResourceDevices } from '../devices/device-types.ts';
+export { isExtendedResourceName } from '../devices/resource-names.ts';
+
 // Coded errors.
 export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavailable, isNotFound, isKubeletError, isPluginError, errorCode, errorMessage } from '../errors.ts';
 export type { ErrorCode } from '../errors.ts';
@@ -52,4 +61,14 @@ export { expandVars } from '../pod/expansion.ts';
 export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
+export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';
+export type { UnixHttp2Listener } from '../util/h2-authority.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';
+
+// Image credential providers (the `imageCredentials` hook): upstream's image matching, and the
+// readers a provider needs for its config (Go durations, YAML read as hostile input).
+export { imageMatches, imagePatternProblem, imageRepository, repositoryRegistry } from '../credentials/image-match.ts';
+export { keyringLookup } from '../credentials/keyring.ts';
+export type { ProvidedAuth } from '../credentials/keyring.ts';
+export { parseDuration, formatDuration } from '../util/duration.ts';
+export { parseYamlDocument, DocumentError } from '../objects/yaml-decoder.ts';

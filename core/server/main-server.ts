@@ -23,6 +23,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import type tlsModule from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
@@ -55,6 +56,7 @@ export const LOCAL_USER: Readonly<UserInfo> = Object.freeze({ name: 'kubelet-ts:
 export interface MainServerOptions {
   address: string;
   port: number;
+  /** Replaced by setServingPair when a new certificate comes. */
   tls: ServingTls;
   /** The local socket's path; undefined: none. */
   socketPath: string | undefined;
@@ -95,11 +97,8 @@ export class MainServer {
     const limits = { ...DEFAULT_BUDGET, ...this.opts.connectionLimits };
     const server = https.createServer(
       {
-        key: tls.key,
-        cert: tls.cert,
-        ...(tls.clientCA ? { ca: tls.clientCA, requestCert: true, rejectUnauthorized: false } : {}),
-        ...(tls.minVersion ? { minVersion: tls.minVersion } : {}),
-        ...(tls.ciphers ? { ciphers: tls.ciphers } : {}),
+        ...secureContextOptions(tls),
+        ...(tls.clientCA ? { requestCert: true, rejectUnauthorized: false } : {}),
         handshakeTimeout: limits.handshakeMs,
         headersTimeout: 20_000,
         requestTimeout: 60_000,
@@ -127,7 +126,7 @@ export class MainServer {
       setTimeout(() => socket.destroy(), 1000).unref();
     });
     server.on('tlsClientError', (err, socket) => {
-      logger.debug({ err: err.message }, 'TLS handshake failed');
+      logger.debug({ err: err.message, ...(this.opts.tls.cert ? {} : { reason: 'no serving certificate yet (serverTLSBootstrap: its request waits for approval)' }) }, 'TLS handshake failed');
       socket.destroy();
     });
     await listenOn(front, { port: this.opts.port, host: this.opts.address }, `${this.opts.address}:${this.opts.port} (port)`);
@@ -144,8 +143,18 @@ export class MainServer {
         throw err;
       }
     }
-    logger.info({ address: this.opts.address, port: this.port, cert: tls.certFile, clientCA: tls.clientCAFrom ?? null, socket: this.socketPath ?? null }, 'main server listening (HTTPS, authenticated)');
+    logger.info({ address: this.opts.address, port: this.port, cert: tls.certFile ?? null, clientCA: tls.clientCAFrom ?? null, socket: this.socketPath ?? null }, tls.cert ? 'main server listening (HTTPS, authenticated)' : 'main server listening (HTTPS, authenticated); it refuses TLS handshakes until the cluster signs its serving certificate (serverTLSBootstrap)');
     return this.port;
+  }
+
+  /**
+   * Serves a new pair from now on (serverTLSBootstrap's issued or renewed certificate): new
+   * handshakes get it, open connections keep the one they shook hands with.
+   */
+  setServingPair(pair: { cert: Buffer | string; key: Buffer | string; certFile: string }): void {
+    this.opts.tls = { ...this.opts.tls, cert: Buffer.from(pair.cert), key: Buffer.from(pair.key), certFile: pair.certFile };
+    this.https?.setSecureContext(secureContextOptions(this.opts.tls));
+    this.opts.logger.info({ cert: pair.certFile }, 'main port serves a new certificate');
   }
 
   /** The local socket: created with no permission for others (umask during bind, then chmod 0600). */
@@ -294,6 +303,16 @@ export class MainServer {
       writeRawResponse(socket, 500, errorMessage(err));
     }
   }
+}
+
+/** The server's secure context: the pair (when there is one), the client CA, the protocol limits. */
+function secureContextOptions(tls: ServingTls): tlsModule.SecureContextOptions {
+  return {
+    ...(tls.key && tls.cert ? { key: tls.key, cert: tls.cert } : {}),
+    ...(tls.clientCA ? { ca: tls.clientCA } : {}),
+    ...(tls.minVersion ? { minVersion: tls.minVersion } : {}),
+    ...(tls.ciphers ? { ciphers: tls.ciphers } : {}),
+  };
 }
 
 function parseUrl(raw: string | undefined): URL | undefined {

@@ -1,8 +1,8 @@
 /**
  * The main port's TLS: the serving pair (tlsCertFile / tlsPrivateKeyFile, or a self-signed pair
- * made once in certDirectory as upstream's kubelet does: `kubelet.crt`, `kubelet.key`), the CA
- * client certificates are checked against, and the protocol limits (tlsMinVersion,
- * tlsCipherSuites with upstream's names).
+ * made once in certDirectory as upstream's kubelet does: `kubelet.crt`, `kubelet.key`; with
+ * serverTLSBootstrap the pair the cluster signed, or none yet), the CA client certificates are
+ * checked against, and the protocol limits (tlsMinVersion, tlsCipherSuites with upstream's names).
  */
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -16,10 +16,11 @@ import type { Logger } from '../logger.ts';
 import { generateSelfSigned } from './self-signed.ts';
 
 export interface ServingTls {
-  key: Buffer;
-  cert: Buffer;
+  /** The serving pair; undefined while a serverTLSBootstrap certificate waits for approval (handshakes fail, as upstream's). */
+  key: Buffer | undefined;
+  cert: Buffer | undefined;
   /** Where the certificate came from (for the start log). */
-  certFile: string;
+  certFile: string | undefined;
   /** The client CA bundle, when client certificates authenticate. */
   clientCA: Buffer | undefined;
   /** Where the client CA came from. */
@@ -105,9 +106,14 @@ async function clientCA(config: KubeletConfig): Promise<{ ca: Buffer; from: stri
   return undefined;
 }
 
-/** Everything the main port's TLS server needs, read (or made) from the config. */
-export async function loadServingTls(config: KubeletConfig, logger: Logger): Promise<ServingTls> {
-  const [pair, ca] = await Promise.all([servingPair(config, logger), clientCA(config)]);
+/**
+ * Everything the main port's TLS server needs, read (or made) from the config. `clusterSigned`:
+ * serverTLSBootstrap's pair at start (from the certificate store), which replaces the configured
+ * or self-signed one; undefined inside it while none was issued yet.
+ */
+export async function loadServingTls(config: KubeletConfig, logger: Logger, clusterSigned?: { pair: { certPem: string; keyPem: string; source: string } | undefined }): Promise<ServingTls> {
+  const signed = clusterSigned && { cert: clusterSigned.pair && Buffer.from(clusterSigned.pair.certPem), key: clusterSigned.pair && Buffer.from(clusterSigned.pair.keyPem), certFile: clusterSigned.pair?.source };
+  const [pair, ca] = await Promise.all([signed ?? servingPair(config, logger), clientCA(config)]);
   return {
     ...pair,
     clientCA: ca?.ca,

@@ -17,10 +17,10 @@ export function localSocketPath(rootDir: string): string {
   return path.join(rootDir, 'kubelet-ts.sock');
 }
 
-export async function startMainServer(deps: KubeletRouteDeps & { logger: Logger; apiClient: () => ApiClient | undefined }): Promise<MainServer> {
+export async function startMainServer(deps: KubeletRouteDeps & { logger: Logger; apiClient: () => ApiClient | undefined; clusterSigned?: Parameters<typeof loadServingTls>[2] }): Promise<MainServer> {
   const { config } = deps;
   const logger = deps.logger.child({ component: 'main-server' });
-  const tls = await loadServingTls(config, logger);
+  const tls = await loadServingTls(config, logger, deps.clusterSigned);
   const a = config.authentication;
   if (!config.kubeconfig) {
     if (config.authorization.mode === 'Webhook') {

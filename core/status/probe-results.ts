@@ -29,6 +29,11 @@ export class ProbeResults {
     return out;
   }
 
+  /** Containers with a result (tests: every entry goes with its container). */
+  get size(): number {
+    return this.results.size;
+  }
+
   /** Forgets a container that is gone. */
   forget(containerId: string): void {
     this.results.delete(containerId);

@@ -29,8 +29,10 @@ describe('compiled build', function () {
   let cli: string;
 
   before(async function () {
+    // tsc with declarations: ~25 s on an idle 2-core machine, 90 s and more while it is busy.
+    this.timeout(300_000);
     out = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-build-'));
-    await run(process.execPath, [path.join(REPO, 'scripts', 'build.mjs'), '--out-dir', out], { timeout: 90_000 });
+    await run(process.execPath, [path.join(REPO, 'scripts', 'build.mjs'), '--out-dir', out], { timeout: 280_000 });
     cli = path.join(out, 'core', 'cli.js');
   });
 
@@ -38,17 +40,19 @@ describe('compiled build', function () {
     if (out) await fs.rm(out, { recursive: true, force: true });
   });
 
-  it('holds JavaScript only, with the assets the plugins read and a package of its own', async function () {
+  it('holds JavaScript and its declarations only, with the assets the plugins read and a package of its own', async function () {
     const pkg = JSON.parse(await fs.readFile(path.join(out, 'package.json'), 'utf8'));
     assert.equal(pkg.name, 'kubelet-ts');
-    assert.equal(pkg.exports['.'], './core/sdk/index.js');
+    assert.deepEqual(pkg.exports['.'], { types: './core/sdk/index.d.ts', import: './core/sdk/index.js' });
     assert.ok(pkg.kubeletTsBuild?.builtAt, 'build time recorded');
     assert.equal(pkg.kubeletTsBuild?.sourceStamp, sourceStamp(REPO), 'the stamp of the sources it was built from');
     for (const f of ['kubelet.config.js', 'plugins/cri-containerd/proto/api.proto', 'plugins/csi-grpc/proto/csi.proto', 'plugins/probes/proto/health.proto', 'plugins/cni-exec/shim/cni-exec-shim.pl']) {
       await fs.access(path.join(out, f));
     }
     const files = await fs.readdir(out, { recursive: true });
-    assert.deepEqual(files.filter((f) => f.endsWith('.ts') && !f.startsWith('node_modules')), []);
+    assert.deepEqual(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('node_modules')), []);
+    // Each module with its declarations (the types an installed package gives TypeScript plugins).
+    assert.deepEqual(files.filter((f) => f.endsWith('.js') && !f.startsWith('node_modules') && !files.includes(f.replace(/\.js$/, '.d.ts'))), []);
   });
 
   it('loads the default bundle from its compiled config and plugins', async function () {

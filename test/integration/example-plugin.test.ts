@@ -50,7 +50,8 @@ describe('the example plugin package (examples/ramdisk-volume), as a vendor uses
   it('passes its contract tests, run with mocha in its own directory', async function () {
     const mocha = requireHere.resolve('mocha/bin/mocha.js');
     const tsx = pathToFileURL(requireHere.resolve('tsx')).href;
-    const child = spawn(process.execPath, ['--import', tsx, '--no-experimental-require-module', mocha, '--no-config', '--timeout', '60000', 'test/contract.test.ts'], { cwd: pkg, stdio: ['ignore', 'pipe', 'pipe'] });
+    // node_modules/kubelet-ts is the repository: its sources, under their export condition.
+    const child = spawn(process.execPath, ['--import', tsx, '--conditions=kubelet-ts-source', '--no-experimental-require-module', mocha, '--no-config', '--timeout', '60000', 'test/contract.test.ts'], { cwd: pkg, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));

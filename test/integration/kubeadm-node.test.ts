@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CertificatesV1Api } from '@kubernetes/client-node';
 import { clusterSuite } from '../support/cluster-suite.ts';
 import { startKubeletProcess } from '../support/kubelet-process.ts';
 import { freePort } from '../../tools/node-env/util.ts';
@@ -56,8 +57,8 @@ interface LogLine { level: number; msg: string; ignored?: string[] }
 /**
  * A kubeadm node with kubelet-ts in place of the kubelet: kubeadm's own config.yaml,
  * 10-kubeadm.conf and kubeadm-flags.env (test/cases/kubeadm-1.28, -1.36) start it unchanged on
- * the real control plane, with a node kubeconfig where kubeadm join would have bootstrapped
- * one. What the test machine needs besides goes where an operator puts it, /etc/default/kubelet
+ * the real control plane, and it joins as `kubeadm join` leaves it to: by TLS bootstrap with
+ * a bootstrap token (bootstrap-kubelet.conf, kubeadm's RBAC; the controller-manager approves). What the test machine needs besides goes where an operator puts it, /etc/default/kubelet
  * (KUBELET_EXTRA_ARGS: this machine's containerd, free ports, the test's directories), plus
  * one line in config.yaml: podLogsDir (a 1.29 field), so pod logs stay out of /var/log/pods.
  */
@@ -66,10 +67,11 @@ describe('a kubeadm node: kubeadm\'s kubelet files start kubelet-ts unchanged', 
   const suite = clusterSuite('kts-kubeadm-');
 
   for (const version of ['1.28', '1.36']) {
-    it(`${version}: one warning line, the Node Ready, /healthz on its port, kubeadm's settings in force`, async function () {
+    it(`${version}: joins by TLS bootstrap; one warning line, the Node Ready, /healthz on its port, kubeadm's settings in force`, async function () {
       const node = suite.node(`kubeadm${version.replace('.', '')}`);
       const cases = path.join(CASES, `kubeadm-${version}`);
       const healthzPort = await freePort();
+      let tokenId = '';
       const k = await startKubeletProcess(suite.env, {
         startTimeoutMs: 60_000,
         argv: async ({ dir, mainPort, cgroupRoot }) => {
@@ -82,9 +84,9 @@ describe('a kubeadm node: kubeadm\'s kubelet files start kubelet-ts unchanged', 
           await fs.writeFile(at('/var/lib/kubelet/kubeadm-flags.env'), relocate(await fs.readFile(path.join(cases, 'kubeadm-flags.env'), 'utf8'), root));
           const dropIn = relocate(await fs.readFile(path.join(cases, '10-kubeadm.conf'), 'utf8'), root);
           await fs.writeFile(at('/etc/systemd/system/kubelet.service.d/10-kubeadm.conf'), dropIn);
-          // What kubeadm join leaves: the node's kubeconfig (here from the control plane, not
-          // bootstrapped), the cluster CA; bootstrap-kubelet.conf is gone after the join.
-          await fs.copyFile(await suite.cp.nodeKubeconfig(node.name), at('/etc/kubernetes/kubelet.conf'));
+          // What `kubeadm join` gives the kubelet: a bootstrap kubeconfig with a bootstrap token
+          // and kubeadm's RBAC, the cluster CA, and no kubelet.conf yet: the TLS bootstrap writes it.
+          tokenId = (await suite.cp.bootstrapKubeconfig(at('/etc/kubernetes/bootstrap-kubelet.conf'))).tokenId;
           await fs.copyFile(path.join(suite.cp.dir, 'pki', 'ca.crt'), at('/etc/kubernetes/pki/ca.crt'));
           // The operator's file, in both flag forms.
           const extra = [
@@ -99,6 +101,15 @@ describe('a kubeadm node: kubeadm\'s kubelet files start kubelet-ts unchanged', 
       suite.onCleanup(() => k.stop());
 
       await suite.nodeReady(node.name);
+      // Joined by TLS bootstrap: a CSR of the bootstrap token's identity, approved by the
+      // controller-manager, and kubelet.conf written pointing at the stored certificate.
+      const csrs = (await suite.cp.admin.makeApiClient(CertificatesV1Api).listCertificateSigningRequest()).items.filter((c) => c.spec.username === `system:bootstrap:${tokenId}`);
+      assert.equal(csrs.length, 1, 'one CSR by the bootstrap token');
+      assert.equal(csrs[0]!.spec.signerName, 'kubernetes.io/kube-apiserver-client-kubelet');
+      assert.ok(csrs[0]!.status?.conditions?.some((c) => c.type === 'Approved' && c.status === 'True'), 'approved by the controller-manager');
+      suite.onCleanup(() => suite.cp.admin.makeApiClient(CertificatesV1Api).deleteCertificateSigningRequest({ name: csrs[0]!.metadata!.name! }));
+      const kubeletConf = await fs.readFile(path.join(k.dir, 'node', 'etc', 'kubernetes', 'kubelet.conf'), 'utf8');
+      assert.match(kubeletConf, /kubelet-client-current\.pem/);
       const n = await suite.core.readNode({ name: node.name });
       assert.equal(n.status?.daemonEndpoints?.kubeletEndpoint?.Port, k.mainPort, 'the main port from KUBELET_EXTRA_ARGS');
       assert.ok(n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === '127.0.0.1'), 'the node IP from KUBELET_EXTRA_ARGS');

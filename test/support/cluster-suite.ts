@@ -5,6 +5,7 @@ import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
+import type { PluginEntry } from '../../core/config/types.ts';
 import { controlPlaneOrSkip, type ControlPlane } from './control-plane.ts';
 import { nodeEnvOrSkip } from './node-env.ts';
 import { startTestKubelet, type TestKubelet } from './test-kubelet.ts';
@@ -67,10 +68,10 @@ export class ClusterSuite {
     return ns;
   }
 
-  /** An in-process kubelet in API-server mode for `node` (its own kubeconfig unless given), stopped after the test. */
-  async kubelet(node: SuiteNode, opts: { kubeconfig?: string; testHooks?: Parameters<typeof startTestKubelet>[0]['testHooks']; config?: Parameters<typeof startTestKubelet>[0]['config'] } = {}): Promise<TestKubelet> {
+  /** An in-process kubelet in API-server mode for `node` (its own kubeconfig unless given; `plugins` after cri-containerd), stopped after the test. */
+  async kubelet(node: SuiteNode, opts: { kubeconfig?: string; testHooks?: Parameters<typeof startTestKubelet>[0]['testHooks']; config?: Parameters<typeof startTestKubelet>[0]['config']; plugins?: PluginEntry[] } = {}): Promise<TestKubelet> {
     const t = await startTestKubelet({
-      plugins: [['cri-containerd', { endpoint: this.env.containerdEndpoint }]],
+      plugins: [['cri-containerd', { endpoint: this.env.containerdEndpoint }], ...(opts.plugins ?? [])],
       config: { kubeconfig: opts.kubeconfig ?? (await this.cp.nodeKubeconfig(node.name)), nodeName: node.name, nodeIP: '127.0.0.1', syncFrequencyMs: 10_000, nodeStatusUpdateFrequencyMs: 2000, ...opts.config },
       dir: node.dir,
       ...(opts.testHooks ? { testHooks: opts.testHooks } : {}),

@@ -1,6 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,17 @@ const SCRIPT = join(SHARED_DIR, 'k8s', 'control-plane.sh');
 /** `up` unpacks the binaries and makes the PKI on a fresh dir; the README allows ~200 s on a slow first run. */
 const UP_TIMEOUT_MS = 240_000;
 
+/**
+ * The lifetime of what the controller-manager signs for CertificateSigningRequests in test
+ * runs (its --cluster-signing-duration, the script's SIGNING_DURATION): 3 minutes, so a test
+ * sees a kubelet renew its certificates. The signer backdates notBefore by 5 minutes, so such
+ * a certificate lives 8 minutes on paper and is renewed 36 s to 2 min 12 s after it was signed
+ * (70-90 % of its life). A CSR's spec.expirationSeconds cannot do this: its minimum is 600 s.
+ * Nothing else in a run uses CSR-signed certificates (node-kubeconfig signs with openssl, for a
+ * year); a kubelet that bootstraps without rotateCertificates has 3 minutes.
+ */
+export const TEST_SIGNING_DURATION_MS = 3 * 60_000;
+
 export interface ControlPlane {
   /** The control plane's directory (binaries, PKI, etcd data, logs). */
   dir: string;
@@ -40,6 +51,12 @@ export interface ControlPlane {
   admin: KubeConfig;
   /** Writes (once per node) and returns a kubeconfig for `system:node:<nodeName>` (group system:nodes). */
   nodeKubeconfig(nodeName: string): Promise<string>;
+  /**
+   * Writes `out`: a bootstrap kubeconfig with a new bootstrap token and kubeadm's RBAC (the
+   * controller-manager approves the node client CSRs it makes); returns the token's id (its
+   * Secret is kube-system/bootstrap-token-<id>).
+   */
+  bootstrapKubeconfig(out: string): Promise<{ file: string; tokenId: string }>;
   /** Seconds `up` took (for the test report). */
   upSeconds: number;
 }
@@ -114,7 +131,7 @@ async function bringUp(base: string): Promise<{ cp: ControlPlane; env: Record<st
   const dir = join(base, 'cp');
   await mkdir(base, { recursive: true });
   const ports = { API_PORT: await freePort(), ETCD_PORT: await freePort(), ETCD_PEER_PORT: await freePort(), KCM_PORT: await freePort(), SCHED_PORT: await freePort() };
-  const env = Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)]));
+  const env = { ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), SIGNING_DURATION: `${TEST_SIGNING_DURATION_MS / 1000}s` };
   log(`up ${dir} ${JSON.stringify(ports)}`);
   const t0 = performance.now();
   let out;
@@ -137,6 +154,12 @@ async function bringUp(base: string): Promise<{ cp: ControlPlane; env: Record<st
     adminKubeconfig,
     admin,
     upSeconds,
+    async bootstrapKubeconfig(out: string) {
+      await run('bash', [SCRIPT, 'bootstrap-kubeconfig', dir, out], { timeoutMs: 60_000 });
+      const token = /token: ([0-9a-z]{6})\.[0-9a-z]{16}/.exec(await readFile(out, 'utf8'))?.[1];
+      if (!token) throw new Error(`${out}: no bootstrap token in it`);
+      return { file: out, tokenId: token };
+    },
     nodeKubeconfig(nodeName: string) {
       let p = written.get(nodeName);
       if (!p) {

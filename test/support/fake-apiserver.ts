@@ -60,8 +60,10 @@ export async function startFakeApiServer(handler: Handler, opts: { cert?: 'good'
       });
     });
   });
-  server.on('secureConnection', (s) => {
-    state.connections++;
+  server.on('secureConnection', () => state.connections++);
+  // Every TCP connection, also one still in its TLS handshake: close() must end them all, or a
+  // client reconnecting at that moment keeps the server (and the test's afterEach) open.
+  server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });

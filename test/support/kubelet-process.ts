@@ -157,10 +157,11 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
       throw new Error(`kubelet did not start within ${opts.startTimeoutMs ?? 30_000} ms (log: ${logFile})`);
     }
     await sleep(100);
+    // This process's line: a restart on the same directory appends to the log of the last one.
     const started = (await readFile(logFile, 'utf8').catch(() => ''))
       .split('\n')
-      .map((l) => { try { return JSON.parse(l) as { msg?: string; code?: string }; } catch { return undefined; } })
-      .find((l) => l?.msg === 'kubelet started');
+      .map((l) => { try { return JSON.parse(l) as { msg?: string; code?: string; pid?: number }; } catch { return undefined; } })
+      .find((l) => l?.msg === 'kubelet started' && l.pid === child.pid);
     if (started) code = started.code ?? 'unknown';
   }
 

@@ -296,17 +296,39 @@ describe('main port: authentication and authorization', function () {
     assert.equal(cipher, 'ECDHE-RSA-AES256-GCM-SHA384');
   });
 
+  it('serverTLSBootstrap: no certificate yet refuses every handshake (the local socket works); a pair set later is served at once, client CA and limits kept', async () => {
+    const peer = () => new Promise<string>((resolve) => {
+      const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        resolve(`serial ${s.getPeerCertificate().serialNumber}`);
+        s.destroy();
+      });
+      s.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code}`));
+    });
+    await start({ tls: { key: undefined, cert: undefined, certFile: undefined } });
+    assert.match(await peer(), /^error ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE$/);
+    const local = await new Promise<number>((resolve, reject) => http.get({ socketPath: path.join(dir, 'kubelet-ts.sock'), path: '/healthz' }, (res) => resolve(res.statusCode ?? 0)).on('error', reject));
+    assert.equal(local, 200, 'kubelet-ts commands still reach it');
+    server!.setServingPair({ cert: serving.cert!, key: serving.key!, certFile: 'first' });
+    assert.equal(await peer(), `serial ${new X509Certificate(serving.cert!).serialNumber}`);
+    // A node client certificate still authenticates (the client CA came along into the new context).
+    const ok = await kubeletRequest(port, '/pods', { cert: await pki('node.crt'), key: await pki('node.key') });
+    assert.notEqual(ok.status, 401, ok.body);
+    const other = { cert: await pki('server.crt'), key: await pki('server.key') };
+    server!.setServingPair({ ...other, certFile: 'second' });
+    assert.equal(await peer(), `serial ${new X509Certificate(other.cert).serialNumber}`);
+  });
+
   it('a self-signed pair is made once in certDirectory (key 0600) with the node\'s names, and kept', async () => {
     const config = testConfig(dir, { tlsCertFile: undefined, tlsPrivateKeyFile: undefined, nodeName: 'node-a', nodeIP: '10.9.8.7' });
     const first = await loadServingTls(config, logger);
     assert.equal(first.certFile, path.join(config.certDirectory, 'kubelet.crt'));
     assert.equal((await fs.stat(path.join(config.certDirectory, 'kubelet.key'))).mode & 0o777, 0o600);
-    const x = new X509Certificate(first.cert);
+    const x = new X509Certificate(first.cert!);
     assert.match(x.subjectAltName ?? '', /DNS:node-a/);
     assert.match(x.subjectAltName ?? '', /IP Address:10\.9\.8\.7/);
     assert.ok(x.verify(x.publicKey), 'self-signed');
     const second = await loadServingTls(config, logger);
-    assert.ok(second.cert.equals(first.cert), 'kept, not made again');
+    assert.ok(second.cert!.equals(first.cert!), 'kept, not made again');
     assert.equal(second.clientCA, undefined, 'standalone: no client CA unless configured');
     await assert.rejects(loadServingTls({ ...config, tlsCertFile: path.join(dir, 'none.crt'), tlsPrivateKeyFile: path.join(dir, 'none.key') }, logger), /tlsCertFile .*none\.crt: cannot read it/);
   });

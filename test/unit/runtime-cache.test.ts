@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { LABEL } from '../../core/runtime/labels.ts';
 import { RuntimeCache } from '../../core/runtime/runtime-cache.ts';
+import { Pleg } from '../../core/runtime/pleg.ts';
+import { silentLogger } from '../../core/logger.ts';
 import type { ContainerRuntime, SandboxStatus } from '../../core/runtime/types.ts';
 
 /** A runtime holding one pod with one sandbox and nothing else, counting status calls. */
@@ -54,5 +56,27 @@ describe('RuntimeCache', function () {
     r.setPresent(true);
     await cache.relist();
     assert.equal(r.calls.podSandboxStatus, 1);
+  });
+});
+
+describe('PLEG', function () {
+  it('reports a change the pod sync\'s own re-read put in the cache before the relist (judged against what PLEG saw last)', async function () {
+    const r = oneSandboxRuntime();
+    const cache = new RuntimeCache(r.runtime);
+    const seen: string[][] = [];
+    const pleg = new Pleg({ cache, periodMs: 60_000, logger: silentLogger(), onChange: (uids) => seen.push([...uids]) });
+    await pleg.start();
+    pleg.stop();
+    assert.deepEqual(seen, [['uid-1']], 'the first look reports the pod');
+    await pleg.relist();
+    assert.equal(seen.length, 1, 'nothing changed, nothing reported');
+    // The sandbox dies; a pod sync re-reads the pod (refreshPod) before PLEG's next relist.
+    r.status.state = 'SANDBOX_NOTREADY';
+    await cache.refreshPod('uid-1');
+    await pleg.relist();
+    assert.deepEqual(seen[1], ['uid-1'], 'the relist still reports the pod whose sandbox changed');
+    r.setPresent(false);
+    await pleg.relist();
+    assert.deepEqual(seen[2], ['uid-1'], 'and a pod that is gone');
   });
 });

@@ -8,11 +8,15 @@
  *       start: () => startPluginsForTest([['my-plugin', {}]], { rootDir }) }));
  *
  * The runtime contract takes a runtime, the volume contract a volume type's provider, the
- * network contract a network plugin with the runtime that calls it.
+ * network contract a network plugin with the runtime that calls it, the image-credentials
+ * contract an image credential provider (a plugin tapping `imageCredentials`), the device
+ * provider contract a plugin that registers a device provider (`ctx.devices()`).
  */
 export { MemoryRuntime } from './memory-runtime.ts';
-export { startPluginsForTest, type PluginsUnderTest } from './plugin-harness.ts';
+export { startPluginsForTest, type PluginsUnderTest, type RecordedDeviceProvider } from './plugin-harness.ts';
 export type { ContractFailure, ContractRule } from './contract.ts';
 export { describeRuntimeContract, checkRuntimeContract, runtimeContractRules, type RuntimeContractSubject } from './runtime-contract.ts';
 export { describeVolumeContract, checkVolumeContract, volumeContractRules, type VolumeContractSubject } from './volume-contract.ts';
 export { describeNetworkContract, checkNetworkContract, networkContractRules, type NetworkContractSubject } from './network-contract.ts';
+export { describeImageCredentialsContract, checkImageCredentialsContract, imageCredentialsContractRules, type ImageCredentialsContractSubject } from './credentials-contract.ts';
+export { describeDeviceProviderContract, checkDeviceProviderContract, deviceProviderContractRules, type DeviceProviderContractSubject } from './device-contract.ts';

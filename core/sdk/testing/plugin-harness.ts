@@ -9,6 +9,58 @@ import { definePlugin, type Capabilities, type PluginEvent } from '../../plugins
 import { PluginHost } from '../../plugins/plugin-host.ts';
 import { isolateTaps } from '../../plugins/tap-isolation.ts';
 import { MemoryRuntime } from './memory-runtime.ts';
+import { DeviceManager } from '../../devices/device-manager.ts';
+import type { DeviceManagerView, DeviceProvider } from '../../devices/device-types.ts';
+
+/** A device provider's registration as a plugin made it, for the device provider contract. */
+export interface RecordedDeviceProvider {
+  plugin: string;
+  resourceName: string;
+  /** The provider the core got. */
+  provider: DeviceProvider;
+  /** Why the core refused it, if it did. */
+  refused?: string;
+  /** Each device list it sent, as sent. */
+  updates: unknown[];
+  /** It closed its registration (or a newer one replaced it). */
+  closed(): boolean;
+}
+
+/** The device manager's view, recording what each plugin registers and sends. */
+function recordingView(view: DeviceManagerView, plugin: string, records: RecordedDeviceProvider[]): DeviceManagerView {
+  return {
+    ...view,
+    register(provider) {
+      const rec: RecordedDeviceProvider = { plugin, resourceName: String(provider?.resourceName), provider, updates: [], closed: () => true };
+      records.push(rec);
+      let registration;
+      try {
+        registration = view.register(provider);
+      } catch (err) {
+        rec.refused = (err as Error)?.message ?? String(err);
+        throw err;
+      }
+      const real = registration;
+      rec.closed = () => real.closed;
+      return {
+        update(devices) {
+          let copy: unknown = devices;
+          try {
+            copy = structuredClone(devices);
+          } catch {
+            // Not data (a provider passing functions): kept as given.
+          }
+          rec.updates.push(copy);
+          real.update(devices);
+        },
+        close: () => real.close(),
+        get closed() {
+          return real.closed;
+        },
+      };
+    },
+  };
+}
 
 /** Plugins applied as a kubelet applies them, without a kubelet: for a plugin's own tests. */
 export interface PluginsUnderTest {
@@ -20,6 +72,13 @@ export interface PluginsUnderTest {
   config: KubeletConfig;
   /** Events the plugins recorded. */
   events: PluginEvent[];
+  /**
+   * The device manager the plugins registered their device providers with (`ctx.devices()`), as
+   * a kubelet's: its checkpoint under rootDir, every pod of `pods` active.
+   */
+  devices: DeviceManager;
+  /** Every device provider registration the plugins made, in order, with what each sent. */
+  deviceProviders: RecordedDeviceProvider[];
   /** Runs the plugins' cleanups (onClose), in reverse order, as a kubelet's stop does. */
   close(): Promise<void>;
 }
@@ -43,16 +102,27 @@ export async function startPluginsForTest(
   const hooks = createHooks();
   isolateTaps(hooks, logger, { timeoutMs: config.hookTimeoutMs });
   const events: PluginEvent[] = [];
+  const pods = () => options.pods?.() ?? [];
+  const devices = new DeviceManager({
+    rootDir: config.rootDir,
+    logger,
+    activePods: pods,
+    sourcesReady: () => true,
+    podRunning: () => false,
+  });
+  await devices.start();
+  const deviceProviders: RecordedDeviceProvider[] = [];
   const host: PluginHost = new PluginHost({
     hooks,
     config,
     logger,
     services: {
       runtime: () => host.slot('runtime'),
-      pods: () => options.pods?.() ?? [],
+      pods,
       reportProbe: async () => {},
       observeProbeRun: () => {},
       recordEvent: (e) => events.push(e),
+      devices: (plugin) => recordingView(devices.view(plugin), plugin, deviceProviders),
     },
   });
   const memory = definePlugin({
@@ -66,5 +136,16 @@ export async function startPluginsForTest(
   });
   await host.loadAll(options.memoryRuntime === false ? entries : [memory, ...entries]);
   await host.startAll();
-  return { hooks, slot: (s) => host.slot(s), config, events, close: () => host.close() };
+  return {
+    hooks,
+    slot: (s) => host.slot(s),
+    config,
+    events,
+    devices,
+    deviceProviders,
+    close: async () => {
+      await host.close();
+      await devices.stop();
+    },
+  };
 }

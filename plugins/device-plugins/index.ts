@@ -1,0 +1,30 @@
+import path from 'node:path';
+import { definePlugin } from 'kubelet-ts';
+import { optionsSchema, type DevicePluginsOptions } from './options-schema.ts';
+import { RegistrationServer } from './registration-server.ts';
+
+/**
+ * device-plugins: upstream's device plugin API v1beta1 over gRPC. Device plugins (NVIDIA's,
+ * AMD's, Intel's, SR-IOV, ...) register on `<socketDir>/kubelet.sock`; each becomes a device
+ * provider of the core's device manager (`ctx.devices()`), which does the rest: capacity,
+ * admission, allocation, the container config, the checkpoint.
+ */
+export default definePlugin<DevicePluginsOptions>({
+  name: 'device-plugins',
+  kind: 'device',
+  optionsSchema,
+  apply(ctx, options) {
+    const server = new RegistrationServer({
+      dir: options.socketDir ? path.resolve(options.socketDir) : path.join(ctx.config.rootDir, 'device-plugins'),
+      maxResources: options.maxResources,
+      dialTimeoutMs: options.dialTimeoutSeconds * 1000,
+      callTimeoutMs: options.callTimeoutSeconds * 1000,
+      maxMessageBytes: options.maxMessageBytes,
+      devices: () => ctx.devices(),
+      logger: ctx.logger,
+    });
+    // The socket is made in the start phase: apply touches nothing.
+    ctx.onStart(() => server.start());
+    ctx.onClose(() => server.stop());
+  },
+});

@@ -153,7 +153,9 @@ export class Reflector {
         // unless watches keep ending with nothing past the bookmark interval.
         emptyWatches = end.empty ? emptyWatches + 1 : 0;
         if (emptyWatches >= EMPTY_WATCHES_TO_RELIST) {
-          this.opts.logger.warn({ path: this.opts.path, resourceVersion: this.resourceVersion, watches: emptyWatches }, 'watches keep ending without an event or a bookmark (the server may be behind this resourceVersion: etcd restored?); re-listing');
+          // Info, not a warning: an API server whose watch cache saw no change of this resource
+          // since it started sends no bookmarks either, so a quiet resource gets here too.
+          this.opts.logger.info({ path: this.opts.path, resourceVersion: this.resourceVersion, watches: emptyWatches }, 'watches keep ending without an event or a bookmark (the server may be behind this resourceVersion: etcd restored?); re-listing');
           this.resourceVersion = '';
           relist = true;
           continue;

@@ -67,6 +67,13 @@ export const CONTAINER_SLOT_MS = 30_000;
  * half-built container configs in memory, and stops soon once it is being deleted.
  */
 export const CONTAINER_STARTS_PER_POD = 4;
+/**
+ * How many of one pod's containers are being stopped at once. Upstream stops them all at
+ * once; on a pod of hundreds, that many exits at the same moment leave one runtime shim (one
+ * per pod) unable to answer, and the stops time out again and again. Each container still
+ * gets what is left of the pod's grace period (at least MIN_GRACE_SECONDS).
+ */
+export const CONTAINER_STOPS_PER_POD = 8;
 
 /**
  * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
@@ -216,13 +223,13 @@ export class PodSyncer {
 
       await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
       // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
-      await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting));
+      await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
       if (actions.nextInit && !stopping()) {
-        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
+        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting, stopping);
         // A started sidecar keeps running, so no exit will wake the pod: go on to the next init container now.
         if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
       }
-      await startEach(actions.containersToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting));
+      await startEach(actions.containersToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
       removedDead = await this.removeDeadContainers(rs);
     } finally {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
@@ -319,7 +326,7 @@ export class PodSyncer {
   }
 
   /** Creates and starts one container; a failure is recorded as the container's waiting reason. */
-  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting): Promise<void> {
+  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting, stopping: () => boolean = () => false): Promise<void> {
     const { hooks, config } = this.deps;
     const c = start.container;
     const log = this.podLogger(pod).child({ container: c.name });
@@ -378,7 +385,8 @@ export class PodSyncer {
       return;
     }
     // Create and start within the node-wide bound (the runtime's work is the node's, not the pod's).
-    const created = await this.createSlot(() => this.createAndStart(pod, c, containerConfig, sandboxId, sandboxConfig, what, afterReady, waiting));
+    // A pod that began terminating while this waited for a slot creates nothing more.
+    const created = await this.createSlot(async () => (stopping() ? undefined : this.createAndStart(pod, c, containerConfig, sandboxId, sandboxConfig, what, afterReady, waiting)));
     if (created === undefined) return;
     const id = created;
     log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
@@ -518,14 +526,14 @@ export class PodSyncer {
     }
   }
 
-  /** Stops every running container (in parallel, each with its grace period), then the sandboxes. */
+  /** Stops every running container (CONTAINER_STOPS_PER_POD at a time, each with what is left of the grace period), then the sandboxes. */
   async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, graceIn: number | TerminationGrace): Promise<void> {
     const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
     // Sidecars outlive the containers they serve: app and regular containers stop first, in
     // parallel; then sidecars one by one in reverse order, each with what is left of the grace period.
     const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
-    await Promise.all(live.filter((c) => !sidecarNames.includes(c.metadata.name)).map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
+    await inLanes(live.filter((c) => !sidecarNames.includes(c.metadata.name)), CONTAINER_STOPS_PER_POD, () => false, (c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container'));
     for (const name of [...sidecarNames].reverse()) {
       for (const c of live.filter((l) => l.metadata.name === name)) {
         const left = new TerminationGrace(grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
@@ -655,10 +663,17 @@ export function orphanPod(rs: PodRuntimeStatus): V1Pod {
  * Starts `starts` at most CONTAINER_STARTS_PER_POD at a time, in order; none is begun once
  * `stopping()` says the pod is being terminated (those begun finish).
  */
-async function startEach<T>(starts: T[], stopping: () => boolean, start: (s: T) => Promise<void>): Promise<void> {
+function startEach<T>(starts: T[], stopping: () => boolean, start: (s: T) => Promise<void>): Promise<void> {
+  return inLanes(starts, CONTAINER_STARTS_PER_POD, stopping, start);
+}
+
+/** Runs `fn` on each item, `lanes` at a time, in order; none is begun once `stop()` is true. Rejects with the first failure, once every lane ended. */
+async function inLanes<T>(items: T[], lanes: number, stop: () => boolean, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async () => {
-    while (next < starts.length && !stopping()) await start(starts[next++]!);
+    while (next < items.length && !stop()) await fn(items[next++]!);
   };
-  await Promise.all(Array.from({ length: Math.min(CONTAINER_STARTS_PER_POD, starts.length) }, lane));
+  const ends = await Promise.allSettled(Array.from({ length: Math.min(lanes, items.length) }, lane));
+  const failed = ends.find((e): e is PromiseRejectedResult => e.status === 'rejected');
+  if (failed) throw failed.reason;
 }

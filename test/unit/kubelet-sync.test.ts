@@ -350,6 +350,17 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.equal(suite.fake.containers().length, 0, 'no create landed after the removal');
   });
 
+  it('stops a pod of many containers at most 8 at a time; every container is stopped and removed', async () => {
+    const t = await start({ maxParallelContainerCreations: undefined });
+    await t.writeManifest('many.yaml', podManifest('many', Array.from({ length: 30 }, (_, i) => app(`c${i}`)), { terminationGracePeriodSeconds: 1 }));
+    await t.waitForPod('many', isRunning, 15_000, 'many Running');
+    suite.fake.delay('StopContainer', 60);
+    await t.removeManifest('many.yaml');
+    await waitFor('the pod gone from the runtime', () => suite.fake.containers().length === 0 && suite.fake.sandboxes().length === 0, 20_000);
+    assert.equal(suite.fake.calls.StopContainer, 30);
+    assert.equal(suite.fake.maxInFlight.StopContainer, 8);
+  });
+
   it('stops and removes a sandbox of ours that no source wants (orphan), leaving others alone', async () => {
     suite.fake.addImage(IMAGE, { present: true });
     const cri = new CriClient(suite.fake.endpoint);

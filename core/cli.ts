@@ -96,6 +96,9 @@ function clientCommand(argv: string[]): { run: (argv: string[], opts: { socketPa
   return Object.hasOwn(CLIENT_COMMANDS, name) ? { run: CLIENT_COMMANDS[name]!, argv: argv.slice(1) } : undefined;
 }
 
+/** The longest a signalled kubelet takes to exit (the stop's own steps are bounded below this). */
+const STOP_DEADLINE_MS = 30_000;
+
 async function main(): Promise<number> {
   // Many hollow nodes in one process (`kubelet-ts hollow`, core/hollow): its own flags, loaded only when asked for.
   if (process.argv[2] === 'hollow') return (await import('./hollow/hollow-command.ts')).hollowCommand(process.argv.slice(3));
@@ -171,6 +174,13 @@ async function main(): Promise<number> {
     }
     stopping = true;
     logger.info({ signal }, 'shutting down (pods keep running)');
+    // The stop is bounded step by step; this bounds it as a whole, whatever a runtime call or a
+    // busy event loop (a pod of hundreds of containers starting) holds up: the process ends.
+    setTimeout(() => {
+      logger.warn({ signal, waitedMs: STOP_DEADLINE_MS }, 'shutdown did not finish in time: exiting now (a restarted kubelet takes its pods over)');
+      logger.flush();
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
     await kubelet.stop();
     logger.flush();
     process.exit(0);

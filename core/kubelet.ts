@@ -18,7 +18,7 @@ import { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { withPullProgress } from './pod/pull-progress-status.ts';
-import { PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
+import { CONTAINER_SLOT_MS, PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
 import { Limiter } from './util/limiter.ts';
 import { TIMED_OUT, withTimeout } from './util/with-timeout.ts';
 import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
@@ -289,11 +289,14 @@ export class Kubelet {
     // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
     // the pods behind it by that much, not by the runtime request timeout.
     const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
+    // The same for containers: a pod of hundreds of containers (or many pods at once) keeps the
+    // runtime at a load it can answer within its deadlines.
+    const containerCreations = config.maxParallelContainerCreations ? new Limiter(config.maxParallelContainerCreations, CONTAINER_SLOT_MS) : undefined;
     this.syncer = new PodSyncer({
       runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
       probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, events: this.events, logger,
       lifecycle: new LifecycleHandlers({ runtime: () => this.runtimeImpl, logger, events: this.events }),
-      objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}),
+      objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}), ...(containerCreations ? { containerCreations } : {}),
       runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),
       services: () => this.services,
     });

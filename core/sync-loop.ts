@@ -11,7 +11,8 @@ import type { PodTimelines } from './timeline/pod-timeline.ts';
 import type { VolumeManager } from './volumes/volume-manager.ts';
 import { podRef, type EventRecorder } from './events/event-recorder.ts';
 import { evictableContainers, orphanPod, type PodSyncer } from './pod/pod-sync.ts';
-import { gracePeriodSeconds, podFullName } from './objects/pod-util.ts';
+import { podFullName } from './objects/pod-util.ts';
+import { effectiveGracePeriod } from './pod/termination-grace.ts';
 import { PodWorkers } from './pod/pod-workers.ts';
 import { WorkQueue } from './pod/work-queue.ts';
 import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
@@ -24,6 +25,8 @@ import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */
 const REPLACEMENT_WAIT_MS = 200;
+/** The grace of a terminating API pod once it is gone from the API server (upstream's override for pods no source knows). */
+const GONE_FROM_API_GRACE_SECONDS = 1;
 /** How long the loop remembers that a pod's termination finished. */
 const FINISHED_MEMORY_MS = 10 * 60_000;
 
@@ -136,8 +139,8 @@ export class SyncLoop {
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {
-        sync: (pod) => this.syncPod(pod),
-        terminate: (pod) => d.syncer.terminate(pod),
+        sync: (pod, stopping) => this.syncPod(pod, stopping),
+        terminate: (pod, grace) => d.syncer.terminate(pod, grace),
         requeue: (uid, ms) => this.queue.enqueue(uid, ms),
         terminated: (pod) => this.onTerminated(pod),
         observe: d.metrics.observePodWorker,
@@ -304,9 +307,10 @@ export class SyncLoop {
     return this.podConfig.seenAll(sources);
   }
 
-  /** Stops the queue's timers: nothing is enqueued again. */
+  /** Stops the queue's timers (nothing is enqueued again) and the workers' container starts. */
   stopQueue(): void {
     this.queue.stop();
+    this.workers.halt();
   }
 
   /** Waits up to `ms` (forever without) for busy pod workers; returns the UIDs still busy. */
@@ -348,7 +352,13 @@ export class SyncLoop {
           if (u.op === 'REMOVE') this.finished.delete(uid);
           continue;
         }
-        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) continue;
+        if (this.terminating.has(uid) && this.workers.isTerminating(uid)) {
+          // Already terminating: a second delete may shorten its grace (never lengthen it), and
+          // an API pod gone from the API server (force-deleted) is killed promptly (1 s, as
+          // upstream kills pods no source knows).
+          this.workers.update(pod, true, u.op === 'REMOVE' && isApiPod(pod) ? GONE_FROM_API_GRACE_SECONDS : undefined);
+          continue;
+        }
         this.desired.delete(uid);
         this.queue.forget(uid);
         if (!deleting) {
@@ -358,7 +368,7 @@ export class SyncLoop {
         }
         this.terminating.set(uid, pod);
         this.publishStatus(pod, uid, true);
-        this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: gracePeriodSeconds(pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
+        this.d.logger.info({ pod: podFullName(pod), uid, source: u.source, gracePeriod: effectiveGracePeriod(undefined, pod) }, deleting ? 'pod deleted in the API server, terminating' : 'pod removed from source, terminating');
         this.workers.update(pod, true);
         continue;
       }
@@ -434,7 +444,7 @@ export class SyncLoop {
     return 'admitted';
   }
 
-  private async syncPod(pod: V1Pod): Promise<{ requeueAfterMs?: number }> {
+  private async syncPod(pod: V1Pod, stopping: () => boolean): Promise<{ requeueAfterMs?: number }> {
     const uid = pod.metadata!.uid!;
     // Not admitted yet: admission first, in this worker, so nothing of the pod runs before it is
     // admitted and updates meanwhile wait (they run as this worker's next sync).
@@ -453,14 +463,14 @@ export class SyncLoop {
     }
     // Rejected at admission (or failed for good): it never gets a sandbox, across resyncs too.
     // The syncer still stops what runs of it (a pod past its active deadline whose kill failed is retried).
-    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod);
+    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod, stopping);
     // An API pod the server already has as Succeeded or Failed (it finished before a restart of
     // the kubelet) is never started again, whatever the runtime still holds of it.
     if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.d.status.get(pod.metadata!.uid!)) {
       const rs = this.d.cache.get(pod.metadata!.uid!);
       if (!rs?.containers.some((c) => c.state === 'CONTAINER_RUNNING')) return {};
     }
-    return this.d.syncer.sync(pod);
+    return this.d.syncer.sync(pod, stopping);
   }
 
   /**

@@ -13,7 +13,7 @@ import { describeTarget, type RequestInfo } from './request-info.ts';
 export type ApiFailure = 'unreachable' | 'timeout' | 'tls' | 'status';
 
 /** The parts of a v1 Status body the kubelet reads. */
-export interface ApiStatus { message?: string; reason?: string; code?: number; details?: { name?: string; kind?: string; causes?: Array<{ message?: string; field?: string }> } }
+export interface ApiStatus { message?: string; reason?: string; code?: number; details?: { name?: string; kind?: string; causes?: Array<{ message?: string; field?: string; reason?: string }> } }
 
 export class ApiError extends KubeletError {
   readonly failure: ApiFailure;
@@ -45,6 +45,20 @@ export const isAlreadyExistsError = (err: unknown) => isApiError(err) && err.sta
 export const isConflictError = (err: unknown) => isApiError(err) && err.statusCode === 409 && err.reason !== 'AlreadyExists';
 /** The resourceVersion is too old (410 Gone, or a watch's Expired). */
 export const isGoneError = (err: unknown) => isApiError(err) && (err.statusCode === 410 || err.reason === 'Expired' || err.reason === 'Gone');
+/**
+ * The server has not reached the resourceVersion asked for (a watch or list from a
+ * resourceVersion above its own, as after etcd was restored from an older backup): a Status
+ * with the cause ResourceVersionTooLarge, or (API servers 1.17.0-1.18.5) a Timeout whose cause
+ * says "Too large resource version". client-go's isTooLargeResourceVersionError.
+ */
+export function isTooLargeResourceVersion(status: ApiStatus | undefined): boolean {
+  const causes = status?.details?.causes ?? [];
+  if (causes.some((c) => c.reason === 'ResourceVersionTooLarge')) return true;
+  return (status?.code === 504 || status?.reason === 'Timeout') && causes.some((c) => c.message === 'Too large resource version');
+}
+
+export const isTooLargeResourceVersionError = (err: unknown) => isApiError(err) && isTooLargeResourceVersion({ code: err.statusCode, reason: err.reason, ...err.status });
+
 /** The server could not be reached or did not answer in time: retry later. */
 export const isUnavailableError = (err: unknown) =>
   isApiError(err) && (err.failure === 'unreachable' || err.failure === 'timeout' || (err.statusCode !== undefined && [502, 503, 504].includes(err.statusCode)));

@@ -13,13 +13,22 @@
  *   When the server answers again after an outage, the back-off ends at once.
  * - A watch closed at once without an event backs off too, so a server (or a proxy) that keeps
  *   closing watches is not asked again in a tight loop.
+ * - The server's data may go back in time (etcd wiped, or restored from an older backup): the
+ *   resourceVersion held is then above the server's, and a watch from it gets nothing, not
+ *   even an error. The reflector re-lists from etcd (resourceVersion="") when the server says
+ *   so ("Too large resource version": a 504 or any Status with the cause
+ *   ResourceVersionTooLarge, as client-go), when its owner asks (`relist()`: the Node had to be
+ *   registered again), and after EMPTY_WATCHES_TO_RELIST watches in a row that each lasted past
+ *   the bookmark interval and got nothing, not even a bookmark. (client-go's own rule is
+ *   narrower: a watch that ends within a second with no event is an error, and every watch
+ *   error re-lists; a watch from the future there waits as long as the server keeps it open.)
  *
  * The owner keeps the objects: `replace` gets each complete list, `event` each watch event.
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient, WatchEvent } from './api-client.ts';
-import { isGoneError, isUnavailableError, type ApiError } from './api-errors.ts';
+import { isGoneError, isTooLargeResourceVersion, isTooLargeResourceVersionError, isUnavailableError, type ApiError } from './api-errors.ts';
 import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
 
 export interface ReflectorHandler {
@@ -45,9 +54,20 @@ export interface ReflectorOptions {
   watchTimeoutSeconds?: () => number;
   /** Back-off after a failed list or watch. Default 800 ms doubling to 30 s. */
   backoff?: { initialMs: number; maxMs: number };
+  /** The server's bookmark interval (tests): a watch longer than this with nothing is empty. Default BOOKMARK_INTERVAL_MS. */
+  bookmarkIntervalMs?: number;
 }
 
-type WatchEnd = { kind: 'closed'; quick: boolean } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
+/**
+ * How often the API server sends a watch a bookmark (kube-apiserver's watch cache: about every
+ * minute, and just before the watch's timeout); a watch that lasted longer with nothing may be
+ * watching from a resourceVersion the server has not reached.
+ */
+const BOOKMARK_INTERVAL_MS = 60_000;
+/** Watches in a row past the bookmark interval with no event at all before a re-list. */
+const EMPTY_WATCHES_TO_RELIST = 2;
+
+type WatchEnd = { kind: 'closed'; quick: boolean; empty: boolean } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
 
 export class Reflector {
   private resourceVersion = '';
@@ -58,8 +78,23 @@ export class Reflector {
   private readonly pause = new InterruptibleSleep();
   private offRecovered: (() => void) | undefined;
   private running: Promise<void> | undefined;
+  /** Why the owner asked for a re-list (relist()), until the loop does it. */
+  private relistAsked: string | undefined;
+  /** Ends the watch in progress with a re-list. */
+  private endWatch: ((reason: string) => void) | undefined;
 
   constructor(private readonly opts: ReflectorOptions) {}
+
+  /**
+   * Re-lists from etcd now, whatever the watch holds: the owner knows the server's data changed
+   * under it (the Node had to be registered again: etcd was wiped or restored).
+   */
+  relist(reason: string): void {
+    if (this.stopped) return;
+    this.relistAsked = reason;
+    this.endWatch?.(reason);
+    this.pause.wake();
+  }
 
   /** True once a list succeeded (the owner's store reflects the server). */
   get synced(): boolean {
@@ -86,13 +121,21 @@ export class Reflector {
     const max = this.opts.backoff?.maxMs ?? 30_000;
     let backoff = initial;
     let relist = true;
+    let emptyWatches = 0;
     const pause = async () => {
       if (this.stopped) return;
       await this.pause.sleep(backoff * (1 + Math.random()));
       backoff = Math.min(backoff * 2, max);
     };
     while (!this.stopped) {
+      if (this.relistAsked !== undefined) {
+        this.opts.logger.info({ path: this.opts.path, reason: this.relistAsked }, 're-listing');
+        this.relistAsked = undefined;
+        this.resourceVersion = '';
+        relist = true;
+      }
       if (relist) {
+        emptyWatches = 0;
         try {
           await this.list();
           relist = false;
@@ -106,13 +149,31 @@ export class Reflector {
       const end = await this.watchOnce();
       if (end.kind === 'stopped') return;
       if (end.kind === 'closed') {
-        // The server ended the watch (its timeout): watch again from the last resourceVersion.
+        // The server ended the watch (its timeout): watch again from the last resourceVersion,
+        // unless watches keep ending with nothing past the bookmark interval.
+        emptyWatches = end.empty ? emptyWatches + 1 : 0;
+        if (emptyWatches >= EMPTY_WATCHES_TO_RELIST) {
+          // Info, not a warning: an API server whose watch cache saw no change of this resource
+          // since it started sends no bookmarks either, so a quiet resource gets here too.
+          this.opts.logger.info({ path: this.opts.path, resourceVersion: this.resourceVersion, watches: emptyWatches }, 'watches keep ending without an event or a bookmark (the server may be behind this resourceVersion: etcd restored?); re-listing');
+          this.resourceVersion = '';
+          relist = true;
+          continue;
+        }
         if (end.quick) await pause();
         else backoff = initial;
         continue;
       }
       if (end.kind === 'relist') {
         this.opts.logger.debug({ path: this.opts.path, reason: end.reason }, 're-listing');
+        relist = true;
+        continue;
+      }
+      // A watch request answered 504 without a body the client could read may be the same
+      // refusal (client-go re-lists after any failed watch request but a refused connection or a 429).
+      if (isTooLargeResourceVersionError(end.err) || (end.err.failure === 'status' && end.err.statusCode === 504 && end.err.status === undefined)) {
+        this.opts.logger.warn({ path: this.opts.path, resourceVersion: this.resourceVersion, err: end.err.message }, 'the server is behind this resourceVersion (etcd restored?); re-listing');
+        this.resourceVersion = '';
         relist = true;
         continue;
       }
@@ -151,6 +212,7 @@ export class Reflector {
         settled = true;
         clearTimeout(watchdog);
         this.stopWatch = undefined;
+        this.endWatch = undefined;
         resolve(this.stopped ? { kind: 'stopped' } : end);
       };
       const watchdog = setTimeout(() => {
@@ -161,6 +223,10 @@ export class Reflector {
       this.stopWatch = () => {
         handle?.stop();
         finish({ kind: 'stopped' });
+      };
+      this.endWatch = (reason) => {
+        handle?.stop();
+        finish({ kind: 'relist', reason });
       };
       this.opts.client
         .watch(
@@ -175,7 +241,7 @@ export class Reflector {
               finish({ kind: 'relist', reason: relist });
             }
           },
-          (err) => finish(err ? { kind: 'error', err } : { kind: 'closed', quick: events === 0 && Date.now() - startedAt < 1000 }),
+          (err) => finish(err ? { kind: 'error', err } : { kind: 'closed', quick: events === 0 && Date.now() - startedAt < 1000, empty: events === 0 && Date.now() - startedAt > (this.opts.bookmarkIntervalMs ?? BOOKMARK_INTERVAL_MS) }),
         )
         .then(
           (h) => {
@@ -192,6 +258,10 @@ export class Reflector {
     const obj = event.object as { metadata?: { resourceVersion?: unknown }; code?: unknown; message?: unknown; reason?: unknown } | undefined;
     if (event.type === 'ERROR') {
       const code = Number(obj?.code);
+      if (isTooLargeResourceVersion(obj as Parameters<typeof isTooLargeResourceVersion>[0])) {
+        this.resourceVersion = '';
+        return 'the server is behind this resourceVersion ("Too large resource version": etcd restored?)';
+      }
       if (code === 410 || obj?.reason === 'Expired' || obj?.reason === 'Gone') {
         this.resourceVersion = '';
         return 'the watch resourceVersion expired (410)';

@@ -268,6 +268,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     hookTimeoutMs: parseDuration(c.hookTimeout),
     maxParallelImagePulls: c.serializeImagePulls ? 1 : c.maxParallelImagePulls,
     maxParallelSandboxCreations: c.maxParallelSandboxCreations === 0 ? undefined : (c.maxParallelSandboxCreations ?? defaultMaxParallelSandboxCreations()),
+    maxParallelContainerCreations: c.maxParallelContainerCreations === 0 ? undefined : (c.maxParallelContainerCreations ?? defaultMaxParallelSandboxCreations()),
     localObjectsDir: fromFile(c.localObjectsDir),
     kubeconfig: fromFile(c.kubeconfig),
     bootstrapKubeconfig: fromFile(c.bootstrapKubeconfig),

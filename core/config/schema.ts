@@ -94,6 +94,7 @@ export const configSchema = {
     serializeImagePulls: { type: 'boolean', default: false },
     maxParallelImagePulls: { type: 'integer', minimum: 1, 'x-allowed': 'an integer >= 1 (leave unset for no limit)' },
     maxParallelSandboxCreations: { type: 'integer', minimum: 0, 'x-allowed': 'an integer >= 1, or 0 for no limit (unset: twice the number of CPUs)' },
+    maxParallelContainerCreations: { type: 'integer', minimum: 0, 'x-allowed': 'an integer >= 1, or 0 for no limit (unset: twice the number of CPUs)' },
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
     localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
     kubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file' },

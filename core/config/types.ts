@@ -86,6 +86,12 @@ export interface KubeletConfigInput {
    * Unset: twice the number of CPUs. A creation slower than 10 s stops holding its slot.
    */
   maxParallelSandboxCreations?: number;
+  /**
+   * kubelet-ts: at most this many CreateContainer + StartContainer calls at once on the node;
+   * 0 = no limit (upstream has none). Unset: twice the number of CPUs. One slower than 30 s
+   * stops holding its slot.
+   */
+  maxParallelContainerCreations?: number;
   /** kubelet-ts: how long one plugin tap may run before it fails. Default '2m'. */
   hookTimeout?: Duration;
   /**
@@ -274,6 +280,8 @@ export interface KubeletConfig {
   maxParallelImagePulls: number | undefined;
   /** Most concurrent RunPodSandbox calls; undefined for no limit. */
   maxParallelSandboxCreations: number | undefined;
+  /** Most concurrent container creations (create + start); undefined for no limit. */
+  maxParallelContainerCreations: number | undefined;
   localObjectsDir: string | undefined;
   /** The kubeconfig path, absolute; undefined: no API server. */
   kubeconfig: string | undefined;

@@ -91,6 +91,9 @@ export function createApiNode(deps: {
       updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
       reportFrequencyMs: config.nodeStatusReportFrequencyMs,
       ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
+      // The Node disappeared and is back: the pods bound to it are read again from etcd (a
+      // watch resuming from before an etcd wipe or restore would see nothing).
+      onRegisteredAgain: () => podSource.relist('the Node was registered again (it had disappeared from the API server)'),
     })
     : undefined;
   const lease = config.registerNode

@@ -94,6 +94,11 @@ export interface NodeStatusOptions {
   /** Reads the machine (tests give a fixed one). Default readMachineInfo({rootDir}). */
   machineInfo?: () => Promise<MachineInfo>;
   now?: () => number;
+  /**
+   * The Node was registered again after it disappeared from the API server (deleted, or etcd
+   * wiped or restored): what the kubelet watches may be from a past the server no longer has.
+   */
+  onRegisteredAgain?: () => void;
   /** Records node events (RegisteredNode, NodeReady, NodeNotReady). */
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
@@ -111,6 +116,8 @@ export class NodeStatusManager {
   private stopped = false;
   private startedRegistration: Promise<V1Node | undefined> | undefined;
   private registeredNode: V1Node | undefined;
+  /** Registration succeeded once (a later one is a registration again). */
+  private registeredOnce = false;
   private timers: NodeJS.Timeout[] = [];
   private syncing: Promise<void> | undefined;
   private syncAgain = false;
@@ -213,6 +220,8 @@ export class NodeStatusManager {
         this.registeredNode = node;
         this.lastError = '';
         this.log.info({ uid: node.metadata?.uid }, 'node registered');
+        if (this.registeredOnce) this.opts.onRegisteredAgain?.();
+        this.registeredOnce = true;
         this.requestSync();
         return node;
       } catch (err) {

@@ -35,6 +35,7 @@ import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-e
 import type { DownwardInputs } from '../objects/downward-api.ts';
 import { serviceLinkEnv, type ServiceLinkSource } from '../objects/service-links.ts';
 import { isStaticPod } from '../objects/pod-origin.ts';
+import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -57,6 +58,22 @@ const MAX_DEADLINE_WAKE_MS = 3_600_000;
 
 /** How long one sandbox creation holds its slot of maxParallelSandboxCreations at most. */
 export const SANDBOX_SLOT_MS = 10_000;
+/** How long one container's create and start hold their slot of maxParallelContainerCreations at most. */
+export const CONTAINER_SLOT_MS = 30_000;
+/**
+ * How many of one pod's containers are being started at once. Upstream starts a pod's
+ * containers one after another; a few at once keeps a pod of a few containers as quick to
+ * start as before, while a pod of hundreds neither floods the runtime nor keeps hundreds of
+ * half-built container configs in memory, and stops soon once it is being deleted.
+ */
+export const CONTAINER_STARTS_PER_POD = 4;
+/**
+ * How many of one pod's containers are being stopped at once. Upstream stops them all at
+ * once; on a pod of hundreds, that many exits at the same moment leave one runtime shim (one
+ * per pod) unable to answer, and the stops time out again and again. Each container still
+ * gets what is left of the pod's grace period (at least MIN_GRACE_SECONDS).
+ */
+export const CONTAINER_STOPS_PER_POD = 8;
 
 /**
  * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
@@ -88,6 +105,8 @@ export class PodSyncer {
       timeline?: PodTimelines;
       /** Bounds concurrent RunPodSandbox calls (maxParallelSandboxCreations), when set. */
       sandboxCreations?: Limiter;
+      /** Bounds concurrent CreateContainer + StartContainer calls node-wide (maxParallelContainerCreations), when set. */
+      containerCreations?: Limiter;
       /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
       events?: EventRecorder;
       /** postStart and preStop handlers: run here, around the afterStart and beforeKill hooks. */
@@ -104,8 +123,12 @@ export class PodSyncer {
     },
   ) {}
 
-  /** Brings a pod to its desired state; throws on a failure that should be retried with back-off. */
-  async sync(pod: V1Pod): Promise<SyncOutcome> {
+  /**
+   * Brings a pod to its desired state; throws on a failure that should be retried with back-off.
+   * `stopping`: true once the pod is to be terminated (or the kubelet stops): no further
+   * container is started.
+   */
+  async sync(pod: V1Pod, stopping: () => boolean = () => false): Promise<SyncOutcome> {
     const { runtime, cache, hooks, config } = this.deps;
     const uid = podUID(pod);
     const log = this.podLogger(pod);
@@ -200,13 +223,13 @@ export class PodSyncer {
 
       await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
       // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
-      await Promise.all(actions.ephemeralToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
-      if (actions.nextInit) {
-        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting);
+      await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
+      if (actions.nextInit && !stopping()) {
+        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting, stopping);
         // A started sidecar keeps running, so no exit will wake the pod: go on to the next init container now.
         if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
       }
-      await Promise.all(actions.containersToStart.map((s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting)));
+      await startEach(actions.containersToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
       removedDead = await this.removeDeadContainers(rs);
     } finally {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
@@ -304,8 +327,8 @@ export class PodSyncer {
   }
 
   /** Creates and starts one container; a failure is recorded as the container's waiting reason. */
-  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting): Promise<void> {
-    const { runtime, hooks, config } = this.deps;
+  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting, stopping: () => boolean = () => false): Promise<void> {
+    const { hooks, config } = this.deps;
     const c = start.container;
     const log = this.podLogger(pod).child({ container: c.name });
     const uid = podUID(pod);
@@ -362,25 +385,11 @@ export class PodSyncer {
       event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
       return;
     }
-    let id: string;
-    try {
-      const cfg = containerConfig;
-      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
-    } catch (err) {
-      waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
-      log.warn({ err: errorMessage(err) }, 'Failed to create container');
-      event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
-      return;
-    }
-    event('Normal', 'Created', `Created container ${c.name}`);
-    try {
-      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
-    } catch (err) {
-      waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
-      log.warn({ err: errorMessage(err) }, 'Failed to start container');
-      event('Warning', 'Failed', `Error: failed to start container "${c.name}": ${errorMessage(err)}`);
-      return;
-    }
+    // Create and start within the node-wide bound (the runtime's work is the node's, not the pod's).
+    // A pod that began terminating while this waited for a slot creates nothing more.
+    const created = await this.createSlot(async () => (stopping() ? undefined : this.createAndStart(pod, c, containerConfig, sandboxId, sandboxConfig, what, afterReady, waiting)));
+    if (created === undefined) return;
+    const id = created;
     log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
     event('Normal', 'Started', `Started container ${c.name}`);
     try {
@@ -394,6 +403,41 @@ export class PodSyncer {
       event('Warning', 'FailedPostStartHook', errorMessage(err));
       await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * CreateContainer then StartContainer; the container's id once started, undefined (its waiting
+   * reason set) when either failed.
+   */
+  private async createAndStart(pod: V1Pod, c: V1Container, cfg: ContainerConfig, sandboxId: string, sandboxConfig: PodSandboxConfig, what: string, afterReady: { afterReady: boolean }, waiting: Waiting): Promise<string | undefined> {
+    const { runtime } = this.deps;
+    const uid = podUID(pod);
+    const log = this.podLogger(pod).child({ container: c.name });
+    const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message);
+    let id: string;
+    try {
+      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
+    } catch (err) {
+      waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
+      log.warn({ err: errorMessage(err) }, 'Failed to create container');
+      event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
+      return undefined;
+    }
+    event('Normal', 'Created', `Created container ${c.name}`);
+    try {
+      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
+    } catch (err) {
+      waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
+      log.warn({ err: errorMessage(err) }, 'Failed to start container');
+      event('Warning', 'Failed', `Error: failed to start container "${c.name}": ${errorMessage(err)}`);
+      return undefined;
+    }
+    return id;
+  }
+
+  /** Runs a container's create and start within the node-wide bound on them, when there is one. */
+  private createSlot<T>(fn: () => Promise<T>): Promise<T> {
+    return this.deps.containerCreations ? this.deps.containerCreations.run(fn) : fn();
   }
 
   /**
@@ -441,41 +485,66 @@ export class PodSyncer {
     return this.deps.timeline ? this.deps.timeline.time(uid, step, fn, detail, failureOf, extras) : fn();
   }
 
-  /** Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace period. */
-  private async killContainer(pod: V1Pod, id: string, name: string, grace: number, reason: string): Promise<void> {
+  /**
+   * Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace
+   * period. A `TerminationGrace` that shortens meanwhile cuts the preStop handler off at the new
+   * deadline and asks the runtime again to stop the container with the new time left (the stop
+   * in flight with the old timeout ends too once the container is gone).
+   */
+  private async killContainer(pod: V1Pod, id: string, name: string, graceIn: number | TerminationGrace, reason: string): Promise<void> {
+    const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const container = allContainersOf(pod).find((c) => c.name === name);
-    const started = Date.now();
-    const elapsed = () => Math.floor((Date.now() - started) / 1000);
     const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
     try {
-      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace, reason });
+      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace.seconds, reason });
     } catch (err) {
       this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'a beforeKill tap failed');
     }
     // The preStop handler gets what the taps left of the grace period, however long that is.
-    if (container) await this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace - elapsed());
-    const left = Math.max(MIN_GRACE_SECONDS, grace - elapsed());
+    if (container) {
+      const deadline = grace.expired();
+      try {
+        await Promise.race([this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace.leftSeconds()), deadline.promise]);
+      } finally {
+        deadline.cancel();
+      }
+    }
+    // Upstream gives a container at least MIN_GRACE_SECONDS after its preStop handler (0 stays 0: a hard eviction).
+    const timeout = () => (grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
     this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason);
+    const again = grace.onShorten(() => {
+      this.podLogger(pod).info({ container: name, containerId: id, gracePeriod: grace.seconds }, 'grace period shortened: stopping the container again with the time left');
+      this.deps.runtime.stopContainer(id, timeout()).catch(() => {});
+    });
     try {
-      await this.deps.runtime.stopContainer(id, grace === 0 ? 0 : left);
+      await this.deps.runtime.stopContainer(id, timeout());
       this.deps.probes.forget(id);
       this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
     } catch (err) {
       if (!isNotFound(err)) throw err;
+    } finally {
+      again();
     }
   }
 
-  /** Stops every running container (in parallel, each with its grace period), then the sandboxes. */
-  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, grace: number): Promise<void> {
+  /** Stops every running container (CONTAINER_STOPS_PER_POD at a time, each with what is left of the grace period), then the sandboxes. */
+  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, graceIn: number | TerminationGrace): Promise<void> {
+    const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
     // Sidecars outlive the containers they serve: app and regular containers stop first, in
     // parallel; then sidecars one by one in reverse order, each with what is left of the grace period.
     const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
-    const deadline = Date.now() + grace * 1000;
-    const left = () => Math.max(grace === 0 ? 0 : MIN_GRACE_SECONDS, Math.ceil((deadline - Date.now()) / 1000));
-    await Promise.all(live.filter((c) => !sidecarNames.includes(c.metadata.name)).map((c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container')));
+    await inLanes(live.filter((c) => !sidecarNames.includes(c.metadata.name)), CONTAINER_STOPS_PER_POD, () => false, (c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container'));
     for (const name of [...sidecarNames].reverse()) {
-      for (const c of live.filter((l) => l.metadata.name === name)) await this.killContainer(pod, c.id, name, left(), 'Stopping sidecar container');
+      for (const c of live.filter((l) => l.metadata.name === name)) {
+        const left = new TerminationGrace(grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
+        const follow = grace.onShorten(() => left.shorten(Math.max(MIN_GRACE_SECONDS, grace.leftSeconds())));
+        try {
+          await this.killContainer(pod, c.id, name, left, 'Stopping sidecar container');
+        } finally {
+          follow();
+        }
+      }
     }
     // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
     for (const sb of rs?.sandboxes ?? []) {
@@ -487,15 +556,30 @@ export class PodSyncer {
     }
   }
 
-  /** Stops and removes everything of a pod that left its source; forgets its state. */
-  async terminate(pod: V1Pod): Promise<void> {
+  /**
+   * Stops and removes everything of a pod that left its source; forgets its state. `grace`:
+   * the termination's grace as the pod worker keeps it (it may shorten while this runs).
+   */
+  async terminate(pod: V1Pod, grace?: TerminationGrace): Promise<void> {
     const uid = podUID(pod);
     const rs = await this.deps.cache.refreshPod(uid);
-    await this.killPod(pod, rs, gracePeriodSeconds(pod));
+    await this.killPod(pod, rs, grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)));
     if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
     for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
     for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
-    await this.deps.cache.refreshPod(uid);
+    // What a create still running in the runtime left after the list above (a create the
+    // kubelet gave up waiting for lands later): stopped and removed too; anything still there
+    // fails the termination, which is retried.
+    const late = await this.deps.cache.refreshPod(uid);
+    if (late && (late.containers.length > 0 || late.sandboxes.length > 0)) {
+      await this.killPod(pod, late, 0);
+      for (const c of late.containers) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+      for (const sb of late.sandboxes) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+      const still = await this.deps.cache.refreshPod(uid);
+      if (still && (still.containers.length > 0 || still.sandboxes.length > 0)) {
+        throw new Error(`${still.containers.length} containers and ${still.sandboxes.length} sandboxes of the pod are still in the runtime`);
+      }
+    }
     // The last container is gone: unmount the pod's volumes (a failure retries the termination).
     await this.deps.volumes.tearDownPod(uid);
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
@@ -585,4 +669,23 @@ export function orphanPod(rs: PodRuntimeStatus): V1Pod {
     metadata: { name: rs.name, namespace: rs.namespace, uid: rs.uid },
     spec: { containers: [], terminationGracePeriodSeconds: Number.isFinite(grace) ? grace : 30 },
   };
+}
+
+/**
+ * Starts `starts` at most CONTAINER_STARTS_PER_POD at a time, in order; none is begun once
+ * `stopping()` says the pod is being terminated (those begun finish).
+ */
+function startEach<T>(starts: T[], stopping: () => boolean, start: (s: T) => Promise<void>): Promise<void> {
+  return inLanes(starts, CONTAINER_STARTS_PER_POD, stopping, start);
+}
+
+/** Runs `fn` on each item, `lanes` at a time, in order; none is begun once `stop()` is true. Rejects with the first failure, once every lane ended. */
+async function inLanes<T>(items: T[], lanes: number, stop: () => boolean, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length && !stop()) await fn(items[next++]!);
+  };
+  const ends = await Promise.allSettled(Array.from({ length: Math.min(lanes, items.length) }, lane));
+  const failed = ends.find((e): e is PromiseRejectedResult => e.status === 'rejected');
+  if (failed) throw failed.reason;
 }

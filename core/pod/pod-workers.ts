@@ -5,11 +5,14 @@ import type { SyncOutcome } from './pod-sync.ts';
 import { Backoff } from './backoff.ts';
 import { TIMED_OUT, withTimeout } from '../util/with-timeout.ts';
 import { podFullName } from '../objects/pod-util.ts';
+import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
 
 /** What the workers call: the pod syncer's two operations. */
 export interface PodWorkHandlers {
-  sync(pod: V1Pod): Promise<SyncOutcome>;
-  terminate(pod: V1Pod): Promise<void>;
+  /** Syncs the pod; `stopping()` turns true once it is to be terminated or the workers halt (start nothing more). */
+  sync(pod: V1Pod, stopping: () => boolean): Promise<SyncOutcome>;
+  /** Terminates the pod within `grace`, which may shorten while this runs. */
+  terminate(pod: V1Pod, grace: TerminationGrace): Promise<void>;
   /** Asks for the pod to be looked at again after `ms`. */
   requeue(uid: string, ms: number): void;
   /** The pod finished terminating and its worker is gone. */
@@ -21,6 +24,8 @@ export interface PodWorkHandlers {
 interface Worker {
   pod: V1Pod;
   terminating: boolean;
+  /** The termination's grace, from the first termination request on (only ever shortened). */
+  grace: TerminationGrace | undefined;
   busy: boolean;
   dirty: boolean;
   idle: Promise<void> | undefined;
@@ -33,27 +38,53 @@ const ERROR_MAX_MS = 30_000;
 /**
  * One worker per pod: operations of one pod run one after another, pods run in parallel.
  * Updates that arrive while a pod's worker is busy coalesce into one more run with the
- * latest spec. Once termination is requested a pod never syncs again; when it is done
- * the worker goes away.
+ * latest spec. Once termination is requested a pod never syncs again; later requests can
+ * only shorten its grace period (a second delete with a shorter grace, a pod gone from the
+ * API), which cuts a stop in progress short. When it is done the worker goes away.
  */
 export class PodWorkers {
   private readonly workers = new Map<string, Worker>();
   private readonly errorBackoff = new Backoff(ERROR_INITIAL_MS, ERROR_MAX_MS);
+  /** Set by halt(): the kubelet stops, syncs in progress start nothing more. */
+  private halted = false;
 
   constructor(private readonly handlers: PodWorkHandlers, private readonly logger: Logger) {}
 
-  /** Asks the pod's worker to sync (`terminate=false`) or terminate it. */
-  update(pod: V1Pod, terminate = false): void {
+  /**
+   * Asks the pod's worker to sync (`terminate=false`) or terminate it. A termination's grace is
+   * the pod's effective one (upstream's rules, with `graceOverride` from the kubelet); on a pod
+   * already terminating, only a shorter grace changes anything.
+   */
+  update(pod: V1Pod, terminate = false, graceOverride?: number): void {
     const uid = pod.metadata!.uid!;
     let w = this.workers.get(uid);
     if (!w) {
-      w = { pod, terminating: false, busy: false, dirty: false, idle: undefined };
+      w = { pod, terminating: false, grace: undefined, busy: false, dirty: false, idle: undefined };
       this.workers.set(uid, w);
     }
+    if (w.terminating && terminate) {
+      const seconds = effectiveGracePeriod(w.grace?.seconds, pod, graceOverride);
+      if (w.grace?.shorten(seconds)) this.logger.info({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, uid, gracePeriod: seconds }, 'grace period shortened');
+      // The termination in progress goes on (with the shorter grace); a failed one is retried by its back-off.
+      return;
+    }
     if (!w.terminating) w.pod = pod;
-    if (terminate) w.terminating = true;
+    if (terminate) {
+      w.terminating = true;
+      w.grace = new TerminationGrace(effectiveGracePeriod(undefined, pod, graceOverride));
+    }
     w.dirty = true;
     if (!w.busy) w.idle = this.run(uid, w);
+  }
+
+  /** The kubelet stops: syncs in progress start no further container (the runtime's calls in flight are not waited for here). */
+  halt(): void {
+    this.halted = true;
+  }
+
+  /** The grace period (seconds) of a pod being terminated. */
+  gracePeriod(uid: string): number | undefined {
+    return this.workers.get(uid)?.grace?.seconds;
   }
 
   has(uid: string): boolean {
@@ -109,13 +140,13 @@ export class PodWorkers {
         const started = performance.now();
         try {
           if (op === 'terminate') {
-            await this.handlers.terminate(pod);
+            await this.handlers.terminate(pod, w.grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)));
             this.workers.delete(uid);
             this.errorBackoff.forgetPrefix(uid);
             this.handlers.terminated(pod);
             return;
           }
-          const outcome = await this.handlers.sync(pod);
+          const outcome = await this.handlers.sync(pod, () => w.terminating || this.halted);
           this.errorBackoff.forgetPrefix(uid);
           if (outcome.requeueAfterMs !== undefined) this.handlers.requeue(uid, outcome.requeueAfterMs);
         } catch (err) {

@@ -10,34 +10,45 @@
  * root on the node already (or the kubelet's own user), so it needs no credentials, and it works
  * standalone, where no API server could authorize anything.
  *
- * Limits: at most MAX_CONNECTIONS connections and MAX_STREAMS proxied streams at once (more get
- * a 429), request headers of at most MAX_HEADER_BYTES (431), TLS handshakes and request heads
- * within seconds, idle connections closed; a stream is closed after streamingConnectionIdleTimeout
+ * Limits: connections that have not authenticated have a small budget of their own, per peer
+ * address and in all, and deadlines for the handshake and the first request (connection-budget.ts:
+ * a flood of sockets never pushes out the API server's connections); at most MAX_STREAMS proxied
+ * streams at once (more get a 429), request headers of at most MAX_HEADER_BYTES (431), request
+ * heads within seconds, idle connections closed; a stream is closed after streamingConnectionIdleTimeout
  * without traffic. Everything is per connection and non-blocking: a slow or stalled client holds
  * only its own connection.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type tlsModule from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import { ServerListenError } from './read-only-server.ts';
-import type { RequestAuthenticator, UserInfo } from './authn.ts';
+import { ANONYMOUS, type RequestAuthenticator, type UserInfo } from './authn.ts';
+import { ConnectionBudget, DEFAULT_BUDGET, type ConnectionLimits } from './connection-budget.ts';
 import { requestAttributes, type RequestAuthorizer } from './authz.ts';
 import { serveRoute, type RouteTable } from './routes.ts';
 import type { ServingTls } from './serving-tls.ts';
 import { proxyUpgrade, writeRawResponse } from './stream-proxy.ts';
 
+/** Connections of the local socket (its clients are root on the node). */
 const MAX_CONNECTIONS = 1024;
 const MAX_STREAMS = 128;
 /** Bearer tokens are a kilobyte or two; Node's default (16 KiB) would refuse a few long headers together. */
 const MAX_HEADER_BYTES = 32 * 1024;
 /** A connection with no traffic for this long is closed (a log follow lifts it for its own response). */
 const IDLE_TIMEOUT_MS = 60_000;
-const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** The status line for a request the HTTP parser refused, by the parser's error code (as Node's default). */
+const CLIENT_ERROR_STATUS: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: '413 Payload Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+};
 
 /** The identity of requests on the local socket (logs only: they are not authorized). */
 export const LOCAL_USER: Readonly<UserInfo> = Object.freeze({ name: 'kubelet-ts:local-socket', groups: [] });
@@ -56,6 +67,8 @@ export interface MainServerOptions {
   streamIdleTimeoutMs: number;
   logger: Logger;
   maxStreams?: number;
+  /** The budget of connections that have not authenticated (default DEFAULT_BUDGET). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 export class MainServer {
@@ -63,6 +76,9 @@ export class MainServer {
   private local: http.Server | undefined;
   /** Client sockets of proxied streams (detached from the HTTP servers: closed here). */
   private readonly streams = new Set<Duplex>();
+  private budget: ConnectionBudget | undefined;
+  /** The port's TCP listener (connections go on to `https` with their first bytes). */
+  private front: net.Server | undefined;
   /** The port the main server bound. */
   port = 0;
   /** The local socket, when it listens. */
@@ -78,11 +94,12 @@ export class MainServer {
   /** Listens on address:port (HTTPS) and on the local socket. */
   async listen(): Promise<number> {
     const { tls, logger } = this.opts;
+    const limits = { ...DEFAULT_BUDGET, ...this.opts.connectionLimits };
     const server = https.createServer(
       {
         ...secureContextOptions(tls),
         ...(tls.clientCA ? { requestCert: true, rejectUnauthorized: false } : {}),
-        handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+        handshakeTimeout: limits.handshakeMs,
         headersTimeout: 20_000,
         requestTimeout: 60_000,
         connectionsCheckingInterval: 2_000,
@@ -92,15 +109,32 @@ export class MainServer {
     );
     server.keepAliveTimeout = 15_000;
     server.timeout = IDLE_TIMEOUT_MS;
-    server.maxConnections = MAX_CONNECTIONS;
+    // The port is a plain TCP listener in front of the TLS server: each connection is counted
+    // in the budget of strangers from its accept, and reaches the TLS server with its first
+    // bytes (no server.maxConnections: a cap counted before TLS and authentication is one
+    // strangers fill).
+    this.budget?.close();
+    const budget = (this.budget = new ConnectionBudget(limits, logger));
+    budget.attach(server);
+    const front = net.createServer((raw) => budget.accept(raw, (r) => server.emit('connection', r)));
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.handleUpgrade(req, socket, head, false));
+    // A request the parser refuses: the answer Node's default handler would give, but ended
+    // rather than destroyed, so it is flushed through TLS on a socket that came from `front`.
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      const status = CLIENT_ERROR_STATUS[err.code ?? ''] ?? '400 Bad Request';
+      if (socket.writable && err.code !== 'ECONNRESET') socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+      setTimeout(() => socket.destroy(), 1000).unref();
+    });
     server.on('tlsClientError', (err, socket) => {
       logger.debug({ err: err.message, ...(this.opts.tls.cert ? {} : { reason: 'no serving certificate yet (serverTLSBootstrap: its request waits for approval)' }) }, 'TLS handshake failed');
       socket.destroy();
     });
-    await listenOn(server, { port: this.opts.port, host: this.opts.address }, `${this.opts.address}:${this.opts.port} (port)`);
+    await listenOn(front, { port: this.opts.port, host: this.opts.address }, `${this.opts.address}:${this.opts.port} (port)`);
+    // The HTTPS server never listens itself: its request deadlines start as they would on listen.
+    server.emit('listening');
     this.https = server;
-    this.port = (server.address() as AddressInfo).port;
+    this.front = front;
+    this.port = (front.address() as AddressInfo).port;
     if (this.opts.socketPath) {
       try {
         await this.listenLocal(this.opts.socketPath);
@@ -156,6 +190,10 @@ export class MainServer {
   }
 
   async close(): Promise<void> {
+    const front = this.front;
+    this.front = undefined;
+    const closedFront = front ? new Promise<void>((resolve) => front.close(() => resolve())) : Promise.resolve();
+    this.budget?.close();
     for (const s of this.streams) s.destroy();
     this.streams.clear();
     const servers = [this.https, this.local].filter((s): s is http.Server => s !== undefined);
@@ -163,8 +201,10 @@ export class MainServer {
     this.local = undefined;
     await Promise.all(servers.map((s) => {
       s.closeAllConnections();
+      // The HTTPS server never listened: its close only stops its timers (the callback gets "not running").
       return new Promise<void>((resolve) => s.close(() => resolve()));
     }));
+    await closedFront;
     if (this.socketPath) {
       try {
         fs.unlinkSync(this.socketPath);
@@ -178,6 +218,7 @@ export class MainServer {
   /** Authentication and authorization of a request: the user, or the refusal to send. */
   private async admit(req: http.IncomingMessage, url: URL, local: boolean): Promise<{ user: UserInfo } | { status: number; message: string }> {
     if (local) return { user: LOCAL_USER };
+    this.budget?.requesting(req.socket);
     let authn;
     try {
       authn = await this.opts.authenticator.authenticate(req);
@@ -185,8 +226,14 @@ export class MainServer {
       authn = { error: errorMessage(err) };
     }
     if (!authn.user) {
+      this.budget?.refused(req.socket);
       this.opts.logger.debug({ path: url.pathname, reason: authn.error }, 'unauthenticated request refused');
       return { status: 401, message: 'Unauthorized' };
+    }
+    // An anonymous request (when allowed) is still a stranger's: it keeps no authenticated slot.
+    if (authn.user.name === ANONYMOUS.name) this.budget?.refused(req.socket);
+    else if (this.budget && !this.budget.authenticated(req.socket)) {
+      return { status: 429, message: 'too many authenticated connections to this kubelet; try again later' };
     }
     const attrs = requestAttributes(req.method, url.pathname, this.opts.nodeName);
     const z = await this.opts.authorizer.authorize(authn.user, attrs);
@@ -277,7 +324,7 @@ function parseUrl(raw: string | undefined): URL | undefined {
 }
 
 /** Listens, or fails with a message naming the address and the field (not a stack trace). */
-function listenOn(server: http.Server, where: { port: number; host: string } | { path: string }, what: string): Promise<void> {
+function listenOn(server: net.Server, where: { port: number; host: string } | { path: string }, what: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       const why = err.code === 'EADDRINUSE' ? 'address already in use' : err.code === 'EADDRNOTAVAIL' ? 'no such address on this host' : err.code === 'EACCES' ? 'permission denied' : err.message;

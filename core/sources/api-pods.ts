@@ -56,6 +56,8 @@ export interface ApiPodSourceOptions {
   watchTimeoutSeconds?: () => number;
   /** Back-off after a failed list or watch. Default 800 ms doubling to 30 s. */
   backoff?: { initialMs: number; maxMs: number };
+  /** The server's bookmark interval (tests); see Reflector. */
+  bookmarkIntervalMs?: number;
 }
 
 interface StoredPod {
@@ -93,6 +95,7 @@ export class ApiPodSource implements PodSource {
       logger: this.log,
       ...(opts.watchTimeoutSeconds ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      ...(opts.bookmarkIntervalMs ? { bookmarkIntervalMs: opts.bookmarkIntervalMs } : {}),
       handler: {
         replace: (items) => this.replace(items),
         event: (type, object) => this.onEvent(type, object),
@@ -111,6 +114,11 @@ export class ApiPodSource implements PodSource {
     if (timedOut && !this.stopped) {
       this.log.warn({ waitedMs: waitMs, server: this.opts.client.server }, 'the pods bound to this node are not known yet (the API server has not answered the list); they are reported as soon as it does');
     }
+  }
+
+  /** Lists the pods bound to this node again, from etcd (the server's data may have gone back in time). */
+  relist(reason: string): void {
+    this.reflector.relist(reason);
   }
 
   async stop(): Promise<void> {

@@ -24,7 +24,7 @@ export class PodConfig {
     const updated: V1Pod[] = [];
     for (const pod of pods) {
       const uid = pod.metadata!.uid!;
-      const fingerprint = canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels, annotations: pod.metadata?.annotations, deletion: pod.metadata?.deletionTimestamp });
+      const fingerprint = canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels, annotations: pod.metadata?.annotations, deletion: pod.metadata?.deletionTimestamp, grace: pod.metadata?.deletionGracePeriodSeconds });
       next.set(uid, { pod, fingerprint });
       const old = prev.get(uid);
       if (!old) added.push(pod);

@@ -221,11 +221,13 @@ describe('the node on a real API server', function () {
     assert.deepEqual(after.status!.addresses!.map((a) => `${a.type}=${a.address}`), ['InternalIP=127.0.0.2', `Hostname=${name}`], 'addresses replaced, no stale InternalIP');
   });
 
-  it('registers the Node again when it was deleted', async function () {
+  it('registers the Node again when it was deleted, and says so (the pod source re-lists)', async function () {
     const name = nodeName('deleted');
-    const m = manager(name, await nodeClient(name), new FakeInputs());
+    let again = 0;
+    const m = manager(name, await nodeClient(name), new FakeInputs(), { onRegisteredAgain: () => again++ });
     m.start();
     const uid = (await m.register())!.metadata!.uid;
+    assert.equal(again, 0, 'the first registration is not one again');
     await core.deleteNode({ name });
     await waitFor('the Node gone', async () => (await getNode(name)) === undefined, 10_000, 100);
     await m.updateNow();
@@ -233,6 +235,7 @@ describe('the node on a real API server', function () {
       const node = await getNode(name);
       return node !== undefined && node.metadata!.uid !== uid && readyOf(node)?.status === 'True';
     }, 10_000, 100);
+    assert.equal(again, 1);
   });
 
   it('nodeStatus taps contribute conditions, capacity and labels; what they drop is removed', async function () {

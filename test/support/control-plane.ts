@@ -20,6 +20,8 @@ import { claimOncePerRun } from './once-per-run.ts';
  */
 
 const PREFIX = 'kubelet-ts-cp-';
+/** Control planes of tests' own, inside the run's directory. */
+const OWN_PREFIX = 'own-';
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** `shared/` is beside the project (CI clones it there), not at an absolute path. */
 export const SHARED_DIR = resolve(PROJECT_ROOT, '..', 'shared');
@@ -117,8 +119,16 @@ async function start(): Promise<ControlPlane> {
   if (reason) throw new Error(reason);
   await sweepStale();
   const base = controlPlaneBaseDir();
-  const dir = join(base, 'cp');
   runDir = base;
+  return (await bringUp(base)).cp;
+}
+
+/**
+ * A control plane in `<base>/cp` on free ports of its own; on failure `base` is stopped and
+ * removed. Returns it with the env of its ports (for `up` again).
+ */
+async function bringUp(base: string): Promise<{ cp: ControlPlane; env: Record<string, string> }> {
+  const dir = join(base, 'cp');
   await mkdir(base, { recursive: true });
   const ports = { API_PORT: await freePort(), ETCD_PORT: await freePort(), ETCD_PEER_PORT: await freePort(), KCM_PORT: await freePort(), SCHED_PORT: await freePort() };
   const env = { ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), SIGNING_DURATION: `${TEST_SIGNING_DURATION_MS / 1000}s` };
@@ -138,7 +148,7 @@ async function start(): Promise<ControlPlane> {
   const admin = new KubeConfig();
   admin.loadFromFile(adminKubeconfig);
   const written = new Map<string, Promise<string>>();
-  return {
+  const cp: ControlPlane = {
     dir,
     server,
     adminKubeconfig,
@@ -160,6 +170,40 @@ async function start(): Promise<ControlPlane> {
       return p;
     },
   };
+  return { cp, env };
+}
+
+/**
+ * A control plane of a test's own (for a test that wipes or restarts it: the run's shared one
+ * must stay up under the other tests), started in `<run dir>/own-<what>-<n>` on free ports. The
+ * test stops it (`stop()`); the run's teardown and the sweep of stale runs stop it too.
+ */
+export interface OwnControlPlane extends ControlPlane {
+  /** `control-plane.sh down DIR` (`wipe`: with --wipe, deleting its etcd data). */
+  down(opts?: { wipe?: boolean }): Promise<void>;
+  /** `control-plane.sh up DIR` again, on the same ports and PKI. */
+  up(): Promise<void>;
+  /** Down with --wipe, and its directory removed. */
+  stop(): Promise<void>;
+}
+
+let ownCount = 0;
+
+/** Starts a control plane of the calling test's own (see OwnControlPlane); skips or fails as controlPlaneOrSkip. */
+export async function ownControlPlaneOrSkip(ctx: Mocha.Context, what: string): Promise<OwnControlPlane> {
+  await controlPlaneOrSkip(ctx);
+  const base = join(controlPlaneBaseDir(), `${OWN_PREFIX}${what}-${++ownCount}`);
+  const { cp, env } = await bringUp(base);
+  return {
+    ...cp,
+    async down(opts = {}) {
+      await run('bash', [SCRIPT, 'down', cp.dir, ...(opts.wipe ? ['--wipe'] : [])], { timeoutMs: 90_000 });
+    },
+    async up() {
+      await run('bash', [SCRIPT, 'up', cp.dir], { env, timeoutMs: UP_TIMEOUT_MS });
+    },
+    stop: () => stopDir(base),
+  };
 }
 
 /** Stops the control plane if this run started it, and removes its directory. Idempotent. */
@@ -172,6 +216,10 @@ export async function stopControlPlane(): Promise<void> {
 }
 
 async function stopDir(base: string): Promise<void> {
+  // Tests' own control planes inside it first (a run that died left them running).
+  for (const name of await readdir(base).catch(() => [] as string[])) {
+    if (name.startsWith(OWN_PREFIX)) await stopDir(join(base, name));
+  }
   const dir = join(base, 'cp');
   if (existsSync(dir)) {
     log(`down ${dir}`);

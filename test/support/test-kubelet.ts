@@ -41,6 +41,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     hookTimeoutMs: 30_000,
     maxParallelImagePulls: undefined,
     maxParallelSandboxCreations: defaultMaxParallelSandboxCreations(),
+    maxParallelContainerCreations: defaultMaxParallelSandboxCreations(),
     localObjectsDir: undefined,
     kubeconfig: undefined,
     bootstrapKubeconfig: undefined,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createApiClient, type ApiClient } from '../../core/apiserver/api-client.ts';
 import { ApiPodSource } from '../../core/sources/api-pods.ts';
@@ -28,6 +29,8 @@ class PodServer {
   watchQueries: URLSearchParams[] = [];
   listQueries: URLSearchParams[] = [];
   down = false;
+  /** Refuses watch requests with this answer, when set. */
+  watchRefusal: { code: number; body: object } | undefined;
   srv!: FakeApiServer;
 
   async start(): Promise<void> {
@@ -37,6 +40,7 @@ class PodServer {
       if (url.pathname !== '/api/v1/pods') return sendJSON(res, 404, status(404, 'NotFound', 'not here'));
       if (url.searchParams.get('watch') === 'true') {
         this.watchQueries.push(url.searchParams);
+        if (this.watchRefusal) return sendJSON(res, this.watchRefusal.code, this.watchRefusal.body);
         res.writeHead(200, { 'Content-Type': 'application/json' });
         res.flushHeaders();
         this.watches.push(res);
@@ -152,6 +156,62 @@ describe('ApiPodSource (list-watch of the pods bound to the node)', function () 
     server.event('ERROR', status(410, 'Gone', 'gone'));
     await waitFor('b removed by the re-list', () => names(sets.at(-1)).join() === 'a', 2000, 10);
     assert.equal(sets.length, 2);
+  });
+
+  it('re-lists from etcd on "Too large resource version" (etcd restored): as a watch event, and as the answer to a watch', async function () {
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '900' }, items: [pod('a', 'uid-a', '5'), pod('b', 'uid-b', '6')] } });
+    await startSource();
+    await server.waitWatch(1);
+    const tooLarge = { ...status(504, 'Timeout', 'Too large resource version: 900, current: 20'), details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] } };
+    // The restored server has only b.
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '20' }, items: [pod('b', 'uid-b', '6')] } });
+    server.event('ERROR', tooLarge);
+    await waitFor('a removed by the re-list', () => names(sets.at(-1)).join() === 'b', 2000, 10);
+    assert.equal(server.listQueries.at(-1)!.get('resourceVersion'), '', 'the re-list reads etcd');
+    await server.waitWatch(2);
+    assert.equal(server.watchQueries.at(-1)!.get('resourceVersion'), '20', 'watching from the restored server\'s resourceVersion');
+    // A watch request refused with it (an older server: a Timeout whose cause says so).
+    const lists = server.listQueries.length;
+    server.watchRefusal = { code: 504, body: { ...status(504, 'Timeout', 'Timeout: Too large resource version: 20, current: 3'), details: { causes: [{ message: 'Too large resource version' }] } } };
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '3' }, items: [] } });
+    for (const w of server.watches) w.end();
+    await waitFor('a re-list after the refusal', () => server.listQueries.length > lists, 3000, 10);
+    server.watchRefusal = undefined;
+    await waitFor('b removed', () => (sets.at(-1) ?? []).length === 0, 2000, 10);
+  });
+
+  it('re-lists when asked (the Node was registered again), dropping pods the server no longer has', async function () {
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '500' }, items: [pod('a', 'uid-a', '5')] } });
+    await startSource();
+    await server.waitWatch(1);
+    server.list = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '7' }, items: [pod('new', 'uid-new', '7')] } });
+    source.relist('the Node was registered again');
+    await waitFor('the server\'s pods', () => names(sets.at(-1)).join() === 'new', 2000, 10);
+    assert.equal(server.listQueries.at(-1)!.get('resourceVersion'), '');
+    await server.waitWatch(2);
+    assert.equal(server.watchQueries.at(-1)!.get('resourceVersion'), '7');
+  });
+
+  it('re-lists after watches in a row that ended past the bookmark interval with nothing (not even a bookmark)', async function () {
+    await startSource({ bookmarkIntervalMs: 50 });
+    await server.waitWatch(1);
+    assert.equal(server.listQueries.length, 1);
+    // One empty watch, then one with a bookmark: no re-list.
+    await sleep(80);
+    server.watches.at(-1)!.end();
+    await server.waitWatch(2);
+    server.event('BOOKMARK', { metadata: { resourceVersion: '11' } });
+    await sleep(80);
+    server.watches.at(-1)!.end();
+    await server.waitWatch(3);
+    assert.equal(server.listQueries.length, 1, 'a bookmark resets the count');
+    for (let n = 4; n <= 5; n++) {
+      await sleep(80);
+      server.watches.at(-1)!.end();
+      if (n < 5) await server.waitWatch(n);
+    }
+    await waitFor('a re-list after two empty watches', () => server.listQueries.length === 2, 3000, 10);
+    assert.equal(server.listQueries[1]!.get('resourceVersion'), '');
   });
 
   it('keeps the set while the API server is away, logs the outage once, and resumes from the last resourceVersion', async function () {

@@ -320,6 +320,47 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.ok(suite.fake.maxInFlight.RunPodSandbox! > 2, `max in flight ${suite.fake.maxInFlight.RunPodSandbox}`);
   });
 
+  it('starts a pod\'s containers a few at a time, at most maxParallelContainerCreations node-wide; every container runs', async () => {
+    suite.fake.delay('CreateContainer', 40);
+    const t = await start({ maxParallelContainerCreations: 3 });
+    const containers = Array.from({ length: 12 }, (_, i) => app(`c${i}`));
+    await Promise.all(['a', 'b'].map((n) => t.writeManifest(`${n}.yaml`, podManifest(n, containers))));
+    for (const n of ['a', 'b']) await t.waitForPod(n, isRunning, 15_000, `${n} Running`);
+    assert.equal(suite.fake.calls.CreateContainer, 24);
+    assert.equal(suite.fake.maxInFlight.CreateContainer, 3, 'the node-wide bound');
+  });
+
+  it('without a node-wide bound, one pod still starts at most 4 containers at once', async () => {
+    suite.fake.delay('CreateContainer', 40);
+    const t = await start({ maxParallelContainerCreations: undefined });
+    await t.writeManifest('a.yaml', podManifest('a', Array.from({ length: 12 }, (_, i) => app(`c${i}`))));
+    await t.waitForPod('a', isRunning, 15_000, 'a Running');
+    assert.equal(suite.fake.maxInFlight.CreateContainer, 4);
+  });
+
+  it('a pod removed while its containers start: no further create is issued, and nothing of it is left', async () => {
+    suite.fake.delay('CreateContainer', 150);
+    const t = await start({ maxParallelContainerCreations: 2 });
+    await t.writeManifest('big.yaml', podManifest('big', Array.from({ length: 40 }, (_, i) => app(`c${i}`)), { terminationGracePeriodSeconds: 1 }));
+    await waitFor('some containers created', () => (suite.fake.calls.CreateContainer ?? 0) >= 2, 10_000);
+    await t.removeManifest('big.yaml');
+    await waitFor('the pod gone from the runtime', () => suite.fake.containers().length === 0 && suite.fake.sandboxes().length === 0, 20_000);
+    assert.ok((suite.fake.calls.CreateContainer ?? 0) < 20, `creates issued: ${suite.fake.calls.CreateContainer} of 40`);
+    await sleep(500);
+    assert.equal(suite.fake.containers().length, 0, 'no create landed after the removal');
+  });
+
+  it('stops a pod of many containers at most 8 at a time; every container is stopped and removed', async () => {
+    const t = await start({ maxParallelContainerCreations: undefined });
+    await t.writeManifest('many.yaml', podManifest('many', Array.from({ length: 30 }, (_, i) => app(`c${i}`)), { terminationGracePeriodSeconds: 1 }));
+    await t.waitForPod('many', isRunning, 15_000, 'many Running');
+    suite.fake.delay('StopContainer', 60);
+    await t.removeManifest('many.yaml');
+    await waitFor('the pod gone from the runtime', () => suite.fake.containers().length === 0 && suite.fake.sandboxes().length === 0, 20_000);
+    assert.equal(suite.fake.calls.StopContainer, 30);
+    assert.equal(suite.fake.maxInFlight.StopContainer, 8);
+  });
+
   it('stops and removes a sandbox of ours that no source wants (orphan), leaving others alone', async () => {
     suite.fake.addImage(IMAGE, { present: true });
     const cri = new CriClient(suite.fake.endpoint);

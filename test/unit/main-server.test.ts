@@ -102,7 +102,7 @@ describe('main port: authentication and authorization', function () {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  async function start(opts: { api?: ReturnType<typeof fakeApi>; mode?: 'AlwaysAllow' | 'Webhook'; anonymous?: boolean; ttls?: [number, number, number]; routes?: RouteTable; maxStreams?: number; idleMs?: number; tls?: Partial<ServingTls> }) {
+  async function start(opts: { api?: ReturnType<typeof fakeApi>; mode?: 'AlwaysAllow' | 'Webhook'; anonymous?: boolean; ttls?: [number, number, number]; routes?: RouteTable; maxStreams?: number; idleMs?: number; tls?: Partial<ServingTls>; connectionLimits?: ConstructorParameters<typeof MainServer>[0]['connectionLimits'] }) {
     const [tokenTtl, allowTtl, denyTtl] = opts.ttls ?? [60_000, 60_000, 60_000];
     const routes = opts.routes ?? new RouteTable().add('/pods', () => ({ items: [] })).add('/healthz', () => 'ok').add('/stats/summary', () => ({ node: {} }));
     server = new MainServer({
@@ -117,6 +117,7 @@ describe('main port: authentication and authorization', function () {
       streamIdleTimeoutMs: opts.idleMs ?? 60_000,
       logger,
       ...(opts.maxStreams ? { maxStreams: opts.maxStreams } : {}),
+      ...(opts.connectionLimits ? { connectionLimits: opts.connectionLimits } : {}),
     });
     port = await server.listen();
     return server;
@@ -174,6 +175,47 @@ describe('main port: authentication and authorization', function () {
     fail = true;
     const e = await kubeletRequest(port, '/healthz', { token: 't' });
     assert.deepEqual([e.status, e.body], [500, 'Authorization error (user=bob, verb=get, resource=nodes, subresource=healthz)\n']);
+  });
+
+  it('a flood of silent and handshake-then-idle sockets never keeps a client certificate or a token from being served; strangers over their deadlines are closed', async function () {
+    this.timeout(60_000);
+    const api = fakeApi({ token: (tk) => (tk === 'good' ? { authenticated: true, user: { username: 'alice' } } : { authenticated: false }) });
+    await start({ api, mode: 'AlwaysAllow', connectionLimits: { unauthenticated: 24, unauthenticatedPerPeer: 16, handshakeMs: 1500, authenticateMs: 1500 } });
+    const creds = { cert: await pki('node.crt'), key: await pki('node.key') };
+    // Held open, and opened again as the server closes them (bounded: 1,500 opens in all).
+    let opens = 0;
+    let stopping = false;
+    const held = new Set<net.Socket>();
+    const open = (handshake: boolean): void => {
+      if (stopping || opens >= 1500) return;
+      opens++;
+      const s: net.Socket = handshake ? tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }) : net.connect(port, '127.0.0.1');
+      held.add(s);
+      s.on('error', () => {});
+      s.once('close', () => {
+        held.delete(s);
+        setImmediate(() => open(handshake));
+      });
+    };
+    for (let i = 0; i < 30; i++) open(false);
+    for (let i = 0; i < 10; i++) open(true);
+    try {
+      for (let i = 0; i < 10; i++) {
+        assert.equal((await kubeletRequest(port, '/pods', creds)).status, 200, `client certificate, request ${i}`);
+        assert.equal((await kubeletRequest(port, '/pods', { token: 'good' })).status, 200, `token, request ${i}`);
+        await sleep(100);
+      }
+      assert.ok(opens > 40, `the server closed strangers to make room (${opens} opens)`);
+    } finally {
+      stopping = true;
+      for (const s of held) s.destroy();
+    }
+    // A stranger that never completes a handshake is closed after handshakeMs.
+    const silent = net.connect(port, '127.0.0.1');
+    silent.on('error', () => {});
+    const t0 = Date.now();
+    await new Promise((resolve) => silent.once('close', resolve));
+    assert.ok(Date.now() - t0 < 4000, `closed after ${Date.now() - t0} ms`);
   });
 
   it('Webhook with no API server (standalone) refuses everything; unknown paths are 404 only once authorized', async () => {

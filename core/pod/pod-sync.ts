@@ -2,7 +2,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
-import { errorMessage, isNotFound, pluginOf } from '../errors.ts';
+import { errorMessage, pluginOf } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
@@ -17,31 +17,34 @@ import { ContainerConfigError, buildContainerConfig } from './container-config.t
 import type { ImagePuller } from './image-puller.ts';
 import type { LifecycleHandlers } from './lifecycle-handlers.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
-import { allContainersOf, containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podFullName, podUID } from '../objects/pod-util.ts';
-import { buildSandboxConfig, podLogDir } from './sandbox-config.ts';
+import { containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
+import { buildSandboxConfig } from './sandbox-config.ts';
 import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
 import { containerMounts } from './container-mounts.ts';
 import { readHostResolvConf, sandboxHostnameAndDns } from './pod-dns.ts';
 import { etcHostsMount } from './etc-hosts.ts';
 import { SecurityContextError, needsImageUser, type ImageUser, type SecurityInputs } from './security-context.ts';
 import { checkSeccompProfile } from './seccomp-profiles.ts';
-import { TerminationMessagePathError, removeTerminationMessageFile, terminationMessageMount } from './termination-message.ts';
+import { TerminationMessagePathError, terminationMessageMount } from './termination-message.ts';
 import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
 import type { PodTimelines, TimedExtras } from '../timeline/pod-timeline.ts';
 import { pulledNote } from '../runtime/pull-progress-format.ts';
-import { podRef, type EventRecorder, type EventType } from '../events/event-recorder.ts';
+import type { EventRecorder, EventType } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
 import type { DownwardInputs } from '../objects/downward-api.ts';
 import { serviceLinkEnv, type ServiceLinkSource } from '../objects/service-links.ts';
 import { isStaticPod } from '../objects/pod-origin.ts';
-import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
+import type { TerminationGrace } from './termination-grace.ts';
+import { PodKiller } from './pod-kill.ts';
+import { ContainerGC } from './container-gc.ts';
+import { PodTermination } from './pod-termination.ts';
+import { podLogger, recordPodEvent } from './pod-reporting.ts';
+import { inLanes } from '../util/in-lanes.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
 
-/** Upstream's minimum time a container gets to stop after its preStop hook ran over. */
-const MIN_GRACE_SECONDS = 2;
 /** How soon to look again at a pod that waits for an image or failed to start a container. */
 const WAITING_RESYNC_MS = 1000;
 /** How soon to try again to set up the volumes of a pod whose volumes are not ready. */
@@ -68,17 +71,10 @@ export const CONTAINER_SLOT_MS = 30_000;
  */
 export const CONTAINER_STARTS_PER_POD = 4;
 /**
- * How many of one pod's containers are being stopped at once. Upstream stops them all at
- * once; on a pod of hundreds, that many exits at the same moment leave one runtime shim (one
- * per pod) unable to answer, and the stops time out again and again. Each container still
- * gets what is left of the pod's grace period (at least MIN_GRACE_SECONDS).
- */
-export const CONTAINER_STOPS_PER_POD = 8;
-
-/**
  * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
  * calls): computes the actions, creates the sandbox, pulls images, creates and starts
- * containers, kills what must go, and updates the pod's status right after acting.
+ * containers, kills what must go (pod-kill.ts), removes what is dead (container-gc.ts), and
+ * updates the pod's status right after acting. A termination is pod-termination.ts.
  */
 export class PodSyncer {
   /** When this kubelet last changed each pod in the runtime (the cache is stale before it read the pod again). */
@@ -121,7 +117,18 @@ export class PodSyncer {
       runtimeClasses?: { handler(pod: V1Pod): Promise<string> };
       logger: Logger;
     },
-  ) {}
+  ) {
+    this.killer = new PodKiller(deps);
+    this.gc = new ContainerGC(deps);
+    this.termination = new PodTermination(deps, this.killer, this.gc);
+  }
+
+  /** The kill path (containers and sandboxes within the grace period). */
+  private readonly killer: PodKiller;
+  /** Container GC: dead containers and old sandboxes. */
+  private readonly gc: ContainerGC;
+  /** The end of a pod that left its source. */
+  private readonly termination: PodTermination;
 
   /**
    * Brings a pod to its desired state; throws on a failure that should be retried with back-off.
@@ -159,7 +166,7 @@ export class PodSyncer {
     try {
       if (actions.killPod) {
         log.info({ createSandbox: actions.createSandbox }, actions.createSandbox ? 'sandbox changed, killing pod to recreate it' : 'pod finished, stopping its sandbox');
-        await this.killPod(pod, rs, gracePeriodSeconds(pod));
+        await this.killer.killPod(pod, rs, gracePeriodSeconds(pod));
       }
       if (!actions.createSandbox && !actions.sandboxId) return this.finish(pod, waiting, requeueAfterMs, acts);
 
@@ -221,7 +228,7 @@ export class PodSyncer {
         podIP = isHostNetwork(pod) ? config.nodeIP : sb.ip;
       }
 
-      await Promise.all(actions.containersToKill.map((k) => this.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
+      await Promise.all(actions.containersToKill.map((k) => this.killer.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
       // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
       await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
       if (actions.nextInit && !stopping()) {
@@ -230,7 +237,7 @@ export class PodSyncer {
         if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
       }
       await startEach(actions.containersToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
-      removedDead = await this.removeDeadContainers(rs);
+      removedDead = await this.gc.removeDeadContainers(rs);
     } finally {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
     }
@@ -291,7 +298,7 @@ export class PodSyncer {
     if (live) {
       this.actedAt.set(podUID(pod), Date.now());
       // An eviction sets its own grace (0 for a hard threshold); others use the pod's.
-      await this.killPod(pod, rs, this.deps.status.rejection(podUID(pod))?.gracePeriodSeconds ?? gracePeriodSeconds(pod));
+      await this.killer.killPod(pod, rs, this.deps.status.rejection(podUID(pod))?.gracePeriodSeconds ?? gracePeriodSeconds(pod));
     }
     return this.finish(pod, new Map(), undefined, live);
   }
@@ -401,7 +408,7 @@ export class PodSyncer {
       // Upstream kills a container whose postStart handler failed, then restarts it per policy.
       log.warn({ err: errorMessage(err) }, 'FailedPostStartHook');
       event('Warning', 'FailedPostStartHook', errorMessage(err));
-      await this.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
+      await this.killer.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
     }
   }
 
@@ -486,152 +493,20 @@ export class PodSyncer {
   }
 
   /**
-   * Fires beforeKill, runs the container's preStop handler, and stops it, all within the grace
-   * period. A `TerminationGrace` that shortens meanwhile cuts the preStop handler off at the new
-   * deadline and asks the runtime again to stop the container with the new time left (the stop
-   * in flight with the old timeout ends too once the container is gone).
-   */
-  private async killContainer(pod: V1Pod, id: string, name: string, graceIn: number | TerminationGrace, reason: string): Promise<void> {
-    const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
-    const container = allContainersOf(pod).find((c) => c.name === name);
-    const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
-    try {
-      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace.seconds, reason });
-    } catch (err) {
-      this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'a beforeKill tap failed');
-    }
-    // The preStop handler gets what the taps left of the grace period, however long that is.
-    if (container) {
-      const deadline = grace.expired();
-      try {
-        await Promise.race([this.deps.lifecycle.preStop({ pod, container, containerId: id, podIP }, grace.leftSeconds()), deadline.promise]);
-      } finally {
-        deadline.cancel();
-      }
-    }
-    // Upstream gives a container at least MIN_GRACE_SECONDS after its preStop handler (0 stays 0: a hard eviction).
-    const timeout = () => (grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
-    this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason);
-    const again = grace.onShorten(() => {
-      this.podLogger(pod).info({ container: name, containerId: id, gracePeriod: grace.seconds }, 'grace period shortened: stopping the container again with the time left');
-      this.deps.runtime.stopContainer(id, timeout()).catch(() => {});
-    });
-    try {
-      await this.deps.runtime.stopContainer(id, timeout());
-      this.deps.probes.forget(id);
-      this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    } finally {
-      again();
-    }
-  }
-
-  /** Stops every running container (CONTAINER_STOPS_PER_POD at a time, each with what is left of the grace period), then the sandboxes. */
-  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, graceIn: number | TerminationGrace): Promise<void> {
-    const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
-    const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
-    // Sidecars outlive the containers they serve: app and regular containers stop first, in
-    // parallel; then sidecars one by one in reverse order, each with what is left of the grace period.
-    const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
-    await inLanes(live.filter((c) => !sidecarNames.includes(c.metadata.name)), CONTAINER_STOPS_PER_POD, () => false, (c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container'));
-    for (const name of [...sidecarNames].reverse()) {
-      for (const c of live.filter((l) => l.metadata.name === name)) {
-        const left = new TerminationGrace(grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
-        const follow = grace.onShorten(() => left.shorten(Math.max(MIN_GRACE_SECONDS, grace.leftSeconds())));
-        try {
-          await this.killContainer(pod, c.id, name, left, 'Stopping sidecar container');
-        } finally {
-          follow();
-        }
-      }
-    }
-    // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
-    for (const sb of rs?.sandboxes ?? []) {
-      try {
-        await this.deps.runtime.stopPodSandbox(sb.id);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-    }
-  }
-
-  /**
-   * Stops and removes everything of a pod that left its source; forgets its state. `grace`:
-   * the termination's grace as the pod worker keeps it (it may shorten while this runs).
+   * Stops and removes everything of a pod that left its source (pod-termination.ts); forgets
+   * what the start path kept of it. `grace`: the termination's grace as the pod worker keeps
+   * it (it may shorten while this runs).
    */
   async terminate(pod: V1Pod, grace?: TerminationGrace): Promise<void> {
     const uid = podUID(pod);
-    const rs = await this.deps.cache.refreshPod(uid);
-    await this.killPod(pod, rs, grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)));
-    if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
-    for (const c of rs?.containers ?? []) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
-    for (const sb of rs?.sandboxes ?? []) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
-    // What a create still running in the runtime left after the list above (a create the
-    // kubelet gave up waiting for lands later): stopped and removed too; anything still there
-    // fails the termination, which is retried.
-    const late = await this.deps.cache.refreshPod(uid);
-    if (late && (late.containers.length > 0 || late.sandboxes.length > 0)) {
-      await this.killPod(pod, late, 0);
-      for (const c of late.containers) await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
-      for (const sb of late.sandboxes) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
-      const still = await this.deps.cache.refreshPod(uid);
-      if (still && (still.containers.length > 0 || still.sandboxes.length > 0)) {
-        throw new Error(`${still.containers.length} containers and ${still.sandboxes.length} sandboxes of the pod are still in the runtime`);
-      }
-    }
-    // The last container is gone: unmount the pod's volumes (a failure retries the termination).
-    await this.deps.volumes.tearDownPod(uid);
-    await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
-    await this.deps.cgroups?.removePod(uid);
     this.sandboxConfigs.delete(uid);
     this.actedAt.delete(uid);
-    this.deps.crashBackoff.forgetPrefix(`${uid}/`);
-    this.deps.pullBackoff.forgetPrefix(`${uid}/`);
-    this.deps.puller.forget(uid);
-    this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
-    try {
-      await this.deps.hooks.podRemoved.promise(pod);
-    } catch (err) {
-      // The termination is retried until every tap succeeds: say on the pod, at each retry, which plugin holds it.
-      this.event(pod, undefined, 'Warning', 'FailedPodRemovedHook', `${errorMessage(err)}; the pod stays terminating until its podRemoved taps succeed`);
-      throw err;
-    }
-    this.podLogger(pod).info('pod removed');
+    await this.termination.terminate(pod, grace);
   }
 
-  /**
-   * Container GC for one pod, as upstream's: the newest instance of each container stays (its
-   * status and logs are what users see); of the older dead ones, the newest
-   * `maxPerPodContainer` stay and the rest go, oldest first, with their log files. Sandboxes
-   * of past attempts go once no container uses them.
-   */
-  private async removeDeadContainers(rs: PodRuntimeStatus | undefined): Promise<boolean> {
-    if (!rs) return false;
-    const dead = evictableContainers(rs).flatMap(([, list]) => (this.deps.config.maxPerPodContainer < 0 ? [] : list.slice(this.deps.config.maxPerPodContainer)));
-    for (const c of dead) await this.removeContainerAndLog(c);
-    const removed = new Set(dead.map((c) => c.id));
-    const inUse = new Set(rs.containers.filter((c) => !removed.has(c.id)).map((c) => c.podSandboxId));
-    const oldSandboxes = rs.sandboxes.slice(1).filter((sb) => sb.state !== 'SANDBOX_READY' && !inUse.has(sb.id));
-    for (const sb of oldSandboxes) await this.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
-    return dead.length > 0 || oldSandboxes.length > 0;
-  }
-
-  /** Removes a dead container and its log file (the runtime leaves log files to the kubelet). */
-  async removeContainerAndLog(c: ContainerStatus): Promise<void> {
-    await this.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
-    // A dead instance's probe results go with it (a crash-looping pod would keep one per restart).
-    this.deps.probes.forget(c.id);
-    await removeTerminationMessageFile(this.deps.config.rootDir, c);
-    if (c.logPath) await fs.rm(c.logPath, { force: true }).catch(() => {});
-  }
-
-  private async removeQuietly(fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-    } catch (err) {
-      if (!isNotFound(err)) this.deps.logger.warn({ err: errorMessage(err) }, 'remove failed');
-    }
+  /** Removes a dead container and its log file, for the node-wide container GC. */
+  removeContainerAndLog(c: ContainerStatus): Promise<void> {
+    return this.gc.removeContainerAndLog(c);
   }
 
   /** A status that could not be published while the sync fails anyway (the sync's own error is what the worker reports). */
@@ -640,26 +515,12 @@ export class PodSyncer {
   }
 
   private event(pod: V1Pod, container: string | undefined, type: EventType, reason: string, message: string): void {
-    this.deps.events?.record(podRef(pod, container), type, reason, message);
+    recordPodEvent(this.deps.events, pod, container, type, reason, message);
   }
 
   private podLogger(pod: V1Pod): Logger {
-    return this.deps.logger.child({ pod: podFullName(pod), uid: pod.metadata?.uid });
+    return podLogger(this.deps.logger, pod);
   }
-}
-
-/**
- * Dead containers GC may remove, per (pod, container name), newest first: every exited
- * instance except the newest instance of its name.
- */
-export function evictableContainers(rs: PodRuntimeStatus): Array<[string, ContainerStatus[]]> {
-  const byName = new Map<string, ContainerStatus[]>();
-  for (const c of rs.containers) {
-    const list = byName.get(c.metadata.name) ?? [];
-    list.push(c);
-    byName.set(c.metadata.name, list);
-  }
-  return [...byName].map(([name, list]) => [name, list.slice(1).filter((c) => c.state === 'CONTAINER_EXITED')]);
 }
 
 /** A stand-in pod for runtime objects whose pod the kubelet no longer knows (orphans). */
@@ -679,13 +540,3 @@ function startEach<T>(starts: T[], stopping: () => boolean, start: (s: T) => Pro
   return inLanes(starts, CONTAINER_STARTS_PER_POD, stopping, start);
 }
 
-/** Runs `fn` on each item, `lanes` at a time, in order; none is begun once `stop()` is true. Rejects with the first failure, once every lane ended. */
-async function inLanes<T>(items: T[], lanes: number, stop: () => boolean, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length && !stop()) await fn(items[next++]!);
-  };
-  const ends = await Promise.allSettled(Array.from({ length: Math.min(lanes, items.length) }, lane));
-  const failed = ends.find((e): e is PromiseRejectedResult => e.status === 'rejected');
-  if (failed) throw failed.reason;
-}

@@ -96,8 +96,12 @@ function clientCommand(argv: string[]): { run: (argv: string[], opts: { socketPa
   return Object.hasOwn(CLIENT_COMMANDS, name) ? { run: CLIENT_COMMANDS[name]!, argv: argv.slice(1) } : undefined;
 }
 
-/** The longest a signalled kubelet takes to exit (the stop's own steps are bounded below this). */
-const STOP_DEADLINE_MS = 30_000;
+/**
+ * The longest a signalled kubelet takes to exit: the stop itself is bounded at 20 s
+ * (kubelet.ts); this backstop ends the process, saying so, before the README unit's
+ * TimeoutStopSec=30 has systemd kill it without a word.
+ */
+const STOP_DEADLINE_MS = 25_000;
 
 async function main(): Promise<number> {
   // Many hollow nodes in one process (`kubelet-ts hollow`, core/hollow): its own flags, loaded only when asked for.

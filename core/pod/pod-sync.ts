@@ -3,23 +3,15 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
 import { errorMessage, pluginOf } from '../errors.ts';
-import type { KubeletHooks } from '../hooks.ts';
-import type { KubeletConfig } from '../config/types.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
-import type { PodRuntimeStatus, RuntimeCache } from '../runtime/runtime-cache.ts';
+import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { Limiter } from '../util/limiter.ts';
-import type { ContainerConfig, ContainerRuntime, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
-import type { StatusManager } from '../status/status-manager.ts';
-import type { ProbeResults } from '../status/probe-results.ts';
-import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
-import type { Backoff } from './backoff.ts';
+import type { ContainerConfig, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
-import type { ImagePuller } from './image-puller.ts';
-import type { LifecycleHandlers } from './lifecycle-handlers.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
 import { containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig } from './sandbox-config.ts';
-import { VolumeSetupError, type VolumeManager } from '../volumes/volume-manager.ts';
+import { VolumeSetupError } from '../volumes/volume-manager.ts';
 import { containerMounts } from './container-mounts.ts';
 import { readHostResolvConf, sandboxHostnameAndDns } from './pod-dns.ts';
 import { etcHostsMount } from './etc-hosts.ts';
@@ -29,16 +21,16 @@ import { TerminationMessagePathError, terminationMessageMount } from './terminat
 import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
 import type { PodTimelines, TimedExtras } from '../timeline/pod-timeline.ts';
 import { pulledNote } from '../runtime/pull-progress-format.ts';
-import type { EventRecorder, EventType } from '../events/event-recorder.ts';
+import type { EventType } from '../events/event-recorder.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { containerEnv, fetchEnvObjects, machineAllocatable } from './container-env.ts';
 import type { DownwardInputs } from '../objects/downward-api.ts';
 import { serviceLinkEnv, type ServiceLinkSource } from '../objects/service-links.ts';
 import { isStaticPod } from '../objects/pod-origin.ts';
 import type { TerminationGrace } from './termination-grace.ts';
-import { PodKiller } from './pod-kill.ts';
-import { ContainerGC } from './container-gc.ts';
-import { PodTermination } from './pod-termination.ts';
+import { PodKiller, type PodKillerDeps } from './pod-kill.ts';
+import { ContainerGC, type ContainerGCDeps } from './container-gc.ts';
+import { PodTermination, type PodTerminationDeps } from './pod-termination.ts';
 import { podLogger, recordPodEvent } from './pod-reporting.ts';
 import { inLanes } from '../util/in-lanes.ts';
 
@@ -71,6 +63,27 @@ export const CONTAINER_SLOT_MS = 30_000;
  */
 export const CONTAINER_STARTS_PER_POD = 4;
 /**
+ * What the pod syncer uses: what its kill path, container GC and termination use (their deps
+ * interfaces), and what only the start path needs.
+ */
+export interface PodSyncerDeps extends PodKillerDeps, ContainerGCDeps, PodTerminationDeps {
+  /** Records the steps of each pod's start, when set. */
+  timeline?: PodTimelines;
+  /** Bounds concurrent RunPodSandbox calls (maxParallelSandboxCreations), when set. */
+  sandboxCreations?: Limiter;
+  /** Bounds concurrent CreateContainer + StartContainer calls node-wide (maxParallelContainerCreations), when set. */
+  containerCreations?: Limiter;
+  /** Where a pod's ConfigMaps and Secrets come from (env, envFrom, image pull secrets). */
+  objects?: (pod: V1Pod) => ObjectSource;
+  /** The downward API's inputs for a pod (its IPs, the node's, the node's allocatable). */
+  downward?: (pod: V1Pod) => DownwardInputs;
+  /** The cluster's services for service link variables (API-server mode; none standalone, as upstream). */
+  services?: () => ServiceLinkSource | undefined;
+  /** Resolves a pod's runtimeClassName to the runtime handler its sandbox is created with. */
+  runtimeClasses?: { handler(pod: V1Pod): Promise<string> };
+}
+
+/**
  * Carries out syncs and terminations for one pod at a time (the pod's worker serialises
  * calls): computes the actions, creates the sandbox, pulls images, creates and starts
  * containers, kills what must go (pod-kill.ts), removes what is dead (container-gc.ts), and
@@ -83,40 +96,7 @@ export class PodSyncer {
   private readonly sandboxConfigs = new Map<string, { id: string; config: PodSandboxConfig }>();
 
   constructor(
-    private readonly deps: {
-      runtime: ContainerRuntime;
-      cache: RuntimeCache;
-      hooks: KubeletHooks;
-      config: KubeletConfig;
-      crashBackoff: Backoff;
-      pullBackoff: Backoff;
-      puller: ImagePuller;
-      status: StatusManager;
-      probes: ProbeResults;
-      /** The pod cgroup hierarchy, when cgroupsPerQOS is on. */
-      cgroups: PodCgroups | undefined;
-      /** Sets up volumes before the pod's containers are created, tears them down on termination. */
-      volumes: VolumeManager;
-      /** Records the steps of each pod's start, when set. */
-      timeline?: PodTimelines;
-      /** Bounds concurrent RunPodSandbox calls (maxParallelSandboxCreations), when set. */
-      sandboxCreations?: Limiter;
-      /** Bounds concurrent CreateContainer + StartContainer calls node-wide (maxParallelContainerCreations), when set. */
-      containerCreations?: Limiter;
-      /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
-      events?: EventRecorder;
-      /** postStart and preStop handlers: run here, around the afterStart and beforeKill hooks. */
-      lifecycle: LifecycleHandlers;
-      /** Where a pod's ConfigMaps and Secrets come from (env, envFrom, image pull secrets). */
-      objects?: (pod: V1Pod) => ObjectSource;
-      /** The downward API's inputs for a pod (its IPs, the node's, the node's allocatable). */
-      downward?: (pod: V1Pod) => DownwardInputs;
-      /** The cluster's services for service link variables (API-server mode; none standalone, as upstream). */
-      services?: () => ServiceLinkSource | undefined;
-      /** Resolves a pod's runtimeClassName to the runtime handler its sandbox is created with. */
-      runtimeClasses?: { handler(pod: V1Pod): Promise<string> };
-      logger: Logger;
-    },
+    private readonly deps: PodSyncerDeps,
   ) {
     this.killer = new PodKiller(deps);
     this.gc = new ContainerGC(deps);

@@ -29,8 +29,11 @@ export interface PodTerminationDeps {
   pullBackoff: Backoff;
   puller: ImagePuller;
   status: StatusManager;
+  /** The pod cgroup hierarchy, when cgroupsPerQOS is on. */
   cgroups: PodCgroups | undefined;
+  /** Sets up volumes before the pod's containers are created, tears them down on termination. */
   volumes: VolumeManager;
+  /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
   events?: EventRecorder;
   logger: Logger;
 }

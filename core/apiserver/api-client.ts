@@ -1,49 +1,31 @@
 /**
- * The kubelet's client of the API server, on @kubernetes/client-node.
+ * The kubelet's client of the API server: one pipeline for every request, which waits for a
+ * token of the rate limiter (kubeAPIQPS / kubeAPIBurst, as client-go), applies the kubeconfig's
+ * credentials (credentials.ts), the request timeout and the User-Agent, sends through the
+ * client's kept-alive connections (h1-transport.ts) or a shared transport (h2-transport.ts), and
+ * turns every failure into an ApiError whose message names the server, the identity, the verb
+ * and the object (`system:node:n1 may not patch nodes/status "n2": ...`).
  *
- * client-node 1.4 builds every request through a `Configuration` whose `httpApi` sends it;
- * this client gives the generated APIs its own `httpApi` (a wrapper of client-node's
- * IsomorphicFetchHttpLibrary) rather than a middleware, because only the http library sees a
- * request and its response together: it waits for a token of the rate limiter (kubeAPIQPS /
- * kubeAPIBurst, as client-go), applies the request timeout, reuses one keep-alive TLS agent
- * (client-node makes a new agent, so a new TLS handshake, for every request), and turns every
- * failure into an ApiError whose message names the server, the identity, the verb and the
- * object (`system:node:n1 may not patch nodes/status "n2": ...`). Middlewares run `pre` and
- * `post` as separate steps with nothing linking a response to its request, and client-node
- * reverses the configured middleware array in place on each call, so the order of two of them
- * alternates from request to request.
- *
- * The same pipeline serves the typed APIs (`core`, `coordination`, `authentication`), the raw
- * JSON requests the node code uses (`request`: wire-format objects, exact patch content types,
- * MicroTime strings as the server writes them) and watches (`watch`: rate limited and with the
- * same error messages; the stream itself is client-node's Watch).
+ * Requests are JSON as the server writes it (`request`: wire-format objects, exact patch content
+ * types, MicroTime strings as they are), and watches deliver wire JSON too (`watch`). The kubelet
+ * does not load @kubernetes/client-node's runtime: its generated client (models, typed APIs,
+ * ObjectSerializer) is about 66 MiB of RSS in a node (bench/README.md), and a kubelet's requests
+ * are a few dozen paths it writes itself. client-node's types describe the objects
+ * (`import type`), and its KubeConfig applies the credentials only it implements (exec plugins,
+ * auth providers), loaded for such a kubeconfig only.
  */
-import {
-  AuthenticationV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  HttpMethod,
-  IsomorphicFetchHttpLibrary,
-  RequestContext,
-  ServerConfiguration,
-  Watch,
-  createConfiguration,
-  wrapHttpLibrary,
-  type Configuration,
-  type KubeConfig,
-  type PromiseHttpLibrary,
-  type ResponseContext,
-} from '@kubernetes/client-node';
-import https from 'node:https';
 import os from 'node:os';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { KUBELET_TS_VERSION } from '../version.ts';
 import { ApiError, isUnavailableError, statusError, transportError, type ErrorContext } from './api-errors.ts';
 import { ConnectivityTracker } from './connectivity.ts';
+import { credentialsOf, type RequestCredentials } from './credentials.ts';
+import { H1Transport } from './h1-transport.ts';
 import { describeIdentity, loadKubeconfig, type ClientIdentity, type KubeconfigOverrides, type LoadedKubeconfig } from './kubeconfig.ts';
 import { requestInfo } from './request-info.ts';
 import { TokenBucket } from './token-bucket.ts';
-import type { ApiTransport, Impersonation } from './api-transport.ts';
+import type { ApiRequest, ApiResponse, ApiTransport, Impersonation } from './api-transport.ts';
 
 export interface ApiClientOptions {
   /** The kubeconfig file (relative paths in it are relative to it). */
@@ -83,37 +65,38 @@ export { PATCH } from './patch-types.ts';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 
+/** One request of `send`: a path (and query) on the client's server. */
+export interface SendRequest {
+  method: ApiRequest['method'];
+  /** The path with its query, e.g. `/api/v1/nodes?limit=1`. */
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs?: number;
+}
+
 export class ApiClient {
   readonly server: string;
   readonly kubeconfigFile: string;
-  readonly kubeConfig: KubeConfig;
+  /** The kubeconfig as loaded (cluster, user, identity). */
+  readonly kubeconfig: LoadedKubeconfig;
   /** Reports outages (one log line each) for every request of this client. */
   readonly connectivity: ConnectivityTracker;
-  readonly core: CoreV1Api;
-  readonly coordination: CoordinationV1Api;
-  readonly authentication: AuthenticationV1Api;
   private identityValue: ClientIdentity;
   private readonly limiter: TokenBucket | undefined;
-  private readonly http: KubeletHttpLibrary;
-  private readonly watcher: Watch;
+  private readonly credentials: RequestCredentials;
+  /** The client's own connections, when it has no shared transport. */
+  private readonly own: H1Transport | undefined;
 
   constructor(loaded: LoadedKubeconfig, private readonly options: Omit<ApiClientOptions, 'kubeconfig'>) {
     this.server = loaded.server;
     this.kubeconfigFile = loaded.file;
-    this.kubeConfig = loaded.kubeConfig;
+    this.kubeconfig = loaded;
     this.identityValue = options.impersonate ? { ...loaded.identity, user: options.impersonate.user, groups: options.impersonate.groups } : loaded.identity;
     this.connectivity = options.connectivity ?? new ConnectivityTracker(loaded.server, options.logger.child({ component: 'api-client' }));
     this.limiter = options.qps !== undefined ? new TokenBucket(options.qps, options.burst ?? Math.max(1, Math.ceil(options.qps))) : undefined;
-    this.http = new KubeletHttpLibrary(this);
-    const configuration: Configuration = createConfiguration({
-      baseServer: new ServerConfiguration(loaded.server, {}),
-      authMethods: { default: loaded.kubeConfig },
-      httpApi: wrapHttpLibrary(this.http),
-    });
-    this.core = new CoreV1Api(configuration);
-    this.coordination = new CoordinationV1Api(configuration);
-    this.authentication = new AuthenticationV1Api(configuration);
-    this.watcher = new Watch(watchConfig(loaded.kubeConfig));
+    this.credentials = credentialsOf(loaded);
+    this.own = options.transport ? undefined : new H1Transport();
   }
 
   /** Who the server takes this client for, as far as known. */
@@ -148,15 +131,19 @@ export class ApiClient {
   }
 
   /**
-   * The kubeconfig's credentials on a request: headers (a token, basic auth, an exec plugin's
-   * token) and the TLS agent with the client certificate. Through a shared transport a client
-   * certificate is already the sessions' own (they were opened with it), so a client that
-   * authenticates by certificate only adds nothing: client-node would decode the certificate
-   * and key (or read their files) and build an agent for every request, all of it unused.
+   * The headers every request carries (User-Agent, Accept, the kubeconfig's Authorization,
+   * impersonation) and the TLS material of the client's own connections. Through a shared
+   * transport the TLS material is the sessions' own (opened with the kubeconfig's certificate).
    */
-  private async authenticate(ctx: RequestContext): Promise<void> {
-    if (this.options.transport && this.identityValue.method === 'client certificate') return;
-    await this.kubeConfig.applySecurityAuthentication(ctx);
+  private async prepare(info: ReturnType<typeof requestInfo>): Promise<{ headers: Record<string, string>; tls: ApiRequest['tls'] }> {
+    let applied;
+    try {
+      applied = await this.credentials.apply();
+    } catch (err) {
+      // A certificate or token file that went away, an exec plugin that failed: nothing was sent.
+      throw new ApiError({ code: 'Unavailable', failure: 'unreachable', request: info, cause: err, message: `kubeconfig ${this.kubeconfigFile}: cannot apply its credentials to ${info.method} ${info.path}: ${errorMessage(err)}` });
+    }
+    return { headers: { 'User-Agent': USER_AGENT, Accept: 'application/json', ...applied.headers, ...this.impersonationHeaders() }, tls: this.own ? applied.tls : undefined };
   }
 
   /** @internal Impersonate-User / Impersonate-Group, when the client impersonates. */
@@ -196,22 +183,69 @@ export class ApiClient {
    * and returns the response body parsed, as the server wrote it (no client-side models).
    */
   async request<T = unknown>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, options: RawRequest = {}): Promise<T> {
-    const url = new URL(this.server + path);
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const ctx = new RequestContext(url.toString(), method as HttpMethod);
-    ctx.setHeaderParam('Accept', 'application/json');
-    if (options.body !== undefined) {
-      ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
-      ctx.setBody(JSON.stringify(options.body));
-    }
-    await this.authenticate(ctx);
-    const res = await this.http.send(ctx, options.timeoutMs);
-    const text = await res.body.text();
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) query.set(k, String(v));
+    const q = query.toString();
+    const res = await this.send({
+      method,
+      path: q ? `${path}?${q}` : path,
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body), headers: { 'Content-Type': options.contentType ?? 'application/json' } } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    });
+    const text = res.body.toString('utf8');
     if (!text) return undefined as T;
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new ApiError({ code: 'Internal', failure: 'status', request: requestInfo(method, url.toString()), statusCode: res.httpStatusCode, message: `${method} ${url.pathname}: the API server answered with a body that is not JSON` });
+      throw new ApiError({ code: 'Internal', failure: 'status', request: requestInfo(method, this.server + path), statusCode: res.status, message: `${method} ${path}: the API server answered with a body that is not JSON` });
+    }
+  }
+
+  /**
+   * Sends one request through the pipeline and returns the whole response; a status of 400 or
+   * more is thrown as an ApiError. `request` is this with JSON on both ends.
+   */
+  async send(req: SendRequest): Promise<ApiResponse> {
+    const url = this.server + req.path;
+    const info = requestInfo(req.method, url);
+    await this.throttle();
+    const { headers, tls } = await this.prepare(info);
+    const deadline = req.timeoutMs ?? this.requestTimeoutMs;
+    const controller = new AbortController();
+    // A timer cleared when the response is in, where AbortSignal.timeout's stays armed (and
+    // allocates its abort reason when it fires) for the full deadline after every request.
+    const timer = setTimeout(() => controller.abort(new DOMException(`the request took longer than ${deadline} ms`, 'TimeoutError')), deadline);
+    const request: ApiRequest = { method: req.method, url, headers: { ...headers, ...req.headers }, signal: controller.signal, ...(req.body !== undefined ? { body: req.body } : {}), ...(tls ? { tls } : {}) };
+    let res: ApiResponse;
+    try {
+      res = await this.sendWithRetry(request, info, deadline);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (res.status >= 400) {
+      const apiErr = statusError(res.status, res.body.toString('utf8'), info, this.errorContext());
+      if (isUnavailableError(apiErr)) this.connectivity.failed(apiErr.message);
+      else this.connectivity.succeeded();
+      throw apiErr;
+    }
+    this.connectivity.succeeded();
+    return res;
+  }
+
+  private async sendWithRetry(request: ApiRequest, info: ReturnType<typeof requestInfo>, deadline: number): Promise<ApiResponse> {
+    const transport = this.options.transport ?? this.own!;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await transport.send(request);
+      } catch (err) {
+        // A kept-alive connection the server closed while idle (its IdleTimeout) fails the
+        // request written on it at that moment: Go's transport retries such a request on a
+        // new connection, and so does this, once, except a POST (not idempotent).
+        if (attempt === 1 && info.method !== 'POST' && isStaleConnection(err) && !request.signal?.aborted) continue;
+        const apiErr = transportError(request.signal?.aborted ? request.signal.reason ?? err : err, info, this.errorContext(deadline));
+        this.connectivity.failed(apiErr.message);
+        throw apiErr;
+      }
     }
   }
 
@@ -225,9 +259,13 @@ export class ApiClient {
     const info = requestInfo('GET', `${path}?watch=true`);
     let answered = false;
     let stopped = false;
-    const controller = await (this.options.transport ? this.watchThroughTransport(this.options.transport, path, query) : this.watcher.watch.bind(this.watcher))(
-      path,
-      query,
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    url.searchParams.set('watch', 'true');
+    const prepared = await this.prepare(info);
+    const controller = (this.options.transport ?? this.own!).watch(
+      url.toString(),
+      prepared.headers,
       (type, object) => {
         if (!answered) {
           answered = true;
@@ -249,28 +287,13 @@ export class ApiClient {
         else this.connectivity.succeeded();
         onDone(apiErr);
       },
+      prepared.tls,
     );
     return {
       stop: () => {
         stopped = true;
         controller.abort();
       },
-    };
-  }
-
-  /**
-   * The watch of client-node's Watch (same arguments), sent through the shared transport:
-   * the same query with `watch=true`, the client's User-Agent, authentication and impersonation.
-   */
-  private watchThroughTransport(transport: ApiTransport, path: string, query: Record<string, string | number | boolean | undefined>) {
-    return async (_path: string, _query: unknown, onEvent: (type: string, object: unknown) => void, onDone: (err: unknown) => void): Promise<{ abort(): void }> => {
-      const url = new URL(this.server + path);
-      for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
-      url.searchParams.set('watch', 'true');
-      const ctx = new RequestContext(url.toString(), HttpMethod.GET);
-      ctx.setHeaderParam('Accept', 'application/json');
-      await this.authenticate(ctx);
-      return transport.watch(url.toString(), { ...ctx.getHeaders(), ...this.impersonationHeaders(), 'User-Agent': USER_AGENT }, onEvent, onDone);
     };
   }
 
@@ -282,12 +305,13 @@ export class ApiClient {
    */
   clientCertificateRotated(identity: Pick<ClientIdentity, 'user' | 'groups' | 'certNotAfter'>): void {
     this.identityValue = { ...this.identityValue, ...identity, method: 'client certificate' };
-    this.http.retireConnections();
+    this.credentials.reread();
+    this.own?.retireConnections();
   }
 
   /** Closes kept-alive connections (never a shared transport: its owner closes it). */
   close(): void {
-    this.http.close();
+    this.own?.close();
   }
 }
 
@@ -347,139 +371,8 @@ export function createKubeletApiClients(config: {
 /** The User-Agent, as upstream's `kubelet/v1.28.7 (linux/amd64) kubernetes/<commit>`. */
 const USER_AGENT = `kubelet-ts/${KUBELET_TS_VERSION} (${os.platform()}/${process.arch})`;
 
-/**
- * What client-node's Watch reads of a KubeConfig (the cluster and the fetch options), with the
- * kubelet's User-Agent added: Watch sends its request itself through node-fetch, not through the
- * client's http library, and would otherwise announce itself as `node-fetch/1.0`.
- */
-function watchConfig(kubeConfig: KubeConfig): KubeConfig {
-  const view: Pick<KubeConfig, 'getCurrentCluster' | 'applyToFetchOptions'> = {
-    getCurrentCluster: () => kubeConfig.getCurrentCluster(),
-    applyToFetchOptions: (opts) => kubeConfig.applyToFetchOptions({ ...opts, headers: { ...opts.headers, 'User-Agent': USER_AGENT } }),
-  };
-  return view as KubeConfig;
-}
-
-/** The http library of one client: rate limit, timeout, keep-alive agent, error messages, outage log. */
-class KubeletHttpLibrary implements PromiseHttpLibrary {
-  private readonly inner = new IsomorphicFetchHttpLibrary();
-  private agent: https.Agent | undefined;
-
-  constructor(private readonly client: ApiClient) {}
-
-  async send(request: RequestContext, timeoutMs?: number): Promise<ResponseContext> {
-    const info = requestInfo(request.getHttpMethod(), request.getUrl());
-    await this.client.throttle();
-    request.setHeaderParam('User-Agent', USER_AGENT);
-    for (const [k, v] of Object.entries(this.client.impersonationHeaders())) request.setHeaderParam(k, v);
-    const transport = this.client.transport;
-    const agent = transport ? undefined : request.getAgent();
-    if (agent) request.setAgent(this.keepAliveAgent(agent));
-    const deadline = timeoutMs ?? this.client.requestTimeoutMs;
-    const own = request.getSignal();
-    // A shared transport hands back the whole response, so the deadline can end with send():
-    // a timer cleared then, where AbortSignal.timeout's stays armed (and allocates its abort
-    // reason when it fires) for the full deadline after every request. node-fetch reads the
-    // body after send() returns, so its deadline must outlive it.
-    let clear: (() => void) | undefined;
-    if (transport) {
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new DOMException(`the request took longer than ${deadline} ms`, 'TimeoutError')), deadline);
-      const onAbort = () => controller.abort(own?.reason);
-      if (own?.aborted) onAbort();
-      else own?.addEventListener('abort', onAbort, { once: true });
-      clear = () => {
-        clearTimeout(timer);
-        own?.removeEventListener('abort', onAbort);
-      };
-      request.setSignal(controller.signal);
-    } else {
-      const timeout = AbortSignal.timeout(deadline);
-      request.setSignal(own ? AbortSignal.any([own, timeout]) : timeout);
-    }
-    try {
-      return await this.sendWithRetry(request, info, transport, deadline);
-    } finally {
-      clear?.();
-    }
-  }
-
-  private async sendWithRetry(request: RequestContext, info: ReturnType<typeof requestInfo>, transport: ApiTransport | undefined, deadline: number): Promise<ResponseContext> {
-    let res: ResponseContext;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        res = await (transport ? transport.send(request) : this.inner.send(request).toPromise());
-        break;
-      } catch (err) {
-        // A kept-alive connection the server closed while idle (its IdleTimeout) fails the
-        // request written on it at that moment: Go's transport retries such a request on a
-        // new connection, and so does this, once, except a POST (not idempotent).
-        if (attempt === 1 && info.method !== 'POST' && isStaleConnection(err)) continue;
-        const apiErr = transportError(err, info, this.client.errorContext(deadline));
-        this.client.connectivity.failed(apiErr.message);
-        throw apiErr;
-      }
-    }
-    if (res.httpStatusCode >= 400) {
-      const body = await res.body.text().catch(() => '');
-      const apiErr = statusError(res.httpStatusCode, body, info, this.client.errorContext());
-      if (isUnavailableError(apiErr)) this.client.connectivity.failed(apiErr.message);
-      else this.client.connectivity.succeeded();
-      throw apiErr;
-    }
-    this.client.connectivity.succeeded();
-    return res;
-  }
-
-  /**
-   * One keep-alive agent per client. client-node builds a fresh https.Agent with the TLS
-   * material for every request; its options are compared with the kept agent's, so a rotated
-   * client certificate (a changed file) gets a new agent and new connections.
-   */
-  private keepAliveAgent(fresh: unknown): https.Agent {
-    if (!(fresh instanceof https.Agent) || fresh.constructor !== https.Agent) return fresh as https.Agent; // proxies, plain http
-    if (this.agent && sameTls(this.agent.options, fresh.options)) return this.agent;
-    if (this.agent) retire(this.agent);
-    this.agent = new https.Agent({ ...fresh.options, keepAlive: true });
-    return this.agent;
-  }
-
-  /** Lets the current connections finish and makes the next request open a new one. */
-  retireConnections(): void {
-    if (this.agent) retire(this.agent);
-    this.agent = undefined;
-  }
-
-  close(): void {
-    this.agent?.destroy();
-    this.agent = undefined;
-  }
-}
-
-/**
- * An agent whose connections are not to be reused: idle ones close now, busy ones when their
- * request is done (an agent without keepAlive destroys a socket once it is free), so a request
- * in flight, a POST included, is not cut.
- */
-function retire(agent: https.Agent): void {
-  (agent as https.Agent & { keepAlive: boolean }).keepAlive = false;
-  for (const sockets of Object.values(agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
-}
-
 /** A reset or half-closed connection (ECONNRESET, EPIPE, "socket hang up"). */
 function isStaleConnection(err: unknown): boolean {
-  const e = err as { code?: string; errno?: string; message?: string } | undefined;
-  const code = e?.code === 'FETCH_ERROR' || e?.code === 'system' ? e?.errno : e?.code;
-  return code === 'ECONNRESET' || code === 'EPIPE' || /socket hang up/.test(e?.message ?? '');
-}
-
-const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
-
-function sameTls(a: https.AgentOptions, b: https.AgentOptions): boolean {
-  return TLS_KEYS.every((k) => {
-    const x = a[k] as unknown;
-    const y = b[k] as unknown;
-    if (Buffer.isBuffer(x) && Buffer.isBuffer(y)) return x.equals(y);
-    return x === y;
-  });
+  const e = err as { code?: string; message?: string } | undefined;
+  return e?.code === 'ECONNRESET' || e?.code === 'EPIPE' || /socket hang up/.test(e?.message ?? '');
 }

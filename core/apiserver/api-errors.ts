@@ -73,7 +73,7 @@ const TLS_VERIFY_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID', 'INVALID_CA', 'HOSTNAME_MISMATCH',
 ]);
 
-/** The innermost error code of a network error (node-fetch wraps the socket error). */
+/** The innermost error code of a network error (a wrapper's `cause` chain is followed). */
 function errorCode(err: unknown): string | undefined {
   let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 4; depth++) {
@@ -84,7 +84,7 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** The socket error's own text, without node-fetch's "request to URL failed, reason:" prefix. */
+/** The socket error's own text, without a wrapper's "request to URL failed, reason:" prefix. */
 function reasonText(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
   const m = /reason: (.*)$/s.exec(msg);

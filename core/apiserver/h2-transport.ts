@@ -1,7 +1,7 @@
 /**
  * One HTTP/2 connection pool to the API server, shared by many API clients (the nodes of
- * `kubelet-ts hollow`). client-node sends over node-fetch, HTTP/1.1: a connection per request in
- * flight and one per watch, so 1,000 nodes with three watches each would hold thousands of TLS
+ * `kubelet-ts hollow`). A client's own connections are HTTP/1.1 (h1-transport.ts): a connection
+ * per request in flight and one per watch, so 1,000 nodes with three watches each would hold thousands of TLS
  * connections (each with its buffers, in this process and in the API server). Here every
  * request and every watch of every client is a stream of a shared session, as client-go
  * multiplexes a kubelet's requests on one connection.
@@ -14,9 +14,9 @@
  */
 import http2 from 'node:http2';
 import type { SecureClientSessionOptions } from 'node:http2';
-import { ResponseContext, type RequestContext } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
-import type { ApiTransport } from './api-transport.ts';
+import type { ApiRequest, ApiResponse, ApiTransport, WatchEnd } from './api-transport.ts';
+import { WATCH_ERROR_BODY_MAX, WatchLines } from './watch-lines.ts';
 
 /** Headers HTTP/2 forbids (connection-specific): node would refuse the request. */
 const CONNECTION_HEADERS = new Set(['connection', 'host', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
@@ -59,17 +59,15 @@ export class H2Transport implements ApiTransport {
     return { sessions: this.sessions.length, streams: this.sessions.reduce((a, s) => a + s.active, 0) };
   }
 
-  async send(request: RequestContext): Promise<ResponseContext> {
-    const url = new URL(request.getUrl());
-    const body = request.getBody();
-    if (body !== undefined && typeof body !== 'string') throw new Error('the HTTP/2 transport sends string bodies only');
-    const signal = request.getSignal();
-    const headers: http2.OutgoingHttpHeaders = { ...outgoingHeaders(request.getHeaders()), ':method': request.getHttpMethod(), ':path': `${url.pathname}${url.search}` };
+  async send(request: ApiRequest): Promise<ApiResponse> {
+    const url = new URL(request.url);
+    const { body, signal } = request;
+    const headers: http2.OutgoingHttpHeaders = { ...outgoingHeaders(request.headers), ':method': request.method, ':path': `${url.pathname}${url.search}` };
     // As Go's client does: a body's length in the headers. A server (or a proxy relaying to
     // HTTP/1.1, where a DELETE body without a length is no body at all) may need it.
     if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
     const stream = await this.open(headers, body === undefined, signal);
-    return new Promise<ResponseContext>((resolve, reject) => {
+    return new Promise<ApiResponse>((resolve, reject) => {
       let status = 0;
       let received: Record<string, string> = {};
       const chunks: Buffer[] = [];
@@ -85,8 +83,7 @@ export class H2Transport implements ApiTransport {
           reject(failure ?? Object.assign(new Error(`the stream closed without a response (HTTP/2 code ${stream.rstCode})`), { code: 'ECONNRESET' }));
           return;
         }
-        const data = Buffer.concat(chunks);
-        resolve(new ResponseContext(status, received, { text: async () => data.toString('utf8'), binary: async () => data }));
+        resolve({ status, headers: received, body: Buffer.concat(chunks) });
       });
       if (body !== undefined) stream.end(body);
     });
@@ -96,11 +93,11 @@ export class H2Transport implements ApiTransport {
     url: string,
     headers: Record<string, string>,
     onEvent: (type: string, object: unknown) => void,
-    onDone: (err: (Error & { statusCode?: number }) | undefined) => void,
+    onDone: (err: WatchEnd) => void,
   ): { abort(): void } {
     const u = new URL(url);
     let ended = false;
-    const end = (err: (Error & { statusCode?: number }) | undefined) => {
+    const end = (err: WatchEnd) => {
       if (ended) return;
       ended = true;
       onDone(err);
@@ -198,39 +195,22 @@ export class H2Transport implements ApiTransport {
 
 
 /** Reads a watch stream's event lines until it ends, or until `stopped()` (the watch was aborted). */
-function follow(
-  stream: http2.ClientHttp2Stream,
-  stopped: () => boolean,
-  onEvent: (type: string, object: unknown) => void,
-  finish: (err: (Error & { statusCode?: number }) | undefined) => void,
-): void {
+function follow(stream: http2.ClientHttp2Stream, stopped: () => boolean, onEvent: (type: string, object: unknown) => void, finish: (err: WatchEnd) => void): void {
   let status = 0;
-  let buffered = '';
   let errorBody = '';
+  const lines = new WatchLines(onEvent, stopped);
   stream.setEncoding('utf8');
   stream.on('response', (h) => (status = Number(h[':status'])));
   stream.on('data', (chunk: string) => {
     if (stopped()) return;
     if (status >= 400) {
-      if (errorBody.length < 64 * 1024) errorBody += chunk;
+      if (errorBody.length < WATCH_ERROR_BODY_MAX) errorBody += chunk;
       return;
     }
-    buffered += chunk;
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line.trim()) continue;
-      let parsed: { type?: unknown; object?: unknown };
-      try {
-        parsed = JSON.parse(line) as typeof parsed;
-      } catch (err) {
-        finish(new Error(`the watch stream carried a line that is not JSON: ${(err as Error).message}`));
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        return;
-      }
-      onEvent(String(parsed.type), parsed.object);
-      if (stopped()) return;
+    const bad = lines.push(chunk);
+    if (bad) {
+      finish(bad);
+      stream.close(http2.constants.NGHTTP2_CANCEL);
     }
   });
   let failure: Error | undefined;

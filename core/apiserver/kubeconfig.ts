@@ -1,13 +1,18 @@
 /**
- * Loads a kubeconfig for the kubelet's API client. client-node's KubeConfig does the
- * authentication at request time, but it reports a broken file late and vaguely ("No active
- * cluster!", an ENOENT from a certificate read at the first request) and reads a relative
- * `token-file` against the working directory. So the file is checked here first, with
- * messages that name the file and what is wrong in it, relative paths are resolved against
- * the file's directory (as kubectl does), and the client's identity is read from its
- * certificate so that errors can say who was refused.
+ * Loads a kubeconfig for the kubelet's API client: the file is checked whole at start, with
+ * messages that name the file and what is wrong in it (client-node's KubeConfig reports a broken
+ * file late and vaguely: "No active cluster!", an ENOENT from a certificate read at the first
+ * request), relative paths are resolved against the file's directory (as kubectl does), and the
+ * client's identity is read from its certificate so that errors can say who was refused.
+ *
+ * The result is the current context's cluster and user in client-node's shapes (`Cluster`,
+ * `User`: types only), not a client-node `KubeConfig`: that class imports client-node's whole
+ * generated client (2,556 model files, about 66 MiB of RSS in a kubelet; bench/README.md), and a
+ * node's kubeconfig (a client certificate, a token) needs none of it. credentials.ts applies
+ * them, and loads client-node only for what it alone implements (exec plugins, auth providers,
+ * proxies).
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { Cluster, User } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
@@ -49,10 +54,22 @@ export function describeIdentity(id: ClientIdentity): string {
 export interface LoadedKubeconfig {
   /** The absolute path of the file. */
   file: string;
-  kubeConfig: KubeConfig;
   /** The API server URL of the current context, without a trailing slash. */
   server: string;
   identity: ClientIdentity;
+  /** The current context's cluster, paths absolute. */
+  cluster: Cluster;
+  /** The current context's user, paths absolute (the overrides applied); undefined: no user. */
+  user: KubeconfigUser | undefined;
+  /** The current context's name. */
+  context: string;
+  /** The whole document as checked (paths absolute): what client-node reads when it must apply the credentials. */
+  document: Record<string, unknown>;
+}
+
+/** A kubeconfig user as client-node's `User`, with the token file kept apart (read again as it changes, as client-go does). */
+export interface KubeconfigUser extends User {
+  readonly tokenFile?: string;
 }
 
 import { KubeconfigError } from './kubeconfig-error.ts';
@@ -165,6 +182,7 @@ export function loadKubeconfig(file: string, options: KubeconfigOverrides = {}):
   }
 
   let identity: ClientIdentity = { user: undefined, groups: [], method: 'none' };
+  let userOut: KubeconfigUser | undefined;
   const userName = ctx.user;
   if (userName !== undefined && userName !== null && userName !== '') {
     if (typeof userName !== 'string') fail(`context ${JSON.stringify(current)}: user must be a name`);
@@ -193,22 +211,51 @@ export function loadKubeconfig(file: string, options: KubeconfigOverrides = {}):
         fail(`${who}: token-file ${tokenFile}: cannot read: ${errorMessage(err)}`, err);
       }
     }
+    // An exec plugin's command with a path separator is a path, relative to the file (client-go's rule); a bare name is looked up in PATH.
+    if (isObj(user.exec)) {
+      const command = user.exec.command;
+      if (typeof command !== 'string' || !command) fail(`${who}: exec has no command`);
+      else if (command.includes('/') && !path.isAbsolute(command)) user.exec = { ...user.exec, command: path.resolve(dir, command) };
+    }
     if (cert && key) identity = certificateIdentity(cert, key, who, fail);
     else if (user.token || user['token-file']) identity = { user: undefined, groups: [], method: 'token' };
     else if (user.exec) identity = { user: undefined, groups: [], method: 'exec plugin' };
     else if (user['auth-provider']) identity = { user: undefined, groups: [], method: 'auth provider' };
     else if (user.username) identity = { user: undefined, groups: [], method: 'basic auth' };
+    userOut = userOf(userName as string, user);
   }
 
-  const kubeConfig = new KubeConfig();
-  try {
-    // JSON is YAML: client-node reads the checked document with its paths made absolute.
-    kubeConfig.loadFromString(JSON.stringify(doc));
-    kubeConfig.setCurrentContext(current as string);
-  } catch (err) {
-    fail(errorMessage(err), err);
+  for (const field of ['tls-server-name', 'proxy-url'] as const) {
+    const v = cluster[field];
+    if (v !== undefined && v !== null && typeof v !== 'string') fail(`${where}: ${field} must be a string`);
   }
-  return { file: abs, kubeConfig, server: (server as string).replace(/\/+$/, ''), identity };
+  const clusterOut: Cluster = {
+    name: clusterName as string,
+    server: (server as string).replace(/\/+$/, ''),
+    skipTLSVerify: cluster['insecure-skip-tls-verify'] === true,
+    ...(typeof cluster['certificate-authority-data'] === 'string' && cluster['certificate-authority-data'] ? { caData: cluster['certificate-authority-data'] } : {}),
+    ...(typeof cluster['certificate-authority'] === 'string' && cluster['certificate-authority'] ? { caFile: cluster['certificate-authority'] } : {}),
+    ...(typeof cluster['tls-server-name'] === 'string' && cluster['tls-server-name'] ? { tlsServerName: cluster['tls-server-name'] } : {}),
+    ...(typeof cluster['proxy-url'] === 'string' && cluster['proxy-url'] ? { proxyUrl: cluster['proxy-url'] } : {}),
+  };
+  return { file: abs, server: clusterOut.server, identity, cluster: clusterOut, user: userOut, context: current as string, document: doc };
+}
+
+/** The user entry in client-node's shape: strings only (the checks above refused other types). */
+function userOf(name: string, user: Obj): KubeconfigUser {
+  const str = (key: string): string | undefined => (typeof user[key] === 'string' && user[key] ? (user[key] as string) : undefined);
+  const out: Record<string, unknown> = { name };
+  const fields: Array<[keyof KubeconfigUser, string]> = [
+    ['certData', 'client-certificate-data'], ['certFile', 'client-certificate'], ['keyData', 'client-key-data'], ['keyFile', 'client-key'],
+    ['token', 'token'], ['tokenFile', 'token-file'], ['username', 'username'], ['password', 'password'],
+  ];
+  for (const [to, from] of fields) {
+    const v = str(from);
+    if (v !== undefined) out[to] = v;
+  }
+  if (isObj(user.exec)) out.exec = user.exec;
+  if (isObj(user['auth-provider'])) out.authProvider = user['auth-provider'];
+  return out as unknown as KubeconfigUser;
 }
 
 /** The identity a client certificate carries: CN is the user, each O a group (the API server's x509 authenticator). */

@@ -77,7 +77,7 @@ export async function bootstrapClientCertificate(opts: BootstrapOptions): Promis
   }
   // The only failure that stops the start: a bootstrap kubeconfig that cannot work at all.
   const bootstrap = loadKubeconfig(opts.bootstrapKubeconfig);
-  const cluster = bootstrap.kubeConfig.getCurrentCluster()!;
+  const cluster = bootstrap.cluster;
   const store = new CertificateStore(opts.certDirectory, 'kubelet-client');
   const stored = await store.current().catch((err: unknown) => {
     log.warn({ err: errorMessage(err) }, 'the stored client certificate is not usable; asking for a new one');
@@ -114,7 +114,7 @@ export async function bootstrapClientCertificate(opts: BootstrapOptions): Promis
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
       });
-      await writeNodeKubeconfig(opts.kubeconfig, client.kubeConfig.getCurrentCluster()!, store.currentPath);
+      await writeNodeKubeconfig(opts.kubeconfig, client.kubeconfig.cluster, store.currentPath);
       log.info({ kubeconfig: opts.kubeconfig, cert: store.currentPath, notAfter: expiresAt(pair) }, `TLS bootstrap done: wrote kubeconfig ${opts.kubeconfig} with client certificate ${store.currentPath}`);
       return 'new certificate';
     } catch (err) {

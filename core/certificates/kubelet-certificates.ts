@@ -80,7 +80,7 @@ async function seedFromKubeconfig(kubeconfig: string, store: CertificateStore, l
   } catch {
     return undefined;
   }
-  const user = loaded.kubeConfig.getCurrentUser();
+  const user = loaded.user;
   if (loaded.identity.method !== 'client certificate' || !user) {
     log.info({ kubeconfig }, `rotateCertificates: kubeconfig ${kubeconfig} authenticates with ${loaded.identity.method === 'none' ? 'nothing' : `a ${loaded.identity.method}`}, not a client certificate: nothing to rotate`);
     return undefined;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ApiClient } from '../apiserver/api-client.ts';
 import { H2Transport } from '../apiserver/h2-transport.ts';
 import { loadKubeconfig } from '../apiserver/kubeconfig.ts';
+import { credentialsOf } from '../apiserver/credentials.ts';
 import { UsageError } from '../commands/command-args.ts';
 import { loadConfig, type ConfigNotice } from '../config/load.ts';
 import { ConfigError, errorMessage } from '../errors.ts';
@@ -46,10 +47,8 @@ export async function hollowCommand(argv: string[]): Promise<number> {
 
   const loaded = loadKubeconfig(base.kubeconfig!);
   // The sessions present the kubeconfig's client certificate (a token goes with each request).
-  const https: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; servername?: string } = {};
-  await loaded.kubeConfig.applyToHTTPSOptions(https);
-  const { ca, cert, key, rejectUnauthorized, servername } = https;
-  const transport = new H2Transport({ server: loaded.server, tls: { ca, cert, key, ...(rejectUnauthorized !== undefined ? { rejectUnauthorized } : {}), ...(servername ? { servername } : {}) }, logger: log });
+  const { tls } = await credentialsOf(loaded).apply();
+  const transport = new H2Transport({ server: loaded.server, tls: { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, ...(tls.servername ? { servername: tls.servername } : {}) }, logger: log });
   // The kubeconfig's own identity: the impersonation check and --cleanup.
   const own = new ApiClient(loaded, { logger: log, transport });
   const ownRootDir = args.rootDir === undefined;

@@ -1,4 +1,5 @@
-import { V1Volume } from '@kubernetes/client-node';
+// The one model file, not the package index (which loads client-node's whole generated client).
+import { V1Volume } from '@kubernetes/client-node/dist/gen/models/V1Volume.js';
 import fs from 'node:fs/promises';
 import { STAGE } from '../hooks.ts';
 import type { KubeletPlugin } from '../plugins/plugin-api.ts';

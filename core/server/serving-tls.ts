@@ -98,9 +98,9 @@ async function clientCA(config: KubeletConfig): Promise<{ ca: Buffer; from: stri
     return { ca, from: file };
   }
   if (!config.kubeconfig) return undefined;
-  // Loaded here, not at the top: client-node is heavy and a static-only node never needs it.
+  // Loaded here, not at the top: a static-only node never needs the API side.
   const { loadKubeconfig } = await import('../apiserver/kubeconfig.ts');
-  const cluster = loadKubeconfig(config.kubeconfig).kubeConfig.getCurrentCluster();
+  const cluster = loadKubeconfig(config.kubeconfig).cluster;
   if (cluster?.caData) return { ca: Buffer.from(cluster.caData, 'base64'), from: `the certificate authority of kubeconfig ${config.kubeconfig}` };
   if (cluster?.caFile) return { ca: await readPem(cluster.caFile, 'the kubeconfig certificate-authority'), from: cluster.caFile };
   return undefined;

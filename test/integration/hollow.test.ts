@@ -67,8 +67,8 @@ describe('kubelet-ts hollow (real control plane)', function () {
       assert.equal(n.status?.capacity?.cpu, '4');
       assert.equal(n.status?.capacity?.memory, '8Gi');
       assert.equal(n.status?.capacity?.pods, '20');
-      // Each node renews its own Lease.
-      const lease = await coordination.readNamespacedLease({ name: n.metadata!.name!, namespace: 'kube-node-lease' });
+      // Each node renews its own Lease (created by its lease loop, which may come a moment after the Ready status on a busy machine).
+      const lease = await waitFor(`the Lease of ${n.metadata!.name}`, () => coordination.readNamespacedLease({ name: n.metadata!.name!, namespace: 'kube-node-lease' }).catch(() => undefined), 20_000);
       assert.equal(lease.spec?.holderIdentity, n.metadata!.name);
     }
   });

@@ -127,7 +127,7 @@ describe('a kubeadm node: kubeadm\'s kubelet files start kubelet-ts unchanged', 
         }
       });
       const warnings = lines.filter((l) => l.level >= 40);
-      assert.equal(warnings.length, 1, `one warning line, got:\n${warnings.map((w) => w.msg).join('\n')}`);
+      assert.equal(warnings.length, 1, `one warning line, got:\n${warnings.map((w) => JSON.stringify(w)).join("\n")}`);
       assert.match(warnings[0]!.msg, /^settings kubelet-ts does not implement, ignored: cgroupDriver: systemd \(would need the systemd cgroup driver: .*SystemdCgroup = false/);
       assert.equal(warnings[0]!.ignored?.[0], 'cgroupDriver');
       const started = lines.find((l) => l.msg === 'kubelet started') as (LogLine & { staticPodPath?: string }) | undefined;

@@ -208,11 +208,11 @@ describe('certificates: requests, the store, the rotation schedule, the written 
       assert.equal(loaded.server, 'https://10.0.0.1:6443');
       assert.equal(loaded.identity.user, 'system:node:n1');
       assert.deepEqual(loaded.identity.groups, ['system:nodes']);
-      const user = loaded.kubeConfig.getCurrentUser()!;
+      const user = loaded.user!;
       assert.equal(user.certFile, store.currentPath);
       assert.equal(user.keyFile, store.currentPath);
-      assert.equal(loaded.kubeConfig.getCurrentCluster()?.caData, caData);
-      assert.equal(loaded.kubeConfig.getCurrentContext(), 'default-context');
+      assert.equal(loaded.cluster.caData, caData);
+      assert.equal(loaded.context, 'default-context');
       new X509Certificate(Buffer.from(caData, 'base64'));
     });
   });

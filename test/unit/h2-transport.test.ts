@@ -5,6 +5,7 @@ import path from 'node:path';
 import { ApiClient } from '../../core/apiserver/api-client.ts';
 import { ApiError } from '../../core/apiserver/api-errors.ts';
 import { H2Transport } from '../../core/apiserver/h2-transport.ts';
+import { credentialsOf } from '../../core/apiserver/credentials.ts';
 import { loadKubeconfig, type LoadedKubeconfig } from '../../core/apiserver/kubeconfig.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { PKI_DIR, status, writeKubeconfig } from '../support/fake-apiserver.ts';
@@ -65,9 +66,8 @@ describe('HTTP/2 transport shared by API clients', function () {
     const file = await writeKubeconfig(server.url, opts.user ?? 'cert');
     cleanups.push(() => fs.rm(path.dirname(file), { recursive: true, force: true }));
     const loaded: LoadedKubeconfig = loadKubeconfig(file);
-    const https: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
-    await loaded.kubeConfig.applyToHTTPSOptions(https);
-    const transport = new H2Transport({ server: loaded.server, tls: { ca: https.ca, cert: https.cert, key: https.key }, logger: silentLogger() });
+    const { tls } = await credentialsOf(loaded).apply();
+    const transport = new H2Transport({ server: loaded.server, tls: { ca: tls.ca, cert: tls.cert, key: tls.key }, logger: silentLogger() });
     cleanups.push(() => transport.close());
     const client = (node?: string, requestTimeoutMs?: number) => new ApiClient(loaded, {
       logger: silentLogger(),

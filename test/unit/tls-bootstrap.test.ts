@@ -85,8 +85,8 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
     const loaded = loadKubeconfig(path.join(dir, 'kubelet.conf'));
     assert.equal(loaded.identity.user, 'system:node:n1');
     assert.equal(loaded.server, api.url);
-    assert.equal(loaded.kubeConfig.getCurrentUser()?.certFile, path.join(dir, 'pki', 'kubelet-client-current.pem'));
-    assert.equal(loaded.kubeConfig.getCurrentCluster()?.caFile, loadKubeconfig(bootstrapKubeconfig).kubeConfig.getCurrentCluster()?.caFile, 'the bootstrap kubeconfig\'s CA');
+    assert.equal(loaded.user?.certFile, path.join(dir, 'pki', 'kubelet-client-current.pem'));
+    assert.equal(loaded.cluster.caFile, loadKubeconfig(bootstrapKubeconfig).cluster.caFile, 'the bootstrap kubeconfig\'s CA');
   });
 
   it('a restart makes no new request: a valid kubeconfig is used as it is (the bootstrap kubeconfig may be gone), a valid stored certificate is reused', async function () {
@@ -94,7 +94,7 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
     const written = await fs.readFile(path.join(dir, 'kubelet.conf'), 'utf8');
     await fs.rm(bootstrapKubeconfig);
     assert.equal(await bootstrapClientCertificate(opts()), 'kubeconfig valid');
-    await fs.writeFile(bootstrapKubeconfig, await fs.readFile(path.join(dir, 'pki', 'kubelet-client-current.pem'), 'utf8').then(() => `apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster: {server: '${api.url}', certificate-authority: '${loadKubeconfig(path.join(dir, 'kubelet.conf')).kubeConfig.getCurrentCluster()?.caFile}'}\nusers:\n- name: u\n  user: {token: '${TOKEN}'}\ncontexts:\n- name: c\n  context: {cluster: fake, user: u}\ncurrent-context: c\n`));
+    await fs.writeFile(bootstrapKubeconfig, await fs.readFile(path.join(dir, 'pki', 'kubelet-client-current.pem'), 'utf8').then(() => `apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster: {server: '${api.url}', certificate-authority: '${loadKubeconfig(path.join(dir, 'kubelet.conf')).cluster.caFile}'}\nusers:\n- name: u\n  user: {token: '${TOKEN}'}\ncontexts:\n- name: c\n  context: {cluster: fake, user: u}\ncurrent-context: c\n`));
     await fs.rm(path.join(dir, 'kubelet.conf'));
     assert.equal(await bootstrapClientCertificate(opts()), 'stored certificate reused');
     assert.equal(await fs.readFile(path.join(dir, 'kubelet.conf'), 'utf8'), written, 'the same kubeconfig, written again');
@@ -243,7 +243,7 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
       assert.equal(creds.overrides.clientCertificateFile, path.join(dir, 'pki', 'kubelet-client-current.pem'));
       assert.equal(creds.rotation?.initial.commonName, 'system:node:n1');
       const loaded = loadKubeconfig(kubeconfig, creds.overrides);
-      assert.equal(loaded.kubeConfig.getCurrentUser()?.certFile, path.join(dir, 'pki', 'kubelet-client-current.pem'));
+      assert.equal(loaded.user?.certFile, path.join(dir, 'pki', 'kubelet-client-current.pem'));
       // A token kubeconfig has nothing to rotate: one line says so, the clients keep the token.
       const { logger, lines } = captureLogger();
       const none = await prepareClientCredentials({ ...config, kubeconfig: bootstrapKubeconfig, certDirectory: path.join(dir, 'pki2') }, logger);

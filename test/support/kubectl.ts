@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { run, which } from '../../tools/node-env/util.ts';
+import { realPartMissing } from './real-part.ts';
 
 /**
  * The real kubectl for tests (the machine image's /usr/bin/kubectl), against the test control
@@ -18,13 +19,8 @@ export function kubectlPath(): string | undefined {
 /** kubectl for a test that needs it: with `CI=true` a missing kubectl fails the test; elsewhere it is skipped with a message. */
 export function kubectlOrSkip(ctx: Mocha.Context): string {
   const found = kubectlPath();
-  if (!found) {
-    const reason = `kubectl not found (looked in ${KUBECTL_PATHS.join(', ')} and on PATH)`;
-    if (process.env.CI === 'true') throw new Error(`CI=true and ${reason}`);
-    process.stderr.write(`      skipped (no kubectl): ${reason}\n`);
-    ctx.skip();
-  }
-  return found!;
+  if (!found) realPartMissing(ctx, 'no kubectl', `looked in ${KUBECTL_PATHS.join(', ')} and on PATH`);
+  return found;
 }
 
 export interface Kubectl {

@@ -18,6 +18,7 @@ import { captureLogger } from '../support/capture-logger.ts';
 import { fakeApiKubeconfig, startFakeCsrApi, type FakeCsrApi } from '../support/fake-csr-api.ts';
 import { testConfig } from '../support/test-kubelet.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { realPartMissing } from '../support/real-part.ts';
 
 const TOKEN = 'abcdef.0123456789abcdef';
 /** Fast polls and back-off: the flow is the same, only the waits are shorter. */
@@ -38,10 +39,7 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
   const managers: CertificateManager[] = [];
 
   before(function () {
-    if (which('openssl')) return;
-    if (process.env.CI === 'true') throw new Error('CI=true and openssl is not installed (Debian package openssl)');
-    process.stderr.write('      skipped: openssl not found (the fake signer uses it)\n');
-    this.skip();
+    if (!which('openssl')) realPartMissing(this, 'no openssl', 'the fake signer uses it: install the Debian package openssl');
   });
   beforeEach(async function () {
     api = await startFakeCsrApi();

@@ -15,6 +15,7 @@
  * auth providers), loaded for such a kubeconfig only.
  */
 import os from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { KUBELET_TS_VERSION } from '../version.ts';
@@ -64,6 +65,8 @@ export interface RawRequest {
 export { PATCH } from './patch-types.ts';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** Sends of one request the server turned away with 429 / Retry-After (client-go's maxRetries). */
+const MAX_RETRY_AFTER_TRIES = 10;
 
 /** One request of `send`: a path (and query) on the client's server. */
 export interface SendRequest {
@@ -218,7 +221,16 @@ export class ApiClient {
     const request: ApiRequest = { method: req.method, url, headers: { ...headers, ...req.headers }, signal: controller.signal, ...(req.body !== undefined ? { body: req.body } : {}), ...(tls ? { tls } : {}) };
     let res: ApiResponse;
     try {
-      res = await this.sendWithRetry(request, info, deadline);
+      for (let tries = 1; ; tries++) {
+        res = await this.sendWithRetry(request, info, deadline);
+        // client-go's rule: a 429 (the server's priority and fairness, or max-in-flight, turned
+        // it away), or a 5xx with Retry-After, was not served: wait what the server says (1 s
+        // when it says nothing usable) and send it again, up to 10 times, within the deadline.
+        const wait = retryAfterMs(res, tries);
+        if (wait === undefined || controller.signal.aborted) break;
+        await delay(wait, undefined, { signal: controller.signal }).catch(() => {});
+        if (controller.signal.aborted) break;
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -370,6 +382,15 @@ export function createKubeletApiClients(config: {
 
 /** The User-Agent, as upstream's `kubelet/v1.28.7 (linux/amd64) kubernetes/<commit>`. */
 const USER_AGENT = `kubelet-ts/${KUBELET_TS_VERSION} (${os.platform()}/${process.arch})`;
+
+/** How long to wait before sending a request again that the server turned away (client-go's checkWait), or undefined. */
+function retryAfterMs(res: ApiResponse, tries: number): number | undefined {
+  if (tries >= MAX_RETRY_AFTER_TRIES) return undefined;
+  const header = res.headers['retry-after'];
+  if (res.status !== 429 && !(res.status >= 500 && header !== undefined)) return undefined;
+  const seconds = Number(header);
+  return Number.isInteger(seconds) && seconds >= 0 ? Math.min(seconds, 10) * 1000 : 1000;
+}
 
 /** A reset or half-closed connection (ECONNRESET, EPIPE, "socket hang up"). */
 function isStaleConnection(err: unknown): boolean {

@@ -192,6 +192,29 @@ describe('API client', function () {
   });
 
   describe('requests', function () {
+    it('sends again what the server turned away with 429 and Retry-After (client-go), up to 10 times', async function () {
+      let turnedAway = 0;
+      const srv = await startFakeApiServer((_req, res) => {
+        if (turnedAway++ < 2) {
+          res.setHeader('Retry-After', '0');
+          sendJSON(res, 429, status(429, 'TooManyRequests', 'too many requests, please try again later'));
+          return;
+        }
+        sendJSON(res, 201, { kind: 'Event' });
+      });
+      servers.push(srv);
+      const c = client(await kubeconfig(srv.url));
+      assert.deepEqual(await c.request('POST', '/api/v1/namespaces/default/events', { body: {} }), { kind: 'Event' });
+      assert.equal(srv.requests.length, 3, 'two turned away, the third served (a POST too: it was not processed)');
+      srv.handle((_req, res) => {
+        res.setHeader('Retry-After', '0');
+        sendJSON(res, 429, status(429, 'TooManyRequests', 'too many requests, please try again later'));
+      });
+      const err = await failure(c.request('GET', '/api/v1/nodes/n1'));
+      assert.equal(err.statusCode, 429);
+      assert.equal(srv.requests.length, 3 + 10);
+    });
+
     it('keeps one TLS connection alive across requests and sends its User-Agent', async function () {
       const srv = await startFakeApiServer((_req, res) => sendJSON(res, 200, { kind: 'NodeList', items: [] }));
       servers.push(srv);

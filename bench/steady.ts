@@ -1,13 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LABEL } from '../core/runtime/labels.ts';
 import { RuntimeCache } from '../core/runtime/runtime-cache.ts';
-import { histogramQuantile, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { histogramQuantile, KUBELET_BIN, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
 import {
   benchPodManifest, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri,
   round, runMain, runTag, summarize, table, withNodeEnv, writeResults, envInt, envWindowSeconds,
   type BenchOptions, type Summary,
 } from './lib.ts';
 import type { V1Pod } from '@kubernetes/client-node';
+import { startUpstreamSteady } from './steady-upstream.ts';
 
 /**
  * steady: N pods running under kubelet-ts, nothing changing. The kubelet runs as an operator
@@ -26,8 +29,12 @@ import type { V1Pod } from '@kubernetes/client-node';
  *     steady state (two list RPCs plus grouping and change detection), timed one after another
  *     (100; 10 in smoke mode) next to the two list RPCs alone.
  *
- *   npm run bench:steady               110 pods, 60 s window
- *   N=30 SECONDS=15 npm run bench:steady
+ * Then (not in smoke mode; UPSTREAM=0 leaves it out) kubelet-ts is stopped and the upstream
+ * kubelet v1.28.7 runs the same N pods standalone (bench/steady-upstream.ts), measured over
+ * the same window the same way; the table shows both sides.
+ *
+ *   npm run bench:steady               110 pods, 60 s window, then upstream
+ *   N=30 SECONDS=15 UPSTREAM=0 npm run bench:steady
  */
 
 export interface SteadyResult {
@@ -50,28 +57,83 @@ export interface SteadyResult {
   relistMs: Summary;
   listOnlyMs: Summary;
   targets: { cpuCores: string; rssMiB: string; relistMs: string };
+  /** The upstream kubelet standalone with the same pods, after kubelet-ts (absent with UPSTREAM=0 and in smoke mode). */
+  upstream?: UpstreamFigures | { error: string };
   file?: string;
 }
 
+export type UpstreamFigures = WindowFigures & { code: string; startAllMs: number };
+
 const PLEG_METRIC = 'kubelet_pleg_relist_duration_seconds';
+const PROFILER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-profile-window.mjs');
+
+export interface WindowFigures {
+  seconds: number;
+  cpuCores: number;
+  containerdCpuCores: number | undefined;
+  rssMiB: { mean: number; max: number; last: number };
+}
+
+/** A kubelet's CPU (utime + stime at both ends) and RSS (VmRSS every second) over `seconds`, and its containerd's CPU, from /proc; calls nothing else. */
+async function measureWindow(pid: number, containerdPid: number | undefined, seconds: number): Promise<WindowFigures> {
+  const rss: number[] = [];
+  const cd0 = containerdPid ? await procCpuSeconds(containerdPid) : undefined;
+  const cpu0 = (await procCpuSeconds(pid))!;
+  const w0 = performance.now();
+  const end = w0 + seconds * 1000;
+  while (performance.now() < end) {
+    await sleep(Math.min(1000, Math.max(0, end - performance.now())));
+    rss.push(await procRssBytes(pid));
+  }
+  const cpu1 = (await procCpuSeconds(pid))!;
+  const wallSec = (performance.now() - w0) / 1000;
+  const cd1 = containerdPid ? await procCpuSeconds(containerdPid) : undefined;
+  const mib = (b: number) => b / 2 ** 20;
+  return {
+    seconds: wallSec,
+    cpuCores: (cpu1 - cpu0) / wallSec,
+    containerdCpuCores: cd0 !== undefined && cd1 !== undefined ? (cd1 - cd0) / wallSec : undefined,
+    rssMiB: { mean: mib(rss.reduce((a, b) => a + b, 0) / rss.length), max: mib(Math.max(...rss)), last: mib(rss.at(-1)!) },
+  };
+}
 
 function histogramCount(text: string, metric: string): number {
   return Number(new RegExp(`^${metric}_count(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
 }
 
-export async function run(opts: BenchOptions & { seconds?: number } = {}): Promise<SteadyResult> {
+export async function run(opts: BenchOptions & { seconds?: number; upstream?: boolean; profileDir?: string } = {}): Promise<SteadyResult> {
   const log = logTo(opts);
+  // Smoke mode measures kubelet-ts only (npm test runs it); UPSTREAM=0 leaves upstream out.
+  const wantUpstream = opts.upstream ?? !opts.smoke;
   const n = opts.n ?? (opts.smoke ? 3 : 110);
   const windowSeconds = opts.seconds ?? (opts.smoke ? 3 : 60);
   const relists = opts.smoke ? 10 : 100;
   return withNodeEnv(opts, async (env) => {
     const machine = await machineInfo(env);
     const ns = `bench-st-${runTag()}`;
-    const kp = await startKubeletProcess(env, { maxPods: Math.max(110, n), cgroupPrefix: 'kubelet-ts-bench' });
+    // PROFILE=DIR: a CPU profile of the window (bench/cpu-profile-window.mjs, toggled by SIGUSR2); the profiler's cost is in that run's CPU figure.
+    const profileDir = opts.profileDir;
+    if (profileDir) process.env.KTS_CPU_PROFILE_DIR = path.resolve(profileDir);
+    const kp = await startKubeletProcess(env, {
+      maxPods: Math.max(110, n),
+      cgroupPrefix: 'kubelet-ts-bench',
+      ...(profileDir ? { command: [process.execPath, '--max-semi-space-size=2', '--import', PROFILER, KUBELET_BIN] } : {}),
+    });
     log(`steady: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}`);
     const names = Array.from({ length: n }, (_, i) => `st-${i}`);
     const raw = new RawCri(env.containerdEndpoint, '/nonexistent');
     const runningCount = async () => ((await kp.pods()) ?? []).filter((p: V1Pod) => podRunning(p)).length;
+    let kubeletTsStopped: Promise<void> | undefined;
+    const stopKubeletTs = () =>
+      (kubeletTsStopped ??= (async () => {
+        log('steady: removing pods');
+        await Promise.all(names.map((name) => kp.removeManifest(`${name}.json`)));
+        const removeDeadline = performance.now() + 60_000 + n * 1000;
+        while (((await kp.pods())?.length ?? 0) > 0 && performance.now() < removeDeadline) await sleep(500);
+        const left = (await kp.pods())?.length ?? 0;
+        if (left > 0) log(`steady: ${left} pods still present when the kubelet is stopped`);
+        await kp.stop();
+      })());
     try {
       log(`steady: starting ${n} pods`);
       const t0 = performance.now();
@@ -88,18 +150,13 @@ export async function run(opts: BenchOptions & { seconds?: number } = {}): Promi
 
       log(`steady: measuring for ${windowSeconds} s`);
       const metrics0 = await kp.metrics();
-      const rss: number[] = [];
-      const cd0 = env.containerd.pid ? await procCpuSeconds(env.containerd.pid) : undefined;
-      const cpu0 = (await procCpuSeconds(kp.pid))!;
-      const w0 = performance.now();
-      const end = w0 + windowSeconds * 1000;
-      while (performance.now() < end) {
-        await sleep(Math.min(1000, Math.max(0, end - performance.now())));
-        rss.push(await procRssBytes(kp.pid));
+      if (profileDir) process.kill(kp.pid, 'SIGUSR2');
+      const win = await measureWindow(kp.pid, env.containerd.pid, windowSeconds);
+      if (profileDir) {
+        process.kill(kp.pid, 'SIGUSR2');
+        log(`steady: CPU profile of the window in ${path.resolve(profileDir)}/kubelet-${kp.pid}-1.cpuprofile`);
       }
-      const cpu1 = (await procCpuSeconds(kp.pid))!;
-      const wallSec = (performance.now() - w0) / 1000;
-      const cd1 = env.containerd.pid ? await procCpuSeconds(env.containerd.pid) : undefined;
+      const wallSec = win.seconds;
       const metrics1 = await kp.metrics();
       running = await runningCount();
       if (running !== n) log(`steady: warning: ${running}/${n} pods Running after the window`);
@@ -130,7 +187,29 @@ export async function run(opts: BenchOptions & { seconds?: number } = {}): Promi
         listOnlyMs.push(performance.now() - c0);
       }
 
-      const mib = (b: number) => b / 2 ** 20;
+      // The kubelet-ts side is done: stop it before the upstream side (never two kubelets at once).
+      await stopKubeletTs();
+      let upstream: SteadyResult['upstream'];
+      if (wantUpstream) {
+        log('steady: upstream side');
+        try {
+          const up = await startUpstreamSteady(env, n, ns, log);
+          try {
+            await sleep(5000);
+            log(`steady: upstream: ${n} pods Running in ${round(up.startAllMs)} ms; measuring for ${windowSeconds} s`);
+            const w = await measureWindow(up.pid, up.containerdPid, windowSeconds);
+            const upRunning = await up.runningCount();
+            if (upRunning !== n) log(`steady: upstream: warning: ${upRunning}/${n} pods Running after the window`);
+            upstream = { code: 'v1.28.7', startAllMs: up.startAllMs, ...w };
+          } finally {
+            await up.stop();
+          }
+        } catch (err) {
+          log(`steady: upstream side failed: ${(err as Error).message}`);
+          upstream = { error: (err as Error).message };
+        }
+      }
+
       const result: SteadyResult = {
         benchmark: 'steady',
         date: new Date().toISOString(),
@@ -140,44 +219,43 @@ export async function run(opts: BenchOptions & { seconds?: number } = {}): Promi
         kubeletCode: kp.code,
         windowSeconds: wallSec,
         startAllMs,
-        kubeletCpuCores: (cpu1 - cpu0) / wallSec,
-        containerdCpuCores: cd0 !== undefined && cd1 !== undefined ? (cd1 - cd0) / wallSec : undefined,
-        rssMiB: { mean: mib(rss.reduce((a, b) => a + b, 0) / rss.length), max: mib(Math.max(...rss)), last: mib(rss.at(-1)!) },
+        kubeletCpuCores: win.cpuCores,
+        containerdCpuCores: win.containerdCpuCores,
+        rssMiB: win.rssMiB,
         plegMetricMs,
         relistColdMs,
         relistMs: summarize(relistMs),
         listOnlyMs: summarize(listOnlyMs),
-        targets: { cpuCores: '<= 0.03 at 110 pods', rssMiB: '<= 120 at 110 pods', relistMs: '<= 20 at 110 pods' },
+        targets: { cpuCores: '<= 0.02 at 110 pods (<= 0.4x upstream)', rssMiB: '<= 0.6x upstream at 110 pods', relistMs: '<= 20 at 110 pods' },
+        ...(upstream ? { upstream } : {}),
       };
       const file = await writeResults(opts, 'steady', result);
       if (file) result.file = file;
       const fmt = (x: number | undefined) => (x === undefined ? 'n/a' : round(x, 1));
+      const measured = upstream && !('error' in upstream) ? upstream : undefined;
+      const side = (f: (u: UpstreamFigures) => string | number) => (measured ? f(measured) : '-');
+      const ratio = (f: (w: WindowFigures) => number, own: number) => (measured ? (own / f(measured)).toFixed(2) : '-');
       printTo(opts)(
         [
           `steady: ${n} pods running, ${round(wallSec)} s window; kubelet-ts in its own process (${kp.code}), read from /proc`,
+          upstream && 'error' in upstream ? `upstream side: not measured (${upstream.error})` : '',
           table([
-            ['measure', 'value', 'target (110 pods)'],
-            ['kubelet CPU (cores)', result.kubeletCpuCores.toFixed(4), '<= 0.03'],
-            ['containerd CPU (cores)', result.containerdCpuCores === undefined ? 'n/a' : result.containerdCpuCores.toFixed(3), ''],
-            ['kubelet RSS MiB mean / max', `${round(result.rssMiB.mean)} / ${round(result.rssMiB.max)}`, '<= 120'],
-            [`PLEG relist ms p50 / p99 (kubelet's histogram, ${plegMetricMs.count} relists)`, `${fmt(plegMetricMs.p50)} / ${fmt(plegMetricMs.p99)}`, '<= 20'],
-            ['PLEG relist ms p50 / p99 (timed here)', `${round(result.relistMs.p50, 1)} / ${round(result.relistMs.p99, 1)}`, '<= 20'],
-            ['  2 list RPCs alone ms p50 / p99', `${round(result.listOnlyMs.p50, 2)} / ${round(result.listOnlyMs.p99, 2)}`, ''],
-            ['  cold relist ms', result.relistColdMs, ''],
-            [`start ${n} pods at once ms`, result.startAllMs, ''],
+            ['measure', 'kubelet-ts', 'upstream v1.28.7', 'ratio', 'target (110 pods)'],
+            ['kubelet CPU (cores)', result.kubeletCpuCores.toFixed(4), side((u) => u.cpuCores.toFixed(4)), ratio((w) => w.cpuCores, result.kubeletCpuCores), '<= 0.02, <= 0.4x'],
+            ['containerd CPU (cores)', result.containerdCpuCores === undefined ? 'n/a' : result.containerdCpuCores.toFixed(3), side((u) => (u.containerdCpuCores === undefined ? 'n/a' : u.containerdCpuCores.toFixed(3))), '', ''],
+            ['kubelet RSS MiB mean / max', `${round(result.rssMiB.mean)} / ${round(result.rssMiB.max)}`, side((u) => `${round(u.rssMiB.mean)} / ${round(u.rssMiB.max)}`), ratio((w) => w.rssMiB.mean, result.rssMiB.mean), '<= 0.6x'],
+            [`PLEG relist ms p50 / p99 (kubelet's histogram, ${plegMetricMs.count} relists)`, `${fmt(plegMetricMs.p50)} / ${fmt(plegMetricMs.p99)}`, '', '', '<= 20'],
+            ['PLEG relist ms p50 / p99 (timed here)', `${round(result.relistMs.p50, 1)} / ${round(result.relistMs.p99, 1)}`, '', '', '<= 20'],
+            ['  2 list RPCs alone ms p50 / p99', `${round(result.listOnlyMs.p50, 2)} / ${round(result.listOnlyMs.p99, 2)}`, '', '', ''],
+            ['  cold relist ms', result.relistColdMs, '', '', ''],
+            [`start ${n} pods at once ms`, result.startAllMs, side((u) => round(u.startAllMs)), '', ''],
           ]),
           file ? `results: ${file}` : '',
         ].filter(Boolean).join('\n'),
       );
       return result;
     } finally {
-      log('steady: removing pods');
-      await Promise.all(names.map((name) => kp.removeManifest(`${name}.json`)));
-      const removeDeadline = performance.now() + 60_000 + n * 1000;
-      while (((await kp.pods())?.length ?? 0) > 0 && performance.now() < removeDeadline) await sleep(500);
-      const left = (await kp.pods())?.length ?? 0;
-      if (left > 0) log(`steady: ${left} pods still present when the kubelet is stopped`);
-      await kp.stop();
+      await stopKubeletTs();
       await raw.close();
     }
   });
@@ -198,6 +276,8 @@ if (await isMain(import.meta.url)) {
       smoke: isSmoke(),
       ...(process.env.N ? { n: envInt('N', 110) } : {}),
       ...(seconds !== undefined ? { seconds } : {}),
+      ...(process.env.PROFILE ? { profileDir: process.env.PROFILE } : {}),
+      ...(process.env.UPSTREAM !== undefined ? { upstream: process.env.UPSTREAM !== '0' } : {}),
     });
   });
 }

@@ -34,7 +34,10 @@ import { run } from '../../tools/node-env/util.ts';
 export interface UpstreamSpec {
   dir: string;
   kubeletBinary: string;
-  kubeconfig: string;
+  /** The node's kubeconfig; absent, the kubelet runs standalone (static pods from `staticPodPath` only). */
+  kubeconfig?: string;
+  /** A directory of static pod manifests (`staticPodPath`), e.g. for a standalone node. */
+  staticPodPath?: string;
   nodeName: string;
   nodeIP: string;
   /** The pause image in the loopback registry (the environment's). */
@@ -82,6 +85,7 @@ function kubeletConfig(spec: UpstreamSpec, endpoint: string): string {
     clusterDomain: 'cluster.local',
     volumePluginDir: path.join(spec.dir, 'volume-plugins'),
     maxPods: spec.maxPods,
+    ...(spec.staticPodPath ? { staticPodPath: spec.staticPodPath } : {}),
   });
 }
 
@@ -134,7 +138,7 @@ async function main(): Promise<void> {
     await once(out, 'open');
     kubelet = spawn(spec.kubeletBinary, [
       `--config=${configFile}`,
-      `--kubeconfig=${spec.kubeconfig}`,
+      ...(spec.kubeconfig ? [`--kubeconfig=${spec.kubeconfig}`] : []),
       `--hostname-override=${spec.nodeName}`,
       `--node-ip=${spec.nodeIP}`,
       '--root-dir=/var/lib/kubelet',

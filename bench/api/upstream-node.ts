@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import { createWriteStream, existsSync, readlinkSync } from 'node:fs';
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
@@ -36,9 +38,29 @@ export interface UpstreamNode {
 }
 
 /** What the caller says of the node: the spec the process inside gets, less what this side works out (ports, cgroup root, namespace). */
-export type UpstreamNodeOptions = Pick<UpstreamSpec, 'dir' | 'kubeletBinary' | 'kubeconfig' | 'nodeName' | 'nodeIP' | 'sandboxImage' | 'maxPods'> & {
+export type UpstreamNodeOptions = Pick<UpstreamSpec, 'dir' | 'kubeletBinary' | 'kubeconfig' | 'staticPodPath' | 'nodeName' | 'nodeIP' | 'sandboxImage' | 'maxPods'> & {
   log: (line: string) => void;
 };
+
+const SHARED_K8S = path.resolve(PROJECT_ROOT, '..', 'shared', 'k8s');
+
+/**
+ * The upstream kubelet without a control plane (a standalone node): `bin/kubelet.gz` of
+ * ../shared/k8s unpacked into `dir` and checked against its SHA256SUMS line, as `control-plane.sh
+ * up` does for its own bin/. Undefined (with the reason) when the shared tree has no kubelet.
+ */
+export async function unpackUpstreamKubelet(dir: string): Promise<{ binary?: string; reason?: string }> {
+  const gz = path.join(SHARED_K8S, 'bin', 'kubelet.gz');
+  if (!existsSync(gz)) return { reason: `no upstream kubelet (${gz} missing)` };
+  const want = (await readFile(path.join(SHARED_K8S, 'SHA256SUMS'), 'utf8').catch(() => '')).split('\n').find((l) => /\s+kubelet$/.test(l))?.split(/\s+/)[0];
+  if (!want) return { reason: `no SHA256SUMS line for kubelet in ${SHARED_K8S}` };
+  const binary = path.join(dir, 'kubelet');
+  const bytes = gunzipSync(await readFile(gz));
+  const got = createHash('sha256').update(bytes).digest('hex');
+  if (got !== want) return { reason: `SHA256 mismatch for ${gz} (got ${got}, SHA256SUMS says ${want})` };
+  await writeFile(binary, bytes, { mode: 0o755 });
+  return { binary };
+}
 
 export function upstreamUnavailableReason(kubeletBinary: string | undefined): string | undefined {
   if (!kubeletBinary) return 'no upstream kubelet binary (the control plane directory has no bin/kubelet)';
@@ -70,7 +92,8 @@ export async function startUpstreamNode(opts: UpstreamNodeOptions): Promise<Upst
   const spec: UpstreamSpec = {
     dir: opts.dir,
     kubeletBinary: opts.kubeletBinary,
-    kubeconfig: opts.kubeconfig,
+    ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+    ...(opts.staticPodPath ? { staticPodPath: opts.staticPodPath } : {}),
     nodeName: opts.nodeName,
     nodeIP: opts.nodeIP,
     sandboxImage: opts.sandboxImage,

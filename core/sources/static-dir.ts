@@ -399,6 +399,12 @@ export class StaticPodDirSource implements PodSource {
     }
     this.loggedConflicts = conflicts;
 
+    // The same set as emitted last (every periodic rescan of an unchanged directory): nothing
+    // to emit, so no copies to make (cloning every pod each second was most of a steady
+    // node's rescan cost). config.seen per UID cannot have changed either: same UIDs.
+    const signature = fingerprints.sort().join(',');
+    if (signature === this.lastEmitted) return;
+
     // Keep config.seen stable for pods already seen; forget UIDs that left the set.
     const seen = new Map<string, string>();
     const out = pods.map((p) => {
@@ -410,7 +416,7 @@ export class StaticPodDirSource implements PodSource {
       return copy;
     });
     this.seenByUid = seen;
-    this.emit(out, fingerprints.sort().join(','));
+    this.emit(out, signature);
   }
 
   private emit(pods: V1Pod[], signature: string): void {

@@ -334,7 +334,17 @@ export class StatsProvider {
   private async volumeStats(uid: string, time: string): Promise<VolumeStats[]> {
     const base = path.join(this.deps.rootDir, 'pods', uid, 'volumes');
     const out: VolumeStats[] = [];
+    // One read of the pod's volumes directory says which plugin directories exist: a pod
+    // without local volumes (most, every collection) costs one failed readdir, not one per
+    // plugin (failed calls are the expensive ones: each builds an Error).
+    let present: Set<string>;
+    try {
+      present = new Set(await readdir(base));
+    } catch {
+      return out;
+    }
     for (const plugin of LOCAL_VOLUME_PLUGINS) {
+      if (!present.has(plugin)) continue;
       let names: string[];
       try {
         names = await readdir(path.join(base, plugin));

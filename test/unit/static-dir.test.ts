@@ -343,6 +343,25 @@ describe('StaticPodDirSource', function () {
     assert.equal(s.emissions.length, 1);
   });
 
+  it('after rescans of an unchanged directory, a changed file is emitted with fresh copies and config.seen kept', async () => {
+    await fs.writeFile(path.join(dir, 'web.yaml'), manifest('web'));
+    await fs.writeFile(path.join(dir, 'db.yaml'), manifest('db'));
+    const s = newSource({ rescanPeriodMs: 30 });
+    await s.start();
+    const first = s.last()!;
+    const seen = first.find((p) => p.metadata!.name === 'web-node-a')!.metadata!.annotations![CONFIG_SEEN_ANNOTATION];
+    // What a consumer does to its copy never reaches the source's own pods.
+    first.find((p) => p.metadata!.name === 'web-node-a')!.metadata!.labels = { touched: 'by-consumer' };
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(s.emissions.length, 1, 'unchanged rescans emit nothing');
+    await fs.writeFile(path.join(dir, 'db.yaml'), manifest('db', 'busybox:1.37'));
+    await waitFor(() => s.emissions.length === 2, 'the changed manifest emitted');
+    const web = s.last()!.find((p) => p.metadata!.name === 'web-node-a')!;
+    assert.equal(web.metadata!.labels?.touched, undefined, 'a fresh copy, not the one handed out before');
+    assert.equal(web.metadata!.annotations![CONFIG_SEEN_ANNOTATION], seen, 'config.seen of the unchanged pod kept');
+    assert.equal(s.last()!.find((p) => p.metadata!.name === 'db-node-a')!.spec!.containers[0]!.image, 'busybox:1.37');
+  });
+
   it('stop() releases watchers and timers', async () => {
     const before = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap').length;
     const s = newSource({ rescanPeriodMs: 50 });

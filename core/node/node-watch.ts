@@ -25,6 +25,13 @@ import { Reflector, type ReflectorOptions } from '../apiserver/reflector.ts';
  */
 const STALE_AFTER_MS = 150_000;
 
+/**
+ * The watch's own timeout: 30–60 min rather than client-go's 5–10. Renewing it is most of what
+ * a steady node asks beyond its Lease, and a silent watch is caught by STALE_AFTER_MS (the
+ * status loop GETs meanwhile, and the watch is started again), not by its timeout.
+ */
+const watchTimeoutSeconds = () => Math.floor(1800 + Math.random() * 1800);
+
 export interface NodeWatchOptions {
   client: ApiClient;
   nodeName: string;
@@ -55,6 +62,7 @@ export class NodeWatch {
       path: '/api/v1/nodes',
       query: { fieldSelector: `metadata.name=${opts.nodeName}` },
       logger: this.log,
+      watchTimeoutSeconds,
       ...opts.reflector,
       handler: {
         replace: (items) => {
@@ -108,7 +116,13 @@ export class NodeWatch {
    * no such Node); undefined when the copy may be behind the server (GET it instead).
    */
   current(): { node: V1Node | undefined } | undefined {
-    if (!this.current_ || this.now() - this.lastHeardMs > (this.opts.staleAfterMs ?? STALE_AFTER_MS)) return undefined;
+    if (!this.current_) return undefined;
+    if (this.now() - this.lastHeardMs > (this.opts.staleAfterMs ?? STALE_AFTER_MS)) {
+      // No event and no bookmark for that long: a connection that died without a word.
+      this.log.info({ silentMs: this.now() - this.lastHeardMs }, 'the watch of the Node went silent; reading the Node with GET and watching again');
+      this.relist('the watch went silent');
+      return undefined;
+    }
     return { node: this.nodeValue };
   }
 

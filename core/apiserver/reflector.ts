@@ -38,6 +38,11 @@ export interface ReflectorHandler {
   event(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: unknown): void;
   /** A list or watch failed and is retried in `retryInMs` (the owner decides what to log). */
   failed?(what: 'list' | 'watch', err: unknown, retryInMs: number): void;
+  /**
+   * The watch delivered something (an event or a bookmark): the owner's store is current up to
+   * this point. After a failure, this (or the next `replace`) says the watch is back.
+   */
+  progress?(): void;
 }
 
 export interface ReflectorOptions {
@@ -271,6 +276,7 @@ export class Reflector {
     if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') this.opts.handler.event(event.type, obj);
     const rv = obj?.metadata?.resourceVersion;
     if (typeof rv === 'string' && rv) this.resourceVersion = rv;
+    this.opts.handler.progress?.();
     return undefined;
   }
 

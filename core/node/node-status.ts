@@ -7,12 +7,19 @@
  * back-off (100 ms doubling, capped at 7 s) until it succeeds; it runs in the background so pods
  * from other sources start while the API server is away.
  *
- * Status: every nodeStatusUpdateFrequency the kubelet GETs its Node (as upstream: the server's
- * Node is the base, so conditions another component changed, such as Ready=Unknown set by the
- * node lifecycle controller after an outage, are seen and corrected), computes the status,
+ * Status: every nodeStatusUpdateFrequency the kubelet reads its Node (the server's Node is the
+ * base, so conditions another component changed, such as Ready=Unknown set by the node
+ * lifecycle controller after an outage, are seen and corrected), computes the status,
  * lets `nodeStatus` taps change it, and PATCHes nodes/NAME/status with a strategic merge patch
  * when it changed, or when nodeStatusReportFrequency passed since the last post. A node may not
  * GET nodes/status, but GET nodes/NAME returns the status too.
+ *
+ * Reading the Node: upstream GETs it every period (`?resourceVersion=0`); kubelet-ts keeps a
+ * watch of it (NodeWatch) and reads the watched copy while the watch is current, so a steady
+ * node makes half the requests (the Lease renewals stay). It GETs the Node when the watch is
+ * not synced, failed or went quiet, and on every retry within a period (after a conflict or
+ * an error), from etcd. The watch also hands admission the Node's labels and taints as soon as
+ * an admin changes them, and sees the Node deleted (registered again at once).
  *
  * Readiness changes are posted at once: the manager polls its readiness inputs every second
  * (one CRI Status call and the PLEG health, both cheap) and posts as soon as the Ready
@@ -46,6 +53,7 @@ import {
   type RuntimeCondition,
 } from './node-object.ts';
 import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
+import { NodeWatch, type NodeWatchOptions } from './node-watch.ts';
 import { withTimeout } from '../util/with-timeout.ts';
 
 /**
@@ -101,6 +109,8 @@ export interface NodeStatusOptions {
   onRegisteredAgain?: () => void;
   /** Records node events (RegisteredNode, NodeReady, NodeNotReady). */
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** The watch of the Node (default on; false: GET the Node every period, as upstream; tests set the reflector's timings). */
+  watchNode?: false | Pick<NodeWatchOptions, 'staleAfterMs' | 'reflector'>;
 }
 
 /** Upstream's registration back-off: 100 ms doubling (the first wait is 200 ms), capped at 7 s. */
@@ -135,11 +145,24 @@ export class NodeStatusManager {
   private readonly refusedLabels = new Set<string>();
   /** Back-off sleeps, cut short on stop and when the server answers again. */
   private readonly pause = new InterruptibleSleep();
+  /** The watch of the Node, read instead of a GET every period while it is current. */
+  private readonly watch: NodeWatch | undefined;
 
   constructor(private readonly opts: NodeStatusOptions) {
     this.log = opts.logger.child({ component: 'node-status', node: opts.nodeName });
     this.now = opts.now ?? Date.now;
     this.hostname = opts.hostname ?? opts.nodeName;
+    if (opts.watchNode !== false) {
+      this.watch = new NodeWatch({
+        client: opts.client,
+        nodeName: opts.nodeName,
+        logger: opts.logger,
+        ...(opts.now ? { now: opts.now } : {}),
+        ...opts.watchNode,
+        // Deleted by an admin: the sync's GET confirms it and registers the Node again.
+        onDeleted: () => this.requestSync(),
+      });
+    }
   }
 
   /** The addresses the Node's status reports (a serving certificate names them). */
@@ -155,13 +178,14 @@ export class NodeStatusManager {
     return this.registeredNode?.metadata?.uid;
   }
 
-  /** The Node as the API server last returned it (labels, taints: what admission checks pods against). */
+  /** The Node as the API server last showed it, watched (labels, taints: what admission checks pods against). */
   get node(): V1Node | undefined {
-    return this.registeredNode;
+    return this.watch?.node ?? this.registeredNode;
   }
 
   /** Starts registration (in the background) and the status loops. */
   start(): void {
+    this.watch?.start();
     void this.register();
     this.timers.push(setInterval(() => this.requestSync(), this.opts.updateFrequencyMs));
     const poll = this.opts.readinessPollMs ?? 1000;
@@ -173,7 +197,7 @@ export class NodeStatusManager {
     this.stopped = true;
     for (const t of this.timers.splice(0)) clearInterval(t);
     this.pause.wake();
-    await this.syncing?.catch(() => {});
+    await Promise.all([this.syncing?.catch(() => {}), this.watch?.stop()]);
   }
 
   /** Resolves with the registered Node (created or adopted) once registration succeeded; undefined if stopped first. */
@@ -218,9 +242,13 @@ export class NodeStatusManager {
       try {
         const node = await this.tryRegister();
         this.registeredNode = node;
+        this.watch?.observe(node);
         this.lastError = '';
         this.log.info({ uid: node.metadata?.uid }, 'node registered');
-        if (this.registeredOnce) this.opts.onRegisteredAgain?.();
+        if (this.registeredOnce) {
+          this.watch?.relist('the Node was registered again');
+          this.opts.onRegisteredAgain?.();
+        }
         this.registeredOnce = true;
         this.requestSync();
         return node;
@@ -290,11 +318,10 @@ export class NodeStatusManager {
     }
   }
 
-  /** GET the Node, compute the status, post it when it changed or the report period passed. */
+  /** Read the Node, compute the status, post it when it changed or the report period passed. */
   private async syncOnce(fromCache: boolean): Promise<void> {
     const { client, nodeName } = this.opts;
-    // The first try reads the API server's watch cache (resourceVersion=0), as upstream's does.
-    const server = await client.request<V1Node>('GET', `/api/v1/nodes/${encodeURIComponent(nodeName)}`, fromCache ? { query: { resourceVersion: '0' } } : {});
+    const server = (fromCache ? this.watch?.current()?.node : undefined) ?? (await this.getNode(fromCache));
     this.registeredNode = server;
     const owned = await this.computeStatus(server);
     const changed = ownedStatusChanged(server, owned);
@@ -306,11 +333,23 @@ export class NodeStatusManager {
     const patch = statusPatch(owned, dropped);
     const updated = await client.request<V1Node>('PATCH', `/api/v1/nodes/${encodeURIComponent(nodeName)}/status`, { body: patch, contentType: PATCH.strategic });
     this.registeredNode = updated;
+    this.watch?.observe(updated);
     this.rememberPosted(owned);
     const ready = readyKey(owned);
     if (ready !== this.lastPostedReady) this.log.info({ ready: owned.conditions.find((c) => c.type === 'Ready') }, 'posted a change of node readiness');
     this.readinessPosted(ready);
     this.lastReportMs = this.now();
+  }
+
+  /**
+   * GET the Node: the watch is not current, says the Node is gone (confirmed here: the watch
+   * may lag a Node created a moment ago), or this is a retry. The first try reads the API
+   * server's watch cache (resourceVersion=0), as upstream's does; a retry reads etcd.
+   */
+  private async getNode(fromCache: boolean): Promise<V1Node> {
+    const node = await this.opts.client.request<V1Node>('GET', `/api/v1/nodes/${encodeURIComponent(this.opts.nodeName)}`, fromCache ? { query: { resourceVersion: '0' } } : {});
+    this.watch?.observe(node);
+    return node;
   }
 
   /** Ready as last posted; a change is an event (NodeReady / NodeNotReady, worded as upstream's). */

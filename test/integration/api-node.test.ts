@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiClient, createApiClient, PATCH } from '../../core/apiserver/api-client.ts';
 import { createApiNode } from '../../core/node/api-node.ts';
@@ -236,6 +237,63 @@ describe('the node on a real API server', function () {
       return node !== undefined && node.metadata!.uid !== uid && readyOf(node)?.status === 'True';
     }, 10_000, 100);
     assert.equal(again, 1);
+  });
+
+  /** Records the GETs of one Node that go through `client` (the status loop's reads of it). */
+  function countNodeGets(client: ApiClient, name: string): string[] {
+    const gets: string[] = [];
+    const request = client.request.bind(client);
+    client.request = ((method: Parameters<ApiClient['request']>[0], p: string, o?: Parameters<ApiClient['request']>[2]) => {
+      if (method === 'GET' && p === `/api/v1/nodes/${name}`) gets.push(p);
+      return request(method, p, o);
+    }) as ApiClient['request'];
+    return gets;
+  }
+
+  it('reads its Node from a watch, not a GET each period: an admin\'s label and taint are seen, a condition change is posted at once', async function () {
+    const name = nodeName('watch');
+    const client = await nodeClient(name);
+    const gets = countNodeGets(client, name);
+    const hooks = createHooks();
+    let pressure = false;
+    hooks.nodeStatus.tap('pressure-test', (draft) =>
+      pressure ? { ...draft, conditions: draft.conditions.map((c) => (c.type === 'DiskPressure' ? { ...c, status: 'True' as const, reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' } : c)) } : draft);
+    // A period of 300 ms: a GET per period would show within the waits below.
+    const m = manager(name, client, new FakeInputs(), { hooks, updateFrequencyMs: 300 });
+    m.start();
+    await m.register();
+    await waitFor('Ready=True', async () => readyOf(await getNode(name))?.status === 'True', 15_000, 200);
+    // Registration's first sync may come before the watch's first list; after that, none.
+    await sleep(1000);
+    const getsBefore = gets.length;
+    assert.ok(getsBefore <= 1, `GETs of the Node right after registration: ${getsBefore}`);
+
+    await core.patchNode({ name, body: { metadata: { labels: { 'team.example.com/owner': 'ops' } }, spec: { taints: [{ key: 'example.com/maintenance', effect: 'NoSchedule' }] } } }, mergePatchOptions());
+    await waitFor('the label and taint seen by the kubelet', async () => m.node?.metadata?.labels?.['team.example.com/owner'] === 'ops' && !!m.node?.spec?.taints?.some((t) => t.key === 'example.com/maintenance'), 10_000, 50);
+
+    pressure = true;
+    await waitFor('DiskPressure=True posted', async () => (await getNode(name))?.status?.conditions?.find((c) => c.type === 'DiskPressure')?.status === 'True', 10_000, 100);
+    pressure = false;
+    await waitFor('DiskPressure=False posted', async () => (await getNode(name))?.status?.conditions?.find((c) => c.type === 'DiskPressure')?.status === 'False', 10_000, 100);
+    assert.equal(readyOf(await getNode(name))?.status, 'True');
+    assert.equal(gets.length, getsBefore, 'the status loop read the watched Node, with no GET of it, over about a dozen periods');
+  });
+
+  it('registers the Node again at once when the watch sees it deleted (without waiting for the status period)', async function () {
+    const name = nodeName('watch-deleted');
+    let again = 0;
+    // An update period longer than the test: only the watch's DELETED can start the re-registration.
+    const m = manager(name, await nodeClient(name), new FakeInputs(), { updateFrequencyMs: 600_000, onRegisteredAgain: () => again++ });
+    m.start();
+    const uid = (await m.register())!.metadata!.uid;
+    await sleep(1000);
+    await core.deleteNode({ name });
+    await waitFor('a new Node, Ready', async () => {
+      const node = await getNode(name);
+      return node !== undefined && node.metadata!.uid !== uid && readyOf(node)?.status === 'True';
+    }, 15_000, 100);
+    assert.equal(again, 1);
+    await waitFor('the kubelet\'s copy is the new Node', async () => m.node?.metadata?.uid !== uid && m.node?.metadata?.uid !== undefined, 5000, 50);
   });
 
   it('nodeStatus taps contribute conditions, capacity and labels; what they drop is removed', async function () {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppsV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { clusterSuite } from '../support/cluster-suite.ts';
 import { startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 import { startRegistryAuthProxy } from '../support/registry-auth-proxy.ts';
@@ -202,6 +202,20 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
     await sleep(3000);
     assert.deepEqual(await sandboxes(), [], 'still no sandbox');
     assert.equal((await readPod('greedy', ns)).status?.phase, 'Failed');
+  });
+
+  it('a label an admin adds to the Node admits a pod selecting it at once (the kubelet watches its Node, no wait for the status period)', async function () {
+    const { name } = await node('label');
+    const ns = await namespace('label');
+    await suite.core.patchNode({ name, body: { metadata: { labels: { 'example.com/pool': 'blue' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    // Well within nodeStatusUpdateFrequency (10 s), when a kubelet reading its Node each period may not have it yet.
+    await sleep(1000);
+    await suite.core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'blue' }, spec: { nodeName: name, nodeSelector: { 'example.com/pool': 'blue' }, automountServiceAccountToken: false, terminationGracePeriodSeconds: 2, containers: [sleeper()] } },
+    });
+    const p = await waitFor('Running or Failed', async () => { const x = await readPod('blue', ns); return (running(x) || x.status?.phase === 'Failed') && x; });
+    assert.equal(p.status?.phase, 'Running', `${p.status?.reason}: ${p.status?.message}`);
   });
 
   it('image pull secrets: a registry that requires credentials pulls with the pod\'s secret; without or with a wrong one, ErrImagePull with the registry\'s reason', async function () {

@@ -65,7 +65,9 @@ describe('kubeconfig credentials on requests', function () {
       await client.request('GET', '/version');
       assert.equal(authorization(srv).at(-1), expected);
     }
-    const certClient = new ApiClient(loadKubeconfig(await writeKubeconfig(srv.url, 'cert')), { logger: silentLogger() });
+    const certFile = await writeKubeconfig(srv.url, 'cert');
+    cleanups.push(() => fs.rm(path.dirname(certFile), { recursive: true, force: true }));
+    const certClient = new ApiClient(loadKubeconfig(certFile), { logger: silentLogger() });
     cleanups.push(async () => certClient.close());
     await certClient.request('GET', '/version');
     assert.equal(authorization(srv).at(-1), undefined, 'a certificate: no header');

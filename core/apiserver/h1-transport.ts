@@ -10,7 +10,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { ApiRequest, ApiResponse, ApiTransport, WatchEnd } from './api-transport.ts';
 import type { TlsMaterial } from './credentials.ts';
-import { WATCH_ERROR_BODY_MAX, WatchLines } from './watch-lines.ts';
+import { WatchBody } from './watch-lines.ts';
 
 const TLS_KEYS = ['ca', 'cert', 'key', 'rejectUnauthorized', 'servername'] as const;
 
@@ -45,24 +45,19 @@ export class H1Transport implements ApiTransport {
     const controller = new AbortController();
     const req = this.open(url, 'GET', headers, tls, controller.signal);
     req.on('response', (res) => {
-      const status = res.statusCode ?? 0;
       res.setEncoding('utf8');
-      let errorBody = '';
-      const lines = new WatchLines(onEvent, () => ended);
+      const body = new WatchBody(onEvent, () => ended);
+      body.status = res.statusCode ?? 0;
       res.on('data', (chunk: string) => {
         if (ended) return;
-        if (status >= 400) {
-          if (errorBody.length < WATCH_ERROR_BODY_MAX) errorBody += chunk;
-          return;
-        }
-        const bad = lines.push(chunk);
+        const bad = body.push(chunk);
         if (bad) {
           end(bad);
           controller.abort();
         }
       });
       res.on('error', (err) => end(err));
-      res.on('end', () => end(status >= 400 ? Object.assign(new Error(errorBody), { statusCode: status }) : undefined));
+      res.on('end', () => end(body.end()));
       // A connection cut without an end (a reset) closes without 'end'.
       res.on('close', () => end(res.complete ? undefined : Object.assign(new Error('the watch connection closed'), { code: 'ECONNRESET' })));
     });

@@ -16,7 +16,7 @@ import http2 from 'node:http2';
 import type { SecureClientSessionOptions } from 'node:http2';
 import type { Logger } from '../logger.ts';
 import type { ApiRequest, ApiResponse, ApiTransport, WatchEnd } from './api-transport.ts';
-import { WATCH_ERROR_BODY_MAX, WatchLines } from './watch-lines.ts';
+import { WatchBody } from './watch-lines.ts';
 
 /** Headers HTTP/2 forbids (connection-specific): node would refuse the request. */
 const CONNECTION_HEADERS = new Set(['connection', 'host', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
@@ -196,18 +196,12 @@ export class H2Transport implements ApiTransport {
 
 /** Reads a watch stream's event lines until it ends, or until `stopped()` (the watch was aborted). */
 function follow(stream: http2.ClientHttp2Stream, stopped: () => boolean, onEvent: (type: string, object: unknown) => void, finish: (err: WatchEnd) => void): void {
-  let status = 0;
-  let errorBody = '';
-  const lines = new WatchLines(onEvent, stopped);
+  const body = new WatchBody(onEvent, stopped);
   stream.setEncoding('utf8');
-  stream.on('response', (h) => (status = Number(h[':status'])));
+  stream.on('response', (h) => (body.status = Number(h[':status'])));
   stream.on('data', (chunk: string) => {
     if (stopped()) return;
-    if (status >= 400) {
-      if (errorBody.length < WATCH_ERROR_BODY_MAX) errorBody += chunk;
-      return;
-    }
-    const bad = lines.push(chunk);
+    const bad = body.push(chunk);
     if (bad) {
       finish(bad);
       stream.close(http2.constants.NGHTTP2_CANCEL);
@@ -215,10 +209,7 @@ function follow(stream: http2.ClientHttp2Stream, stopped: () => boolean, onEvent
   });
   let failure: Error | undefined;
   stream.on('error', (err) => (failure = err));
-  stream.on('close', () => {
-    if (status >= 400) finish(Object.assign(new Error(errorBody), { statusCode: status }));
-    else finish(failure);
-  });
+  stream.on('close', () => finish(body.end(failure)));
 }
 
 /** `ready`, or the signal's reason once it aborts first (a request's deadline also bounds its wait for a connection). */

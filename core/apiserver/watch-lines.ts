@@ -36,3 +36,33 @@ export class WatchLines {
 
 /** The longest error body kept from a watch answered with an error status. */
 export const WATCH_ERROR_BODY_MAX = 64 * 1024;
+
+/**
+ * A watch response's body, whatever the transport: event lines when the status is a success,
+ * else the error body (its first 64 KiB) that becomes the watch's end. The status is set when
+ * the response head arrives, before the first chunk.
+ */
+export class WatchBody {
+  status = 0;
+  private errorBody = '';
+  private readonly lines: WatchLines;
+
+  constructor(onEvent: (type: string, object: unknown) => void, stopped: () => boolean) {
+    this.lines = new WatchLines(onEvent, stopped);
+  }
+
+  /** Takes a chunk; returns an Error when an event line did not parse (the caller ends the stream). */
+  push(chunk: string): Error | undefined {
+    if (this.status >= 400) {
+      if (this.errorBody.length < WATCH_ERROR_BODY_MAX) this.errorBody += chunk;
+      return undefined;
+    }
+    return this.lines.push(chunk);
+  }
+
+  /** How the watch ended once the body is complete: the server's error, or `failure` (undefined: a clean end). */
+  end(failure?: Error): Error | undefined {
+    if (this.status >= 400) return Object.assign(new Error(this.errorBody), { statusCode: this.status });
+    return failure;
+  }
+}

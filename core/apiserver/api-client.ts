@@ -47,6 +47,12 @@ export interface ApiClientOptions {
   transport?: ApiTransport;
   /** Act as this user and groups (Impersonate-User / Impersonate-Group on every request): the kubeconfig's identity must be allowed to impersonate them. */
   impersonate?: Impersonation;
+  /**
+   * The kubeconfig's credentials, shared by clients of the same kubeconfig (a kubelet's three
+   * clients, a hollow fleet's nodes) so its certificate, key and token files are read once for
+   * all; default: the client's own. Must come from the same loaded kubeconfig.
+   */
+  credentials?: RequestCredentials;
 }
 
 /** One watch event as the server sends it (the object is wire JSON, not deserialized). */
@@ -98,7 +104,7 @@ export class ApiClient {
     this.identityValue = options.impersonate ? { ...loaded.identity, user: options.impersonate.user, groups: options.impersonate.groups } : loaded.identity;
     this.connectivity = options.connectivity ?? new ConnectivityTracker(loaded.server, options.logger.child({ component: 'api-client' }));
     this.limiter = options.qps !== undefined ? new TokenBucket(options.qps, options.burst ?? Math.max(1, Math.ceil(options.qps))) : undefined;
-    this.credentials = credentialsOf(loaded);
+    this.credentials = options.credentials ?? credentialsOf(loaded);
     this.own = options.transport ? undefined : new H1Transport();
   }
 
@@ -330,9 +336,9 @@ export class ApiClient {
 /**
  * What the three clients of a kubelet take from its process (`kubelet-ts hollow`): a shared
  * transport, an identity to act as, and the kubeconfig loaded once for all (parsing its
- * certificate and key per node costs ~10 ms of CPU each).
+ * certificate and key per node costs ~10 ms of CPU each), with its credentials.
  */
-export type SharedClientOptions = Pick<ApiClientOptions, 'transport' | 'impersonate'> & { kubeconfig?: LoadedKubeconfig };
+export type SharedClientOptions = Pick<ApiClientOptions, 'transport' | 'impersonate' | 'credentials'> & { kubeconfig?: LoadedKubeconfig };
 
 /** Loads the kubeconfig and makes a client. Throws KubeconfigError for an unusable file. */
 export function createApiClient(options: ApiClientOptions): ApiClient {
@@ -358,8 +364,10 @@ export function createKubeletApiClients(config: {
   nodeStatusUpdateFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
 }, logger: Logger, overrides: KubeconfigOverrides = {}, options: SharedClientOptions = {}): { main: ApiClient; heartbeat: ApiClient; events: ApiClient } {
-  const { kubeconfig: preloaded, ...shared } = options;
+  const { kubeconfig: preloaded, credentials: given, ...rest } = options;
   const loaded = preloaded ?? loadKubeconfig(config.kubeconfig, overrides);
+  // One credentials object for the three: the certificate, key and CA files are read once a second at most, not thrice.
+  const shared = { ...rest, credentials: given ?? credentialsOf(loaded) };
   const connectivity = new ConnectivityTracker(loaded.server, logger.child({ component: 'api-client' }));
   const main = new ApiClient(loaded, { logger, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, connectivity, ...shared });
   const heartbeat = new ApiClient(loaded, {

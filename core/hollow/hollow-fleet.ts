@@ -8,6 +8,7 @@ import { Limiter } from '../util/limiter.ts';
 import { hollowNodeConfig, hollowNodeName } from './hollow-node-config.ts';
 import { sharedMachineInfo, type HollowCapacity } from './hollow-machine.ts';
 import type { LoadedKubeconfig } from '../apiserver/kubeconfig.ts';
+import { credentialsOf } from '../apiserver/credentials.ts';
 
 /** Nodes starting at once: each start is quick (registration goes on in the background), so this bounds a burst, not the total. */
 const START_PARALLELISM = 16;
@@ -34,7 +35,8 @@ export interface HollowFleetOptions {
  * The nodes of `kubelet-ts hollow`: N kubelets of one process, each the composition root
  * (core/kubelet.ts) with its own config, state, identity and rate limiters, and with what a
  * hollow node does not run off (its ports, node pressure on the host's disks, host mounts).
- * What they share: the API transport (one HTTP/2 connection pool) and the loaded kubeconfig,
+ * What they share: the API transport (one HTTP/2 connection pool), the loaded kubeconfig and its
+ * credentials (its files read once for all nodes),
  * one read of the machine (hollow-machine.ts), the process's timers
  * (Node keeps timers of equal duration in one list under one libuv timer: N nodes' 1 s PLEG
  * relists are one timer, not N) and the loaded code.
@@ -55,6 +57,7 @@ export class HollowFleet {
     const { base, rootDir, identity, transport, kubeconfig, logger } = this.options;
     await fs.mkdir(rootDir, { recursive: true });
     const machineInfo = sharedMachineInfo(rootDir, this.options.capacity);
+    const credentials = credentialsOf(kubeconfig);
     const limiter = new Limiter(START_PARALLELISM);
     const starts = this.names().map((name, index) => limiter.run(async () => {
       if (this.stopped) return;
@@ -63,7 +66,7 @@ export class HollowFleet {
         servers: false,
         nodePressure: false,
         hostMounts: false,
-        api: { transport, kubeconfig, ...(identity === 'node' ? { impersonate: { user: `system:node:${name}`, groups: ['system:nodes'] } } : {}) },
+        api: { transport, kubeconfig, credentials, ...(identity === 'node' ? { impersonate: { user: `system:node:${name}`, groups: ['system:nodes'] } } : {}) },
         machineInfo,
       });
       this.kubelets.push(kubelet);

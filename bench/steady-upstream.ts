@@ -25,6 +25,8 @@ export interface UpstreamSteadyNode {
   /** ms until all N pods ran (manifests written at once), seen through its /pods every 500 ms. */
   startAllMs: number;
   runningCount(): Promise<number>;
+  /** Its /metrics (read-only port), undefined when it could not be read. */
+  metrics(): Promise<string | undefined>;
   stop(): Promise<void>;
 }
 
@@ -74,7 +76,11 @@ export async function startUpstreamSteady(env: NodeEnv, n: number, ns: string, l
       if (performance.now() > deadline) throw new Error(`steady: upstream: ${running}/${n} pods Running after ${round(performance.now() - t0)} ms (log ${up.logFile})`);
       await sleep(500);
     }
-    return { pid: up.pid, containerdPid: up.containerdPid, logFile: up.logFile, startAllMs: performance.now() - t0, runningCount, stop };
+    const metrics = async () => {
+      const res = await fetch(`http://127.0.0.1:${up.readOnlyPort}/metrics`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      return res?.ok ? res.text() : undefined;
+    };
+    return { pid: up.pid, containerdPid: up.containerdPid, logFile: up.logFile, startAllMs: performance.now() - t0, runningCount, metrics, stop };
   } catch (err) {
     await stop();
     throw err;

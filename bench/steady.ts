@@ -53,6 +53,8 @@ export interface SteadyResult {
   rssMiB: { mean: number; max: number; last: number };
   /** From the kubelet's own histogram over the window (ms), undefined if it had no observation. */
   plegMetricMs: { p50: number | undefined; p99: number | undefined; count: number };
+  /** CRI calls per minute in the window by upstream's operation_type (kubelet_runtime_operations_total). */
+  runtimeOpsPerMinute: Record<string, number>;
   relistColdMs: number;
   relistMs: Summary;
   listOnlyMs: Summary;
@@ -62,7 +64,14 @@ export interface SteadyResult {
   file?: string;
 }
 
-export type UpstreamFigures = WindowFigures & { code: string; startAllMs: number };
+/** One row per CRI operation either side called in the window, most frequent first. */
+function opRows(own: Record<string, number>, up: Record<string, number> | undefined): string[][] {
+  const ops = [...new Set([...Object.keys(own), ...Object.keys(up ?? {})])];
+  ops.sort((a, b) => Math.max(own[b] ?? 0, up?.[b] ?? 0) - Math.max(own[a] ?? 0, up?.[a] ?? 0));
+  return ops.map((op) => [`  ${op}`, String(own[op] ?? 0), up ? String(up[op] ?? 0) : '-', '', '']);
+}
+
+export type UpstreamFigures = WindowFigures & { code: string; startAllMs: number; runtimeOpsPerMinute?: Record<string, number> };
 
 const PLEG_METRIC = 'kubelet_pleg_relist_duration_seconds';
 const PROFILER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-profile-window.mjs');
@@ -163,6 +172,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
 
       // The window's own observations: the histogram at its end minus at its start.
       const windowHistogram = subtractHistograms(metrics1, metrics0, PLEG_METRIC);
+      const runtimeOps = runtimeOpsPerMinute(metrics0, metrics1, wallSec);
       const ms = (s: number | undefined) => (s === undefined ? undefined : s * 1000);
       const plegMetricMs = {
         p50: ms(histogramQuantile(windowHistogram, PLEG_METRIC, 0.5)),
@@ -197,10 +207,13 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
           try {
             await sleep(5000);
             log(`steady: upstream: ${n} pods Running in ${round(up.startAllMs)} ms; measuring for ${windowSeconds} s`);
+            const upMetrics0 = await up.metrics();
             const w = await measureWindow(up.pid, up.containerdPid, windowSeconds);
+            const upMetrics1 = await up.metrics();
+            const upRuntimeOps = upMetrics0 && upMetrics1 ? runtimeOpsPerMinute(upMetrics0, upMetrics1, w.seconds) : undefined;
             const upRunning = await up.runningCount();
             if (upRunning !== n) log(`steady: upstream: warning: ${upRunning}/${n} pods Running after the window`);
-            upstream = { code: 'v1.28.7', startAllMs: up.startAllMs, ...w };
+            upstream = { code: 'v1.28.7', startAllMs: up.startAllMs, ...w, ...(upRuntimeOps ? { runtimeOpsPerMinute: upRuntimeOps } : {}) };
           } finally {
             await up.stop();
           }
@@ -223,6 +236,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
         containerdCpuCores: win.containerdCpuCores,
         rssMiB: win.rssMiB,
         plegMetricMs,
+        runtimeOpsPerMinute: runtimeOps,
         relistColdMs,
         relistMs: summarize(relistMs),
         listOnlyMs: summarize(listOnlyMs),
@@ -244,6 +258,8 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
             ['kubelet CPU (cores)', result.kubeletCpuCores.toFixed(4), side((u) => u.cpuCores.toFixed(4)), ratio((w) => w.cpuCores, result.kubeletCpuCores), '<= 0.02, <= 0.4x'],
             ['containerd CPU (cores)', result.containerdCpuCores === undefined ? 'n/a' : result.containerdCpuCores.toFixed(3), side((u) => (u.containerdCpuCores === undefined ? 'n/a' : u.containerdCpuCores.toFixed(3))), '', ''],
             ['kubelet RSS MiB mean / max', `${round(result.rssMiB.mean)} / ${round(result.rssMiB.max)}`, side((u) => `${round(u.rssMiB.mean)} / ${round(u.rssMiB.max)}`), ratio((w) => w.rssMiB.mean, result.rssMiB.mean), '<= 0.6x'],
+            ['CRI calls per minute', String(totalOf(runtimeOps)), side((u) => String(totalOf(u.runtimeOpsPerMinute) ?? 'n/a')), '', ''],
+            ...opRows(runtimeOps, measured?.runtimeOpsPerMinute),
             [`PLEG relist ms p50 / p99 (kubelet's histogram, ${plegMetricMs.count} relists)`, `${fmt(plegMetricMs.p50)} / ${fmt(plegMetricMs.p99)}`, '', '', '<= 20'],
             ['PLEG relist ms p50 / p99 (timed here)', `${round(result.relistMs.p50, 1)} / ${round(result.relistMs.p99, 1)}`, '', '', '<= 20'],
             ['  2 list RPCs alone ms p50 / p99', `${round(result.listOnlyMs.p50, 2)} / ${round(result.listOnlyMs.p99, 2)}`, '', '', ''],
@@ -262,6 +278,33 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
 }
 
 /** The `metric`'s bucket lines of `after` with the counts of `before` subtracted. */
+/** upstream's (and kubelet-ts's) counter of CRI calls by operation_type. */
+const RUNTIME_OPS_METRIC = 'kubelet_runtime_operations_total';
+
+/** A counter's value per `label` value in the text exposition (series without the label are left out). */
+function counterByLabel(text: string, metric: string, label: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const re = new RegExp(`^${metric}\\{([^}]*)\\} (\\S+)$`, 'gm');
+  for (const m of text.matchAll(re)) {
+    const value = new RegExp(`(?:^|,)${label}="([^"]*)"`).exec(m[1]!)?.[1];
+    if (value !== undefined) out.set(value, (out.get(value) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** CRI calls per minute by operation in a window, from the counter before and after it. */
+function runtimeOpsPerMinute(before: string, after: string, seconds: number): Record<string, number> {
+  const b = counterByLabel(before, RUNTIME_OPS_METRIC, 'operation_type');
+  const out: Record<string, number> = {};
+  for (const [op, v] of counterByLabel(after, RUNTIME_OPS_METRIC, 'operation_type')) {
+    const perMin = ((v - (b.get(op) ?? 0)) * 60) / seconds;
+    if (perMin > 0) out[op] = Math.round(perMin * 10) / 10;
+  }
+  return out;
+}
+
+const totalOf = (ops: Record<string, number> | undefined) => (ops ? Math.round(Object.values(ops).reduce((a, b) => a + b, 0) * 10) / 10 : undefined);
+
 function subtractHistograms(after: string, before: string, metric: string): string {
   const counts = new Map<string, number>();
   const re = new RegExp(`^(${metric}_bucket\\{[^}]*\\}) (\\S+)$`, 'gm');

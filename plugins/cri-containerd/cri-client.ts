@@ -1,7 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import { clampTimerMs, currentSignal, errorMessage, KubeletError, type ErrorCode } from 'kubelet-ts';
-import { loadContentService, loadCriPackage, type CriServiceClient } from './proto-loader.ts';
+import { CRI_RUNTIME_SERVICE, loadContentService, loadCriPackage, type CriServiceClient, type CriServiceClientConstructor } from './proto-loader.ts';
+import { cachingListDeserializer } from './list-item-cache.ts';
 
 /**
  * The containerd namespace of everything CRI does (containerd's CRI plugin uses this one, and
@@ -34,7 +35,7 @@ export class CriClient {
       'grpc.initial_reconnect_backoff_ms': 250,
       'grpc.max_reconnect_backoff_ms': 2000,
     };
-    this.runtime = new RuntimeService(target, grpc.credentials.createInsecure(), options) as CriServiceClient;
+    this.runtime = new (withListItemCache(RuntimeService))(target, grpc.credentials.createInsecure(), options) as CriServiceClient;
     this.image = new ImageService(target, grpc.credentials.createInsecure(), options, ) as CriServiceClient;
     this.target = target;
     this.options = options;
@@ -102,6 +103,19 @@ export class CriClient {
       }
     });
   }
+}
+
+/**
+ * RuntimeService with PLEG's two list RPCs decoding only items not seen lately
+ * (list-item-cache.ts). The cache is this client's own.
+ */
+function withListItemCache(RuntimeService: CriServiceClientConstructor): CriServiceClientConstructor {
+  const service: Record<string, grpc.MethodDefinition<any, any>> = { ...RuntimeService.service };
+  for (const [method, field] of [['ListContainers', 'containers'], ['ListPodSandbox', 'items']] as const) {
+    const def = service[method]!;
+    service[method] = { ...def, responseDeserialize: cachingListDeserializer(def.responseDeserialize, field) };
+  }
+  return grpc.makeGenericClientConstructor(service, CRI_RUNTIME_SERVICE);
 }
 
 const CODE_MAP: Partial<Record<grpc.status, ErrorCode>> = {

@@ -61,7 +61,7 @@ export const configSchema = {
       'x-allowed': "a map of HTTP header names to lists of values, e.g. { Authorization: ['Bearer x'] }",
     },
     httpCheckFrequency: { ...duration('fetch period of staticPodURL'), default: '20s' },
-    fileCheckFrequency: { ...duration('rescan period of staticPodPath'), default: '1s' },
+    fileCheckFrequency: { ...duration('rescan period of staticPodPath'), default: '20s' },
     syncFrequency: { ...duration('periodic resync of every pod'), default: '1m' },
     plegRelistPeriod: { ...duration('PLEG relist period'), default: '1s' },
     containerRuntimeEndpoint: { type: 'string', pattern: '^unix://', default: 'unix:///run/containerd/containerd.sock', 'x-allowed': 'a unix:///path/to/socket endpoint' },

@@ -125,7 +125,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   staticPodPath: implZ('string'),
   podLogsDir: implZ('string'),
   syncFrequency: implZ('duration'),
-  fileCheckFrequency: implZ('duration', { upstreamDefault: () => '20s' }),
+  fileCheckFrequency: implZ('duration'),
   httpCheckFrequency: implZ('duration'),
   staticPodURL: implZ('string'),
   staticPodURLHeader: implZ('object'),

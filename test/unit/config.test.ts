@@ -90,7 +90,7 @@ describe('loadConfig', function () {
           crashLoopBackOff: c.crashLoopBackOff, imagePullBackOff: c.imagePullBackOff, hookTimeoutMs: c.hookTimeoutMs, logLevel: c.logLevel, plugins: c.plugins,
         },
         {
-          rootDir: '/var/lib/kubelet', podLogsDir: '/var/log/pods', staticPodPath: undefined, fileCheckFrequencyMs: 1000,
+          rootDir: '/var/lib/kubelet', podLogsDir: '/var/log/pods', staticPodPath: undefined, fileCheckFrequencyMs: 20_000,
           syncFrequencyMs: 60_000, plegRelistPeriodMs: 1000, containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
           runtimeRequestTimeoutMs: 120_000, address: '0.0.0.0', readOnlyPort: 0, maxPods: 110,
           crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 }, imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 }, hookTimeoutMs: 120_000, logLevel: 'info', plugins: [],

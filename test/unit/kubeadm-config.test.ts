@@ -114,7 +114,7 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       const { config: up } = await load(['--config', await upstream({})]);
       const own = await loadConfig({ configFile: await write('own.json', {}) });
       assert.deepEqual([up.fileCheckFrequencyMs, up.maxParallelImagePulls, up.healthzPort], [20_000, 1, 10248]);
-      assert.deepEqual([own.fileCheckFrequencyMs, own.maxParallelImagePulls, own.healthzPort], [1000, undefined, 0]);
+      assert.deepEqual([own.fileCheckFrequencyMs, own.maxParallelImagePulls, own.healthzPort], [20_000, undefined, 0]);
     });
 
     it('serializeImagePulls defaults to false when maxParallelImagePulls allows more than one, as upstream', async function () {

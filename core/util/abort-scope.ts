@@ -7,10 +7,14 @@
  * and passes it on (fetch, child_process, grpc `call.cancel()`, its own loops).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setMaxListeners } from 'node:events';
 
 const scope = new AsyncLocalStorage<AbortSignal>();
 /** Outside every scope: a signal that never aborts. */
 const NEVER = new AbortController().signal;
+// Every call made outside a scope listens on this one signal while it runs (a relist's 110
+// status reads at once): no leak, as each removes its listener, and no warning for it.
+setMaxListeners(0, NEVER);
 
 /** The signal of the tap or runtime call this code runs in; outside one, a signal that never aborts. */
 export function currentSignal(): AbortSignal {

@@ -69,6 +69,8 @@ export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';
 export type { UnixHttp2Listener } from '../util/h2-authority.ts';
+export { loadGrpcServiceDefinitions } from '../util/grpc-proto.ts';
+export type { GrpcProtoOptions } from '../util/grpc-proto.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';
 export { withTimeout, TIMED_OUT } from '../util/with-timeout.ts';
 export type { TimedOut, TimeoutOptions } from '../util/with-timeout.ts';

@@ -30,6 +30,7 @@ const ROWS: Row[] = [
   { name: 'core/kubelet.js (the core, no plugin)', code: `await import(${dist('core/kubelet.js')});` },
   { name: 'core/kubelet.js + apiserver side', code: `await import(${dist('core/kubelet.js')}); await import(${dist('core/node/api-node.js')}); await import(${dist('core/apiserver/api-client.js')});` },
   { name: 'the default bundle (core + its plugins, CRI proto loaded)', code: `await import(${dist('core/kubelet.js')}); await import(${dist('kubelet.config.js')}); const m = await import(${dist('plugins/cri-containerd/proto-loader.js')}); m.loadCriPackage(); m.loadContentService();` },
+  { name: 'the default bundle + every proto a default node loads at start (CRI, device plugin, pod resources)', code: `await import(${dist('core/kubelet.js')}); await import(${dist('kubelet.config.js')}); const m = await import(${dist('plugins/cri-containerd/proto-loader.js')}); m.loadCriPackage(); m.loadContentService(); (await import(${dist('plugins/device-plugins/protos.js')})).loadDevicePluginProtos(); (await import(${dist('plugins/pod-resources/server.js')})).loadPodResourcesLister();` },
 ];
 
 interface Usage { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number }

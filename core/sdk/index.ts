@@ -22,7 +22,8 @@
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
  *   overflow past 2^31-1 ms), a deadline on a promise (`withTimeout`), named container ports, Go durations, YAML read as hostile input, a unix socket listener
- *   for gRPC servers that Go clients call (`serveHttp2OnUnixSocket`);
+ *   for gRPC servers that Go clients call (`serveHttp2OnUnixSocket`), a .proto's gRPC service
+ *   definitions without @grpc/proto-loader's reflection descriptors (`loadGrpcServiceDefinitions`);
  * - provide image credentials (the `imageCredentials` hook): upstream's `matchImages` matching,
  *   image repository names, and its keyring (which credentials of an `auth` map apply, in order).
  *

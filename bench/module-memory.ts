@@ -25,6 +25,9 @@ const ROWS: Row[] = [
   { name: 'pino + ajv + tapable + cosmiconfig', code: `await import(${pkg('pino')}); await import(${pkg('ajv')}); await import(${pkg('tapable')}); await import(${pkg('cosmiconfig')});` },
   { name: '@kubernetes/client-node', code: `await import(${pkg('@kubernetes/client-node')});` },
   { name: '@grpc/grpc-js', code: `await import(${pkg('@grpc/grpc-js')});` },
+  { name: '@grpc/grpc-js + protobufjs', code: `await import(${pkg('@grpc/grpc-js')}); await import(${pkg('protobufjs')});` },
+  // How the CRI protos were loaded until 2026-11-27: proto-loader's package definition, with its reflection descriptors.
+  { name: '@grpc/grpc-js + CRI proto through @grpc/proto-loader', code: `const g = await import(${pkg('@grpc/grpc-js')}); const pl = await import(${pkg('@grpc/proto-loader')}); const p = ${dist('plugins/cri-containerd/proto/api.proto')}; globalThis.kept = g.loadPackageDefinition(pl.loadSync(p, { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true }));` },
   { name: '@grpc/grpc-js + CRI proto loaded', code: `const m = await import(${dist('plugins/cri-containerd/proto-loader.js')}); m.loadCriPackage(); m.loadContentService();` },
   { name: 'prom-client', code: `await import(${pkg('prom-client')});` },
   { name: 'core/kubelet.js (the core, no plugin)', code: `await import(${dist('core/kubelet.js')});` },

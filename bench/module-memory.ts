@@ -25,11 +25,15 @@ const ROWS: Row[] = [
   { name: 'pino + ajv + tapable + cosmiconfig', code: `await import(${pkg('pino')}); await import(${pkg('ajv')}); await import(${pkg('tapable')}); await import(${pkg('cosmiconfig')});` },
   { name: '@kubernetes/client-node', code: `await import(${pkg('@kubernetes/client-node')});` },
   { name: '@grpc/grpc-js', code: `await import(${pkg('@grpc/grpc-js')});` },
+  { name: '@grpc/grpc-js + protobufjs', code: `await import(${pkg('@grpc/grpc-js')}); await import(${pkg('protobufjs')});` },
+  // How the CRI protos were loaded until 2026-11-27: proto-loader's package definition, with its reflection descriptors.
+  { name: '@grpc/grpc-js + CRI proto through @grpc/proto-loader', code: `const g = await import(${pkg('@grpc/grpc-js')}); const pl = await import(${pkg('@grpc/proto-loader')}); const p = ${dist('plugins/cri-containerd/proto/api.proto')}; globalThis.kept = g.loadPackageDefinition(pl.loadSync(p, { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true }));` },
   { name: '@grpc/grpc-js + CRI proto loaded', code: `const m = await import(${dist('plugins/cri-containerd/proto-loader.js')}); m.loadCriPackage(); m.loadContentService();` },
   { name: 'prom-client', code: `await import(${pkg('prom-client')});` },
   { name: 'core/kubelet.js (the core, no plugin)', code: `await import(${dist('core/kubelet.js')});` },
   { name: 'core/kubelet.js + apiserver side', code: `await import(${dist('core/kubelet.js')}); await import(${dist('core/node/api-node.js')}); await import(${dist('core/apiserver/api-client.js')});` },
   { name: 'the default bundle (core + its plugins, CRI proto loaded)', code: `await import(${dist('core/kubelet.js')}); await import(${dist('kubelet.config.js')}); const m = await import(${dist('plugins/cri-containerd/proto-loader.js')}); m.loadCriPackage(); m.loadContentService();` },
+  { name: 'the default bundle + every proto a default node loads at start (CRI, device plugin, pod resources)', code: `await import(${dist('core/kubelet.js')}); await import(${dist('kubelet.config.js')}); const m = await import(${dist('plugins/cri-containerd/proto-loader.js')}); m.loadCriPackage(); m.loadContentService(); (await import(${dist('plugins/device-plugins/protos.js')})).loadDevicePluginProtos(); (await import(${dist('plugins/pod-resources/server.js')})).loadPodResourcesLister();` },
 ];
 
 interface Usage { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number }

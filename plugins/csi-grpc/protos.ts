@@ -1,13 +1,13 @@
 // Loads csi.proto and pluginregistration.proto once, for the plugin and for test drivers.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
 
 const CSI_PROTO = fileURLToPath(new URL('./proto/csi.proto', import.meta.url));
 const REGISTRATION_PROTO = fileURLToPath(new URL('./proto/pluginregistration.proto', import.meta.url));
 
 /** camelCase fields, enums as names, int64 as strings, defaults filled, oneof names set. */
-export const LOADER_OPTIONS: protoLoader.Options = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
+export const LOADER_OPTIONS: GrpcProtoOptions = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
 
 export interface CsiProtos {
   Identity: grpc.ServiceClientConstructor;
@@ -19,9 +19,13 @@ let cached: CsiProtos | undefined;
 
 export function loadCsiProtos(): CsiProtos {
   if (cached) return cached;
-  const csi = grpc.loadPackageDefinition(protoLoader.loadSync(CSI_PROTO, LOADER_OPTIONS)) as any;
-  const reg = grpc.loadPackageDefinition(protoLoader.loadSync(REGISTRATION_PROTO, LOADER_OPTIONS)) as any;
-  cached = { Identity: csi.csi.v1.Identity, Node: csi.csi.v1.Node, Registration: reg.pluginregistration.Registration };
+  const csi = loadGrpcServiceDefinitions(CSI_PROTO, LOADER_OPTIONS);
+  const reg = loadGrpcServiceDefinitions(REGISTRATION_PROTO, LOADER_OPTIONS);
+  cached = {
+    Identity: grpc.makeClientConstructor(csi['csi.v1.Identity']!, 'Identity'),
+    Node: grpc.makeClientConstructor(csi['csi.v1.Node']!, 'Node'),
+    Registration: grpc.makeClientConstructor(reg['pluginregistration.Registration']!, 'Registration'),
+  };
   return cached;
 }
 

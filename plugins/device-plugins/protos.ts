@@ -1,12 +1,12 @@
 // Loads the device plugin API v1beta1 (proto/deviceplugin.proto) once, for the plugin and for test plugins.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
 
 export const DEVICE_PLUGIN_PROTO = fileURLToPath(new URL('./proto/deviceplugin.proto', import.meta.url));
 
 /** camelCase fields (resource_name → resourceName, ID stays ID), int64 as strings, defaults filled. */
-export const LOADER_OPTIONS: protoLoader.Options = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
+export const LOADER_OPTIONS: GrpcProtoOptions = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
 
 /** The API version this kubelet speaks (upstream's SupportedVersions). */
 export const SUPPORTED_VERSIONS = ['v1beta1'] as const;
@@ -20,8 +20,11 @@ let cached: DevicePluginProtos | undefined;
 
 export function loadDevicePluginProtos(): DevicePluginProtos {
   if (cached) return cached;
-  const root = grpc.loadPackageDefinition(protoLoader.loadSync(DEVICE_PLUGIN_PROTO, LOADER_OPTIONS)) as any;
-  cached = { Registration: root.v1beta1.Registration, DevicePlugin: root.v1beta1.DevicePlugin };
+  const services = loadGrpcServiceDefinitions(DEVICE_PLUGIN_PROTO, LOADER_OPTIONS);
+  cached = {
+    Registration: grpc.makeClientConstructor(services['v1beta1.Registration']!, 'Registration'),
+    DevicePlugin: grpc.makeClientConstructor(services['v1beta1.DevicePlugin']!, 'DevicePlugin'),
+  };
   return cached;
 }
 

@@ -1,21 +1,19 @@
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { errorMessage, serveHttp2OnUnixSocket, type DeviceManagerView, type Logger, type UnixHttp2Listener } from 'kubelet-ts';
+import { errorMessage, loadGrpcServiceDefinitions, serveHttp2OnUnixSocket, type DeviceManagerView, type GrpcProtoOptions, type Logger, type UnixHttp2Listener } from 'kubelet-ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { allocatableDevices, listPodResources, podResources } from './pod-resources.ts';
 
 export const PODRESOURCES_PROTO = fileURLToPath(new URL('./proto/podresources.proto', import.meta.url));
-const LOADER_OPTIONS: protoLoader.Options = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
+const LOADER_OPTIONS: GrpcProtoOptions = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
 /** Requests carry at most two names. */
 const MAX_REQUEST_BYTES = 64 * 1024;
 
 /** The v1 PodResourcesLister service definition (for the server, and for clients in tests). */
 export function loadPodResourcesLister(): grpc.ServiceClientConstructor {
-  const root = grpc.loadPackageDefinition(protoLoader.loadSync(PODRESOURCES_PROTO, LOADER_OPTIONS)) as any;
-  return root.v1.PodResourcesLister;
+  return grpc.makeClientConstructor(loadGrpcServiceDefinitions(PODRESOURCES_PROTO, LOADER_OPTIONS)['v1.PodResourcesLister']!, 'PodResourcesLister');
 }
 
 /** A token bucket: `qps` tokens a second, at most `burst` saved (upstream's golang.org/x/time/rate limiter). */

@@ -1,7 +1,6 @@
-import { secondsToTimerMs } from 'kubelet-ts';
+import { loadGrpcServiceDefinitions, secondsToTimerMs } from 'kubelet-ts';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import type { ProbeHandlerSpec } from '../probe-spec.ts';
 import { PROBE_USER_AGENT, joinHostPort, type ProbeRunResult, type ProbeTarget } from './types.ts';
 
@@ -15,9 +14,8 @@ let healthClient: grpc.ServiceClientConstructor | undefined;
 /** grpc.health.v1.Health (client constructor; `.service` is the definition servers add). */
 export function loadHealthService(): grpc.ServiceClientConstructor {
   if (healthClient) return healthClient;
-  const def = protoLoader.loadSync(HEALTH_PROTO_PATH, { keepCase: false, enums: String, defaults: true });
-  const root = grpc.loadPackageDefinition(def) as any;
-  healthClient = root.grpc.health.v1.Health as grpc.ServiceClientConstructor;
+  const services = loadGrpcServiceDefinitions(HEALTH_PROTO_PATH, { keepCase: false, enums: String, defaults: true });
+  healthClient = grpc.makeClientConstructor(services['grpc.health.v1.Health']!, 'Health');
   return healthClient;
 }
 

@@ -140,7 +140,7 @@ export function benchPodManifest(name: string, namespace: string, image: string)
 export function benchConfig(dir: string, endpoint: string, overrides: Partial<KubeletConfig> = {}): KubeletConfig {
   return testConfig(dir, {
     nodeName: 'bench-node',
-    fileCheckFrequencyMs: 1000,
+    fileCheckFrequencyMs: 20_000,
     syncFrequencyMs: 60_000,
     plegRelistPeriodMs: 1000,
     containerRuntimeEndpoint: endpoint,

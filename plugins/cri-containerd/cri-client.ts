@@ -111,9 +111,10 @@ export class CriClient {
  */
 function withListItemCache(RuntimeService: CriServiceClientConstructor): CriServiceClientConstructor {
   const service: Record<string, grpc.MethodDefinition<any, any>> = { ...RuntimeService.service };
-  for (const [method, field] of [['ListContainers', 'containers'], ['ListPodSandbox', 'items']] as const) {
+  // Map fields: Container's labels (8) and annotations (9), PodSandbox's labels (5) and annotations (6).
+  for (const [method, field, mapFields] of [['ListContainers', 'containers', [8, 9]], ['ListPodSandbox', 'items', [5, 6]]] as const) {
     const def = service[method]!;
-    service[method] = { ...def, responseDeserialize: cachingListDeserializer(def.responseDeserialize, field) };
+    service[method] = { ...def, responseDeserialize: cachingListDeserializer(def.responseDeserialize, field, mapFields) };
   }
   return grpc.makeGenericClientConstructor(service, CRI_RUNTIME_SERVICE);
 }

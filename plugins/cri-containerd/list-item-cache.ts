@@ -9,6 +9,10 @@
  * seen lately, and only bytes not seen go through the generated decoder. An item that changed
  * (a container that exited) has new bytes, so it is decoded afresh.
  *
+ * Go's protobuf encoder writes a map's entries in random order, so the same labels come back in
+ * another order at each answer: an item's key is its fields as they came, with the entries of
+ * its map fields (labels, annotations) sorted, which is the same message.
+ *
  * The decoded items are shared between answers: callers must not change them (cri-runtime.ts
  * maps them into objects of its own). An answer this reader does not expect (another field, a
  * malformed frame) goes whole through the generated decoder, which reports it as before.
@@ -39,6 +43,8 @@ export interface ListItemCacheStats {
 export function cachingListDeserializer(
   decode: (buf: Buffer) => any,
   field: string,
+  /** The item's map fields by number (their entries' order carries no meaning). */
+  mapFields: readonly number[],
   now: () => number = Date.now,
 ): ((buf: Buffer) => any) & { stats: ListItemCacheStats } {
   const cache = new Map<string, Entry>();
@@ -70,7 +76,7 @@ export function cachingListDeserializer(
         const start = len.next;
         const end = start + len.value;
         if (end > buf.length) throw new Error('truncated');
-        const key = buf.toString('latin1', start, end);
+        const key = itemKey(buf, start, end, mapFields);
         let entry = cache.get(key);
         if (entry) {
           stats.hits++;
@@ -94,6 +100,46 @@ export function cachingListDeserializer(
     return { [field]: items };
   };
   return Object.assign(deserialize, { stats });
+}
+
+/**
+ * The item's bytes as a string, its map fields' entries moved to the end in sorted order: equal
+ * for equal messages whatever order the encoder wrote the map entries in. Each field keeps its
+ * own tag and length, so the key is itself an encoding of the message. Throws on a wire type it
+ * cannot skip (the caller then decodes the whole answer).
+ */
+function itemKey(buf: Buffer, start: number, end: number, mapFields: readonly number[]): string {
+  let plain = '';
+  let entries: string[] | undefined;
+  let pos = start;
+  while (pos < end) {
+    const fieldStart = pos;
+    const tag = readVarint(buf, pos);
+    if (!tag) throw new Error('bad tag');
+    pos = tag.next;
+    switch (tag.value & 7) {
+      case 0: {
+        // A varint may be up to 10 bytes (negative int64): skip to its last byte.
+        while (pos < end && buf[pos]! >= 0x80) pos++;
+        pos++;
+        break;
+      }
+      case 1: pos += 8; break;
+      case 5: pos += 4; break;
+      case 2: {
+        const len = readVarint(buf, pos);
+        if (!len) throw new Error('bad length');
+        pos = len.next + len.value;
+        break;
+      }
+      default: throw new Error('unexpected wire type');
+    }
+    if (pos > end) throw new Error('truncated field');
+    const bytes = buf.toString('latin1', fieldStart, pos);
+    if (mapFields.includes(tag.value >>> 3)) (entries ??= []).push(bytes);
+    else plain += bytes;
+  }
+  return entries ? plain + entries.sort().join('') : plain;
 }
 
 /** A base-128 varint of at most 32 bits at `pos`, or undefined (longer, or past the end). */

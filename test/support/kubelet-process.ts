@@ -99,7 +99,7 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
   await writeFile(path.join(dir, 'cgroup-root'), cgroupRoot);
   cgroupRootsMade.add(cgroupRoot);
   const configFile = path.join(dir, 'kubelet.config.json');
-  // Production periods are the schema's defaults (PLEG 1 s, manifest rescan 1 s, sync 1 m).
+  // Production periods are the schema's defaults (PLEG 1 s, manifest rescan 20 s besides file watching, sync 1 m).
   if (!opts.argv) await writeFile(
     configFile,
     JSON.stringify({

@@ -111,6 +111,8 @@ export function cachingListDeserializer(
 function itemKey(buf: Buffer, start: number, end: number, mapFields: readonly number[]): string {
   let plain = '';
   let entries: string[] | undefined;
+  // Runs of other fields are cut out whole (one string per run, not per field).
+  let runStart = start;
   let pos = start;
   while (pos < end) {
     const fieldStart = pos;
@@ -135,10 +137,13 @@ function itemKey(buf: Buffer, start: number, end: number, mapFields: readonly nu
       default: throw new Error('unexpected wire type');
     }
     if (pos > end) throw new Error('truncated field');
-    const bytes = buf.toString('latin1', fieldStart, pos);
-    if (mapFields.includes(tag.value >>> 3)) (entries ??= []).push(bytes);
-    else plain += bytes;
+    if (mapFields.includes(tag.value >>> 3)) {
+      if (fieldStart > runStart) plain += buf.toString('latin1', runStart, fieldStart);
+      (entries ??= []).push(buf.toString('latin1', fieldStart, pos));
+      runStart = pos;
+    }
   }
+  if (end > runStart) plain += buf.toString('latin1', runStart, end);
   return entries ? plain + entries.sort().join('') : plain;
 }
 

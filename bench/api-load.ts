@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { procRssBytes } from '../test/support/kubelet-process.ts';
+import { procMemorySplit, procRssBytes } from '../test/support/kubelet-process.ts';
 import { envInt, envWindowSeconds, isMain, isSmoke, printTo, procCpuSeconds, round, runMain, table, writeResults } from './lib.ts';
 import { apiPodsRound, type ApiDensityRound } from './api/api-pods-round.ts';
 import { deleteAllPods, runningInApi } from './api/api-pods.ts';
@@ -44,6 +44,8 @@ export interface ApiLoadSide {
   kibPerMinute: { in: number; out: number };
   cpuCores: number | undefined;
   rssMiB: { mean: number; max: number } | undefined;
+  /** RSS at the window's end split into anonymous (the process's own) and file-backed pages (shared with any process mapping the same files), from smaps_rollup. */
+  memoryMiB?: { anonymous: number; file: number };
 }
 
 export interface ApiLoadResult {
@@ -91,6 +93,7 @@ async function measureSide(b: ApiBench, kind: NodeKind, pki: ProxyPki, n: number
       }
       const w1 = performance.now();
       const cpu1 = await procCpuSeconds(node.pid);
+      const split = await procMemorySplit(node.pid).catch(() => undefined);
       const bytes1 = proxy.bytes();
       const minutes = (w1 - w0) / 60_000;
       const stillRunning = b.pods.all().filter(runningInApi).length;
@@ -109,6 +112,7 @@ async function measureSide(b: ApiBench, kind: NodeKind, pki: ProxyPki, n: number
         kibPerMinute: { in: (bytes1.in - bytes0.in) / 1024 / minutes, out: (bytes1.out - bytes0.out) / 1024 / minutes },
         cpuCores: cpu0 !== undefined && cpu1 !== undefined ? (cpu1 - cpu0) / ((w1 - w0) / 1000) : undefined,
         rssMiB: okRss.length ? { mean: okRss.reduce((a, x) => a + x, 0) / okRss.length / 2 ** 20, max: Math.max(...okRss) / 2 ** 20 } : undefined,
+        ...(split ? { memoryMiB: { anonymous: split.anonymous / 2 ** 20, file: split.file / 2 ** 20 } } : {}),
       };
     });
   } finally {
@@ -185,6 +189,7 @@ export async function run(opts: ApiBenchOptions & { seconds?: number; settleSeco
           ['KiB/min from it (responses, watch streams)', ...sides.map((s) => round(s.kibPerMinute.out, 1))],
           ['kubelet CPU (cores) over the window', ...sides.map((s) => fmt(s.cpuCores, 4))],
           ['kubelet RSS MiB mean / max', ...sides.map((s) => (s.rssMiB ? `${round(s.rssMiB.mean)} / ${round(s.rssMiB.max)}` : 'n/a'))],
+          ['  of it anonymous / file-backed (at the end)', ...sides.map((s) => (s.memoryMiB ? `${round(s.memoryMiB.anonymous)} / ${round(s.memoryMiB.file)}` : 'n/a'))],
           [`${n} pods created at once -> all Running in the API (ms, through the proxy)`, ...sides.map((s) => (s.start.notRunning ? `> ${round(s.start.totalMs)} (${s.start.notRunning} not Running)` : round(s.start.totalMs)))],
         ]),
         `requests from the kubelet's start until all ${n} pods were Running (count):`,

@@ -3,7 +3,7 @@ import { LABEL } from '../core/runtime/labels.ts';
 import { RuntimeCache } from '../core/runtime/runtime-cache.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { histogramQuantile, KUBELET_BIN, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
+import { histogramQuantile, KUBELET_BIN, procMemorySplit, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
 import {
   benchPodManifest, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri,
   round, runMain, runTag, summarize, table, withNodeEnv, writeResults, envInt, envWindowSeconds,
@@ -51,6 +51,8 @@ export interface SteadyResult {
   kubeletCpuCores: number;
   containerdCpuCores: number | undefined;
   rssMiB: { mean: number; max: number; last: number };
+  /** RSS at the window's end split into anonymous and file-backed pages (smaps_rollup). */
+  memoryMiB?: { anonymous: number; file: number };
   /** From the kubelet's own histogram over the window (ms), undefined if it had no observation. */
   plegMetricMs: { p50: number | undefined; p99: number | undefined; count: number };
   /** CRI calls per minute in the window by upstream's operation_type (kubelet_runtime_operations_total). */
@@ -81,6 +83,8 @@ export interface WindowFigures {
   cpuCores: number;
   containerdCpuCores: number | undefined;
   rssMiB: { mean: number; max: number; last: number };
+  /** RSS split at the window's end (smaps_rollup): anonymous memory, the process's own, and file-backed pages, shared with any process mapping the same binary and libraries. */
+  memoryMiB?: { anonymous: number; file: number };
 }
 
 /** A kubelet's CPU (utime + stime at both ends) and RSS (VmRSS every second) over `seconds`, and its containerd's CPU, from /proc; calls nothing else. */
@@ -95,6 +99,7 @@ async function measureWindow(pid: number, containerdPid: number | undefined, sec
     rss.push(await procRssBytes(pid));
   }
   const cpu1 = (await procCpuSeconds(pid))!;
+  const split = await procMemorySplit(pid).catch(() => undefined);
   const wallSec = (performance.now() - w0) / 1000;
   const cd1 = containerdPid ? await procCpuSeconds(containerdPid) : undefined;
   const mib = (b: number) => b / 2 ** 20;
@@ -103,6 +108,7 @@ async function measureWindow(pid: number, containerdPid: number | undefined, sec
     cpuCores: (cpu1 - cpu0) / wallSec,
     containerdCpuCores: cd0 !== undefined && cd1 !== undefined ? (cd1 - cd0) / wallSec : undefined,
     rssMiB: { mean: mib(rss.reduce((a, b) => a + b, 0) / rss.length), max: mib(Math.max(...rss)), last: mib(rss.at(-1)!) },
+    ...(split ? { memoryMiB: { anonymous: mib(split.anonymous), file: mib(split.file) } } : {}),
   };
 }
 
@@ -235,6 +241,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
         kubeletCpuCores: win.cpuCores,
         containerdCpuCores: win.containerdCpuCores,
         rssMiB: win.rssMiB,
+        ...(win.memoryMiB ? { memoryMiB: win.memoryMiB } : {}),
         plegMetricMs,
         runtimeOpsPerMinute: runtimeOps,
         relistColdMs,
@@ -258,6 +265,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
             ['kubelet CPU (cores)', result.kubeletCpuCores.toFixed(4), side((u) => u.cpuCores.toFixed(4)), ratio((w) => w.cpuCores, result.kubeletCpuCores), '<= 0.02, <= 0.4x'],
             ['containerd CPU (cores)', result.containerdCpuCores === undefined ? 'n/a' : result.containerdCpuCores.toFixed(3), side((u) => (u.containerdCpuCores === undefined ? 'n/a' : u.containerdCpuCores.toFixed(3))), '', ''],
             ['kubelet RSS MiB mean / max', `${round(result.rssMiB.mean)} / ${round(result.rssMiB.max)}`, side((u) => `${round(u.rssMiB.mean)} / ${round(u.rssMiB.max)}`), ratio((w) => w.rssMiB.mean, result.rssMiB.mean), '<= 0.6x'],
+            ['  of it anonymous / file-backed (at the end)', result.memoryMiB ? `${round(result.memoryMiB.anonymous, 1)} / ${round(result.memoryMiB.file, 1)}` : 'n/a', side((u) => (u.memoryMiB ? `${round(u.memoryMiB.anonymous, 1)} / ${round(u.memoryMiB.file, 1)}` : 'n/a')), ratio((w) => w.memoryMiB?.anonymous ?? NaN, result.memoryMiB?.anonymous ?? NaN), ''],
             ['CRI calls per minute', String(totalOf(runtimeOps)), side((u) => String(totalOf(u.runtimeOpsPerMinute) ?? 'n/a')), '', ''],
             ...opRows(runtimeOps, measured?.runtimeOpsPerMinute),
             [`PLEG relist ms p50 / p99 (kubelet's histogram, ${plegMetricMs.count} relists)`, `${fmt(plegMetricMs.p50)} / ${fmt(plegMetricMs.p99)}`, '', '', '<= 20'],

@@ -215,6 +215,21 @@ export async function procRssBytes(pid: number): Promise<number> {
 }
 
 /**
+ * A process's resident memory split as /proc/<pid>/smaps_rollup splits it: `anonymous` (heap,
+ * stacks, malloc: what this process alone costs the node) and `file` (mapped executables and
+ * libraries: pages the kernel shares with every process that maps the same files, e.g. every
+ * node process on the machine).
+ */
+export async function procMemorySplit(pid: number): Promise<{ rss: number; anonymous: number; file: number }> {
+  const text = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
+  const rss = kib('Rss');
+  const anonymous = kib('Anonymous');
+  if (!Number.isFinite(rss) || !Number.isFinite(anonymous)) throw new Error(`/proc/${pid}/smaps_rollup has no Rss or Anonymous`);
+  return { rss, anonymous, file: rss - anonymous };
+}
+
+/**
  * A quantile (0..1) of a Prometheus histogram in the text exposition, interpolated linearly
  * inside the bucket as PromQL's histogram_quantile does. Undefined without observations.
  */

@@ -5,9 +5,9 @@
 // reflection cost a node about 4.5 MiB of RSS it never reads (bench/README.md, 2026-11-27).
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
-import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
+import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
 /** Absolute path of the CRI v1 api.proto shipped with this plugin. */
 export const CRI_PROTO_PATH: string = fileURLToPath(new URL('./proto/api.proto', import.meta.url));
@@ -49,24 +49,14 @@ export interface CriPackage {
 
 let cached: CriPackage | undefined;
 
-/** A client constructor named as grpc.loadPackageDefinition names it (the service's last name component). */
-function clientConstructor(def: grpc.ServiceDefinition, fullName: string): CriServiceClientConstructor {
-  return grpc.makeClientConstructor(def, fullName.slice(fullName.lastIndexOf('.') + 1));
-}
-
 /** Loads api.proto (memoized) and returns the CRI v1 service constructors. */
 export function loadCriPackage(): CriPackage {
   if (cached) return cached;
-  const services = loadGrpcServiceDefinitions(CRI_PROTO_PATH, CRI_LOADER_OPTIONS);
-  const runtime = services[CRI_RUNTIME_SERVICE];
-  const image = services[CRI_IMAGE_SERVICE];
-  if (!runtime || !image) {
-    throw new Error(`CRI proto at ${CRI_PROTO_PATH} does not define runtime.v1.RuntimeService/ImageService`);
-  }
+  const { RuntimeService, ImageService } = loadGrpcClientConstructors(CRI_PROTO_PATH, [CRI_RUNTIME_SERVICE, CRI_IMAGE_SERVICE], CRI_LOADER_OPTIONS);
   let packageDefinition: protoLoader.PackageDefinition | undefined;
   cached = {
-    RuntimeService: clientConstructor(runtime, CRI_RUNTIME_SERVICE),
-    ImageService: clientConstructor(image, CRI_IMAGE_SERVICE),
+    RuntimeService,
+    ImageService,
     get packageDefinition() {
       packageDefinition ??= (createRequire(import.meta.url)('@grpc/proto-loader') as typeof protoLoader).loadSync(CRI_PROTO_PATH, CRI_LOADER_OPTIONS as protoLoader.Options);
       return packageDefinition;
@@ -89,8 +79,6 @@ let contentCached: CriServiceClientConstructor | undefined;
 /** Loads content.proto (memoized) and returns the `containerd.services.content.v1.Content` client constructor. */
 export function loadContentService(): CriServiceClientConstructor {
   if (contentCached) return contentCached;
-  const Content = loadGrpcServiceDefinitions(CONTENT_PROTO_PATH, CRI_LOADER_OPTIONS)[CONTENT_SERVICE];
-  if (!Content) throw new Error(`proto at ${CONTENT_PROTO_PATH} does not define ${CONTENT_SERVICE}`);
-  contentCached = clientConstructor(Content, CONTENT_SERVICE);
+  contentCached = loadGrpcClientConstructors(CONTENT_PROTO_PATH, [CONTENT_SERVICE], CRI_LOADER_OPTIONS).Content;
   return contentCached;
 }

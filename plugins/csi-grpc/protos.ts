@@ -1,7 +1,7 @@
 // Loads csi.proto and pluginregistration.proto once, for the plugin and for test drivers.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
+import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
 const CSI_PROTO = fileURLToPath(new URL('./proto/csi.proto', import.meta.url));
 const REGISTRATION_PROTO = fileURLToPath(new URL('./proto/pluginregistration.proto', import.meta.url));
@@ -19,12 +19,9 @@ let cached: CsiProtos | undefined;
 
 export function loadCsiProtos(): CsiProtos {
   if (cached) return cached;
-  const csi = loadGrpcServiceDefinitions(CSI_PROTO, LOADER_OPTIONS);
-  const reg = loadGrpcServiceDefinitions(REGISTRATION_PROTO, LOADER_OPTIONS);
   cached = {
-    Identity: grpc.makeClientConstructor(csi['csi.v1.Identity']!, 'Identity'),
-    Node: grpc.makeClientConstructor(csi['csi.v1.Node']!, 'Node'),
-    Registration: grpc.makeClientConstructor(reg['pluginregistration.Registration']!, 'Registration'),
+    ...loadGrpcClientConstructors(CSI_PROTO, ['csi.v1.Identity', 'csi.v1.Node'], LOADER_OPTIONS),
+    ...loadGrpcClientConstructors(REGISTRATION_PROTO, ['pluginregistration.Registration'], LOADER_OPTIONS),
   };
   return cached;
 }

@@ -1,7 +1,7 @@
 // Loads the device plugin API v1beta1 (proto/deviceplugin.proto) once, for the plugin and for test plugins.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
+import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
 export const DEVICE_PLUGIN_PROTO = fileURLToPath(new URL('./proto/deviceplugin.proto', import.meta.url));
 
@@ -20,11 +20,7 @@ let cached: DevicePluginProtos | undefined;
 
 export function loadDevicePluginProtos(): DevicePluginProtos {
   if (cached) return cached;
-  const services = loadGrpcServiceDefinitions(DEVICE_PLUGIN_PROTO, LOADER_OPTIONS);
-  cached = {
-    Registration: grpc.makeClientConstructor(services['v1beta1.Registration']!, 'Registration'),
-    DevicePlugin: grpc.makeClientConstructor(services['v1beta1.DevicePlugin']!, 'DevicePlugin'),
-  };
+  cached = loadGrpcClientConstructors(DEVICE_PLUGIN_PROTO, ['v1beta1.Registration', 'v1beta1.DevicePlugin'], LOADER_OPTIONS);
   return cached;
 }
 

@@ -1,12 +1,10 @@
 // Loads the CRI v1 protocol (proto/api.proto) once and hands out grpc-js
 // client constructors / service definitions for RuntimeService and ImageService.
-// The .proto text is parsed by the SDK's loadGrpcServiceDefinitions (protobufjs, with
+// The .proto text is parsed by the SDK's loadGrpcClientConstructors (protobufjs, with
 // proto-loader's codecs) rather than @grpc/proto-loader, whose descriptor objects for
 // reflection cost a node about 4.5 MiB of RSS it never reads (bench/README.md, 2026-11-27).
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
-import type * as protoLoader from '@grpc/proto-loader';
 import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
 /** Absolute path of the CRI v1 api.proto shipped with this plugin. */
@@ -40,11 +38,6 @@ export interface CriPackage {
   RuntimeService: CriServiceClientConstructor;
   /** runtime.v1.ImageService client constructor (`.service` = definition). */
   ImageService: CriServiceClientConstructor;
-  /**
-   * The raw proto-loader package definition (e.g. for reflection or message types). Built by
-   * @grpc/proto-loader on first read only: nothing in a running node reads it.
-   */
-  readonly packageDefinition: protoLoader.PackageDefinition;
 }
 
 let cached: CriPackage | undefined;
@@ -53,15 +46,7 @@ let cached: CriPackage | undefined;
 export function loadCriPackage(): CriPackage {
   if (cached) return cached;
   const { RuntimeService, ImageService } = loadGrpcClientConstructors(CRI_PROTO_PATH, [CRI_RUNTIME_SERVICE, CRI_IMAGE_SERVICE], CRI_LOADER_OPTIONS);
-  let packageDefinition: protoLoader.PackageDefinition | undefined;
-  cached = {
-    RuntimeService,
-    ImageService,
-    get packageDefinition() {
-      packageDefinition ??= (createRequire(import.meta.url)('@grpc/proto-loader') as typeof protoLoader).loadSync(CRI_PROTO_PATH, CRI_LOADER_OPTIONS as protoLoader.Options);
-      return packageDefinition;
-    },
-  };
+  cached = { RuntimeService, ImageService };
   return cached;
 }
 

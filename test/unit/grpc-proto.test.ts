@@ -94,13 +94,13 @@ describe('loadGrpcServiceDefinitions (the plugins\' protos without @grpc/proto-l
     });
   }
 
-  it('loadCriPackage(): client constructors named as grpc.loadPackageDefinition names them, proto-loader\'s definition on demand', function () {
+  it('loadCriPackage(): client constructors named as grpc.loadPackageDefinition names them from proto-loader\'s definition', function () {
     const pkg = loadCriPackage();
-    const reference = (grpc.loadPackageDefinition(protoLoader.loadSync(proto('cri-containerd/proto/api.proto'), CRI_LOADER_OPTIONS as protoLoader.Options)) as any).runtime.v1;
+    const packageDefinition = protoLoader.loadSync(proto('cri-containerd/proto/api.proto'), CRI_LOADER_OPTIONS as protoLoader.Options);
+    const reference = (grpc.loadPackageDefinition(packageDefinition) as any).runtime.v1;
     assert.equal(pkg.RuntimeService.serviceName, reference.RuntimeService.serviceName);
     assert.equal(pkg.ImageService.serviceName, reference.ImageService.serviceName);
     assert.deepEqual(Object.keys(pkg.RuntimeService.prototype).sort(), Object.keys(reference.RuntimeService.prototype).sort(), 'the same client methods, camelCase aliases included');
-    assert.ok('runtime.v1.ContainerStatus' in pkg.packageDefinition, 'the package definition still lists the messages');
   });
 
   it('loadGrpcClientConstructors: a client constructor per service, keyed and named by its short name, serving its definition', function () {

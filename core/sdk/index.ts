@@ -23,7 +23,9 @@
  *   expansion, Kubernetes quantities, a concurrency limiter, timer clamps (Node's timers
  *   overflow past 2^31-1 ms), a deadline on a promise (`withTimeout`), named container ports, Go durations, YAML read as hostile input, a unix socket listener
  *   for gRPC servers that Go clients call (`serveHttp2OnUnixSocket`), a .proto's gRPC service
- *   definitions without @grpc/proto-loader's reflection descriptors (`loadGrpcServiceDefinitions`);
+ *   definitions without @grpc/proto-loader's reflection descriptors (`loadGrpcServiceDefinitions`)
+ *   and client constructors by service name (`loadGrpcClientConstructors`), a unary call with a
+ *   deadline as a promise (`unary`) and Go's text of a gRPC error (`rpcErrorText`);
  * - provide image credentials (the `imageCredentials` hook): upstream's `matchImages` matching,
  *   image repository names, and its keyring (which credentials of an `auth` map apply, in order).
  *
@@ -70,8 +72,9 @@ export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';
 export type { UnixHttp2Listener } from '../util/h2-authority.ts';
-export { loadGrpcServiceDefinitions } from '../util/grpc-proto.ts';
-export type { GrpcProtoOptions } from '../util/grpc-proto.ts';
+export { loadGrpcServiceDefinitions, loadGrpcClientConstructors } from '../util/grpc-proto.ts';
+export type { GrpcProtoOptions, GrpcClientConstructors, GrpcServiceShortName } from '../util/grpc-proto.ts';
+export { unary, rpcErrorText } from '../util/grpc-call.ts';
 export { MAX_TIMER_MS, MAX_GRACE_SECONDS, clampTimerMs, secondsToTimerMs, clampSeconds } from '../util/timeouts.ts';
 export { withTimeout, TIMED_OUT } from '../util/with-timeout.ts';
 export type { TimedOut, TimeoutOptions } from '../util/with-timeout.ts';

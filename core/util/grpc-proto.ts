@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import type { ServiceDefinition } from '@grpc/grpc-js';
+import type * as Grpc from '@grpc/grpc-js';
+import type { ServiceClientConstructor, ServiceDefinition } from '@grpc/grpc-js';
 import type * as Protobuf from 'protobufjs';
 
 /**
@@ -57,6 +58,42 @@ export function loadGrpcServiceDefinitions(protoPath: string, options: GrpcProto
     out[name] = def as ServiceDefinition;
   }
   return out;
+}
+
+/** The last component of a fully qualified service name (`runtime.v1.RuntimeService` → `RuntimeService`). */
+export type GrpcServiceShortName<S extends string> = S extends `${string}.${infer Rest}` ? GrpcServiceShortName<Rest> : S;
+
+/** What loadGrpcClientConstructors returns: a client constructor per service, by its short name. */
+export type GrpcClientConstructors<N extends string> = { [K in N as GrpcServiceShortName<K>]: ServiceClientConstructor };
+
+/**
+ * Loads a .proto file (loadGrpcServiceDefinitions) and returns a grpc-js client constructor for
+ * each named service, keyed and named by the last component of its name, as
+ * `grpc.loadPackageDefinition` names them: `loadGrpcClientConstructors(p, ['csi.v1.Identity',
+ * 'csi.v1.Node'])` gives `{ Identity, Node }`. A constructor's `.service` is the service
+ * definition a server passes to `server.addService`. A service the file does not define is an
+ * error that names the file, the service and the services it does define (a proto shipped with
+ * the wrong package name fails at load, not as `undefined` at the first call).
+ *
+ * The constructors come from the @grpc/grpc-js that kubelet-ts depends on (loaded on the first
+ * call): a plugin that creates clients with credentials from its own copy must use a version npm
+ * deduplicates with it.
+ */
+export function loadGrpcClientConstructors<const N extends readonly string[]>(protoPath: string, serviceNames: N, options: GrpcProtoOptions = {}): GrpcClientConstructors<N[number]> {
+  const definitions = loadGrpcServiceDefinitions(protoPath, options);
+  const grpc = createRequire(import.meta.url)('@grpc/grpc-js') as typeof Grpc;
+  const out: Record<string, ServiceClientConstructor> = {};
+  for (const fullName of serviceNames) {
+    const definition = definitions[fullName];
+    if (!definition) {
+      const defined = Object.keys(definitions);
+      throw new Error(`${protoPath} does not define gRPC service ${fullName} (it defines ${defined.length ? defined.join(', ') : 'no service'})`);
+    }
+    const shortName = fullName.slice(fullName.lastIndexOf('.') + 1);
+    if (shortName in out) throw new Error(`${protoPath}: two of the gRPC services asked for are named ${shortName} (${fullName}): load them in separate calls`);
+    out[shortName] = grpc.makeClientConstructor(definition, shortName);
+  }
+  return out as GrpcClientConstructors<N[number]>;
 }
 
 function servicesOf(ns: Protobuf.NamespaceBase, protobuf: typeof Protobuf): Protobuf.Service[] {

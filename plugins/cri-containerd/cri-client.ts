@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import { clampTimerMs, currentSignal, errorMessage, KubeletError, type ErrorCode } from 'kubelet-ts';
-import { CRI_RUNTIME_SERVICE, loadContentService, loadCriPackage, type CriServiceClient, type CriServiceClientConstructor } from './proto-loader.ts';
+import { loadContentService, loadCriPackage, type CriServiceClient, type CriServiceClientConstructor } from './proto-loader.ts';
 import { cachingListDeserializer } from './list-item-cache.ts';
 
 /**
@@ -116,7 +116,8 @@ function withListItemCache(RuntimeService: CriServiceClientConstructor): CriServ
     const def = service[method]!;
     service[method] = { ...def, responseDeserialize: cachingListDeserializer(def.responseDeserialize, field, mapFields) };
   }
-  return grpc.makeGenericClientConstructor(service, CRI_RUNTIME_SERVICE);
+  // Named as the constructor it wraps (`RuntimeService`, as loadCriPackage names it).
+  return grpc.makeGenericClientConstructor(service, RuntimeService.serviceName);
 }
 
 const CODE_MAP: Partial<Record<grpc.status, ErrorCode>> = {

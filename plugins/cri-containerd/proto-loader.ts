@@ -1,13 +1,11 @@
 // Loads the CRI v1 protocol (proto/api.proto) once and hands out grpc-js
 // client constructors / service definitions for RuntimeService and ImageService.
-// The .proto text is parsed by the SDK's loadGrpcServiceDefinitions (protobufjs, with
+// The .proto text is parsed by the SDK's loadGrpcClientConstructors (protobufjs, with
 // proto-loader's codecs) rather than @grpc/proto-loader, whose descriptor objects for
 // reflection cost a node about 4.5 MiB of RSS it never reads (bench/README.md, 2026-11-27).
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import type * as protoLoader from '@grpc/proto-loader';
-import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
+import type * as grpc from '@grpc/grpc-js';
+import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
 /** Absolute path of the CRI v1 api.proto shipped with this plugin. */
 export const CRI_PROTO_PATH: string = fileURLToPath(new URL('./proto/api.proto', import.meta.url));
@@ -40,38 +38,15 @@ export interface CriPackage {
   RuntimeService: CriServiceClientConstructor;
   /** runtime.v1.ImageService client constructor (`.service` = definition). */
   ImageService: CriServiceClientConstructor;
-  /**
-   * The raw proto-loader package definition (e.g. for reflection or message types). Built by
-   * @grpc/proto-loader on first read only: nothing in a running node reads it.
-   */
-  readonly packageDefinition: protoLoader.PackageDefinition;
 }
 
 let cached: CriPackage | undefined;
 
-/** A client constructor named as grpc.loadPackageDefinition names it (the service's last name component). */
-function clientConstructor(def: grpc.ServiceDefinition, fullName: string): CriServiceClientConstructor {
-  return grpc.makeClientConstructor(def, fullName.slice(fullName.lastIndexOf('.') + 1));
-}
-
 /** Loads api.proto (memoized) and returns the CRI v1 service constructors. */
 export function loadCriPackage(): CriPackage {
   if (cached) return cached;
-  const services = loadGrpcServiceDefinitions(CRI_PROTO_PATH, CRI_LOADER_OPTIONS);
-  const runtime = services[CRI_RUNTIME_SERVICE];
-  const image = services[CRI_IMAGE_SERVICE];
-  if (!runtime || !image) {
-    throw new Error(`CRI proto at ${CRI_PROTO_PATH} does not define runtime.v1.RuntimeService/ImageService`);
-  }
-  let packageDefinition: protoLoader.PackageDefinition | undefined;
-  cached = {
-    RuntimeService: clientConstructor(runtime, CRI_RUNTIME_SERVICE),
-    ImageService: clientConstructor(image, CRI_IMAGE_SERVICE),
-    get packageDefinition() {
-      packageDefinition ??= (createRequire(import.meta.url)('@grpc/proto-loader') as typeof protoLoader).loadSync(CRI_PROTO_PATH, CRI_LOADER_OPTIONS as protoLoader.Options);
-      return packageDefinition;
-    },
-  };
+  const { RuntimeService, ImageService } = loadGrpcClientConstructors(CRI_PROTO_PATH, [CRI_RUNTIME_SERVICE, CRI_IMAGE_SERVICE], CRI_LOADER_OPTIONS);
+  cached = { RuntimeService, ImageService };
   return cached;
 }
 
@@ -89,8 +64,6 @@ let contentCached: CriServiceClientConstructor | undefined;
 /** Loads content.proto (memoized) and returns the `containerd.services.content.v1.Content` client constructor. */
 export function loadContentService(): CriServiceClientConstructor {
   if (contentCached) return contentCached;
-  const Content = loadGrpcServiceDefinitions(CONTENT_PROTO_PATH, CRI_LOADER_OPTIONS)[CONTENT_SERVICE];
-  if (!Content) throw new Error(`proto at ${CONTENT_PROTO_PATH} does not define ${CONTENT_SERVICE}`);
-  contentCached = clientConstructor(Content, CONTENT_SERVICE);
+  contentCached = loadGrpcClientConstructors(CONTENT_PROTO_PATH, [CONTENT_SERVICE], CRI_LOADER_OPTIONS).Content;
   return contentCached;
 }

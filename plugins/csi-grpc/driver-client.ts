@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadCsiProtos, rpcCode, rpcErrorText, unary } from './protos.ts';
+import { rpcErrorText, unary } from 'kubelet-ts';
+import { loadCsiProtos, rpcCode } from './protos.ts';
 
 /** Codes worth one more try at once (the driver restarting, a connection being set up). */
 const TRANSIENT = new Set<number>([grpc.status.UNAVAILABLE]);

@@ -1,7 +1,8 @@
 // Loads csi.proto and pluginregistration.proto once, for the plugin and for test drivers.
+// Calls go through the SDK's `unary`, errors print with its `rpcErrorText`.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
+import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
 const CSI_PROTO = fileURLToPath(new URL('./proto/csi.proto', import.meta.url));
 const REGISTRATION_PROTO = fileURLToPath(new URL('./proto/pluginregistration.proto', import.meta.url));
@@ -19,32 +20,11 @@ let cached: CsiProtos | undefined;
 
 export function loadCsiProtos(): CsiProtos {
   if (cached) return cached;
-  const csi = loadGrpcServiceDefinitions(CSI_PROTO, LOADER_OPTIONS);
-  const reg = loadGrpcServiceDefinitions(REGISTRATION_PROTO, LOADER_OPTIONS);
   cached = {
-    Identity: grpc.makeClientConstructor(csi['csi.v1.Identity']!, 'Identity'),
-    Node: grpc.makeClientConstructor(csi['csi.v1.Node']!, 'Node'),
-    Registration: grpc.makeClientConstructor(reg['pluginregistration.Registration']!, 'Registration'),
+    ...loadGrpcClientConstructors(CSI_PROTO, ['csi.v1.Identity', 'csi.v1.Node'], LOADER_OPTIONS),
+    ...loadGrpcClientConstructors(REGISTRATION_PROTO, ['pluginregistration.Registration'], LOADER_OPTIONS),
   };
   return cached;
-}
-
-/** A unary call with a deadline, as a promise. */
-export function unary<T>(client: grpc.Client, method: string, request: object, timeoutMs: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const fn = (client as unknown as Record<string, Function>)[method];
-    if (typeof fn !== 'function') return reject(new Error(`no method ${method}`));
-    fn.call(client, request, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
-}
-
-const CODE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === 'number').map(([k, v]) => [v as number, k.split('_').map((w) => w[0] + w.slice(1).toLowerCase()).join('')]));
-
-/** `rpc error: code = Internal desc = ...`, as Go's gRPC (and so upstream's events) print a status. */
-export function rpcErrorText(err: unknown): string {
-  const e = err as Partial<grpc.ServiceError>;
-  if (typeof e?.code === 'number') return `rpc error: code = ${CODE_NAMES[e.code] ?? e.code} desc = ${e.details ?? e.message}`;
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** The gRPC status code of an error, if it has one. */

@@ -2,9 +2,9 @@ import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage, type Logger } from 'kubelet-ts';
+import { errorMessage, rpcErrorText, unary, type Logger } from 'kubelet-ts';
 import { CsiDriverClient } from './driver-client.ts';
-import { loadCsiProtos, rpcErrorText, unary } from './protos.ts';
+import { loadCsiProtos } from './protos.ts';
 
 /** A registered CSI driver. */
 export interface CsiDriver { name: string; endpoint: string; nodeId: string; versions: string[]; client: CsiDriverClient; socket: string }

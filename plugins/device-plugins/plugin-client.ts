@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { errorMessage, type ContainerAllocation, type Device, type DeviceProvider, type DeviceRegistration, type Logger, type PreferredAllocationRequest } from 'kubelet-ts';
-import { loadDevicePluginProtos, rpcErrorText, unary } from './protos.ts';
+import { errorMessage, rpcErrorText, unary, type ContainerAllocation, type Device, type DeviceProvider, type DeviceRegistration, type Logger, type PreferredAllocationRequest } from 'kubelet-ts';
+import { loadDevicePluginProtos } from './protos.ts';
 
 /** Bounds of one plugin connection. */
 export interface PluginClientLimits {

@@ -1,7 +1,10 @@
 // Loads the device plugin API v1beta1 (proto/deviceplugin.proto) once, for the plugin and for test plugins.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { loadGrpcServiceDefinitions, type GrpcProtoOptions } from 'kubelet-ts';
+import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
+
+// The SDK's call helpers, which this module held until 2026-11-27: re-exported for the test plugins that import them from here.
+export { rpcErrorText, unary } from 'kubelet-ts';
 
 export const DEVICE_PLUGIN_PROTO = fileURLToPath(new URL('./proto/deviceplugin.proto', import.meta.url));
 
@@ -20,30 +23,8 @@ let cached: DevicePluginProtos | undefined;
 
 export function loadDevicePluginProtos(): DevicePluginProtos {
   if (cached) return cached;
-  const services = loadGrpcServiceDefinitions(DEVICE_PLUGIN_PROTO, LOADER_OPTIONS);
-  cached = {
-    Registration: grpc.makeClientConstructor(services['v1beta1.Registration']!, 'Registration'),
-    DevicePlugin: grpc.makeClientConstructor(services['v1beta1.DevicePlugin']!, 'DevicePlugin'),
-  };
+  cached = loadGrpcClientConstructors(DEVICE_PLUGIN_PROTO, ['v1beta1.Registration', 'v1beta1.DevicePlugin'], LOADER_OPTIONS);
   return cached;
-}
-
-/** A unary call with a deadline, as a promise. */
-export function unary<T>(client: grpc.Client, method: string, request: object, timeoutMs: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const fn = (client as unknown as Record<string, Function>)[method];
-    if (typeof fn !== 'function') return reject(new Error(`no method ${method}`));
-    fn.call(client, request, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
-}
-
-const CODE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(grpc.status).filter(([, v]) => typeof v === 'number').map(([k, v]) => [v as number, k.split('_').map((w) => w[0] + w.slice(1).toLowerCase()).join('')]));
-
-/** `rpc error: code = Unknown desc = ...`, as Go's gRPC (and so upstream's messages) print a status. */
-export function rpcErrorText(err: unknown): string {
-  const e = err as Partial<grpc.ServiceError>;
-  if (typeof e?.code === 'number') return `rpc error: code = ${CODE_NAMES[e.code] ?? e.code} desc = ${e.details ?? e.message}`;
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** An error for a gRPC handler to answer: Go's plain errors reach the caller as code Unknown with the message. */

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { errorMessage, loadGrpcServiceDefinitions, serveHttp2OnUnixSocket, type DeviceManagerView, type GrpcProtoOptions, type Logger, type UnixHttp2Listener } from 'kubelet-ts';
+import { errorMessage, loadGrpcClientConstructors, serveHttp2OnUnixSocket, type DeviceManagerView, type GrpcProtoOptions, type Logger, type UnixHttp2Listener } from 'kubelet-ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { allocatableDevices, listPodResources, podResources } from './pod-resources.ts';
 
@@ -13,7 +13,7 @@ const MAX_REQUEST_BYTES = 64 * 1024;
 
 /** The v1 PodResourcesLister service definition (for the server, and for clients in tests). */
 export function loadPodResourcesLister(): grpc.ServiceClientConstructor {
-  return grpc.makeClientConstructor(loadGrpcServiceDefinitions(PODRESOURCES_PROTO, LOADER_OPTIONS)['v1.PodResourcesLister']!, 'PodResourcesLister');
+  return loadGrpcClientConstructors(PODRESOURCES_PROTO, ['v1.PodResourcesLister'], LOADER_OPTIONS).PodResourcesLister;
 }
 
 /** A token bucket: `qps` tokens a second, at most `burst` saved (upstream's golang.org/x/time/rate limiter). */

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
-import { loadGrpcServiceDefinitions, lowerCamel, type GrpcProtoOptions } from '../../core/util/grpc-proto.ts';
+import { loadGrpcClientConstructors, loadGrpcServiceDefinitions, lowerCamel, type GrpcProtoOptions } from '../../core/util/grpc-proto.ts';
 import { CRI_LOADER_OPTIONS, loadCriPackage } from '../../plugins/cri-containerd/proto-loader.ts';
 
 /**
@@ -94,13 +94,33 @@ describe('loadGrpcServiceDefinitions (the plugins\' protos without @grpc/proto-l
     });
   }
 
-  it('loadCriPackage(): client constructors named as grpc.loadPackageDefinition names them, proto-loader\'s definition on demand', function () {
+  it('loadCriPackage(): client constructors named as grpc.loadPackageDefinition names them from proto-loader\'s definition', function () {
     const pkg = loadCriPackage();
-    const reference = (grpc.loadPackageDefinition(protoLoader.loadSync(proto('cri-containerd/proto/api.proto'), CRI_LOADER_OPTIONS as protoLoader.Options)) as any).runtime.v1;
+    const packageDefinition = protoLoader.loadSync(proto('cri-containerd/proto/api.proto'), CRI_LOADER_OPTIONS as protoLoader.Options);
+    const reference = (grpc.loadPackageDefinition(packageDefinition) as any).runtime.v1;
     assert.equal(pkg.RuntimeService.serviceName, reference.RuntimeService.serviceName);
     assert.equal(pkg.ImageService.serviceName, reference.ImageService.serviceName);
     assert.deepEqual(Object.keys(pkg.RuntimeService.prototype).sort(), Object.keys(reference.RuntimeService.prototype).sort(), 'the same client methods, camelCase aliases included');
-    assert.ok('runtime.v1.ContainerStatus' in pkg.packageDefinition, 'the package definition still lists the messages');
+  });
+
+  it('loadGrpcClientConstructors: a client constructor per service, keyed and named by its short name, serving its definition', function () {
+    const file = proto('csi-grpc/proto/csi.proto');
+    const { Identity, Node } = loadGrpcClientConstructors(file, ['csi.v1.Identity', 'csi.v1.Node'], FULL);
+    const definitions = loadGrpcServiceDefinitions(file, FULL);
+    for (const [ctor, name, shortName, method] of [[Identity, 'csi.v1.Identity', 'Identity', 'GetPluginInfo'], [Node, 'csi.v1.Node', 'Node', 'NodeGetInfo']] as const) {
+      assert.equal(ctor.serviceName, shortName);
+      assert.deepEqual(Object.keys(ctor.service), Object.keys(definitions[name]!), `${name}: the service definition's methods`);
+      assert.equal(ctor.service[method]?.path, `/${name}/${method}`);
+      assert.equal(typeof (ctor.prototype as Record<string, unknown>)[lowerCamel(method)], 'function', 'camelCase client methods');
+    }
+  });
+
+  it('loadGrpcClientConstructors: a service the proto does not define is an error naming the file, the service and what it defines', function () {
+    const file = proto('probes/proto/health.proto');
+    assert.throws(() => loadGrpcClientConstructors(file, ['grpc.health.v1.Health', 'grpc.health.v2.Health']), (err: Error) => {
+      assert.equal(err.message, `${file} does not define gRPC service grpc.health.v2.Health (it defines grpc.health.v1.Health)`);
+      return true;
+    });
   });
 
   it('a request that is an array is refused, as proto-loader refuses it', function () {

@@ -84,6 +84,14 @@ describe('CRI list answers: only items not seen are decoded (plugins/cri-contain
     assert.equal(cached.stats.fallbacks, 2);
   });
 
+  it('skips a 10-byte varint (a negative int64) inside an item', function () {
+    const cached = cachingListDeserializer(decodeContainers, 'containers', CONTAINER_MAPS);
+    const buf = encodeContainers([{ ...container('a'), createdAt: '-1' }, container('b')]);
+    assert.deepEqual(cached(buf), decodeContainers(buf));
+    assert.equal(cached(buf).containers[0].createdAt, '-1');
+    assert.deepEqual(cached.stats, { hits: 2, decoded: 2, fallbacks: 0 });
+  });
+
   it('forgets items no answer held for 30 s', function () {
     let t = 0;
     const cached = cachingListDeserializer(decodeContainers, 'containers', CONTAINER_MAPS, () => t);

@@ -1,4 +1,4 @@
-import { loadGrpcServiceDefinitions, secondsToTimerMs } from 'kubelet-ts';
+import { loadGrpcClientConstructors, secondsToTimerMs } from 'kubelet-ts';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import type { ProbeHandlerSpec } from '../probe-spec.ts';
@@ -14,8 +14,7 @@ let healthClient: grpc.ServiceClientConstructor | undefined;
 /** grpc.health.v1.Health (client constructor; `.service` is the definition servers add). */
 export function loadHealthService(): grpc.ServiceClientConstructor {
   if (healthClient) return healthClient;
-  const services = loadGrpcServiceDefinitions(HEALTH_PROTO_PATH, { keepCase: false, enums: String, defaults: true });
-  healthClient = grpc.makeClientConstructor(services['grpc.health.v1.Health']!, 'Health');
+  healthClient = loadGrpcClientConstructors(HEALTH_PROTO_PATH, ['grpc.health.v1.Health'], { keepCase: false, enums: String, defaults: true }).Health;
   return healthClient;
 }
 

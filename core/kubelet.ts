@@ -170,7 +170,7 @@ export class Kubelet {
     readonly logger: Logger,
     private readonly extraSources: PodSource[] = [],
     /** Knobs tests turn to make slow things fast (a token's refresh share); never set by the CLI. */
-    private readonly testHooks: { tokens?: { refreshFraction?: number } } = {},
+    private readonly testHooks: { tokens?: { refreshFraction?: number }; /** The API watches' silence check (pods, services), ms. */ watchSilenceMs?: number } = {},
     /** Which parts run and what is shared with other kubelets of the process (`kubelet-ts hollow`); default all, nothing. */
     private readonly options: KubeletOptions = {},
   ) {
@@ -492,6 +492,7 @@ export class Kubelet {
       ...(credentials?.overrides ? { kubeconfigOverrides: credentials.overrides } : {}),
       ...(this.options.api ? { shared: this.options.api } : {}),
       ...(this.options.machineInfo ? { machineInfo: this.options.machineInfo } : {}),
+      ...(this.testHooks.watchSilenceMs !== undefined ? { watchSilenceMs: this.testHooks.watchSilenceMs } : {}),
       inputs: {
         runtimeVersion: () => this.runtimeImpl.version(),
         runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),
@@ -514,7 +515,7 @@ export class Kubelet {
       for (const uid of uids) this.loop.resync(uid);
     };
     this.objectCache = new ApiObjectCache({ client: api.main, logger: logger.child({ component: 'api-objects' }), onChange: resync });
-    this.services = new ServiceCache({ client: api.main, logger: logger.child({ component: 'services' }) });
+    this.services = new ServiceCache({ client: api.main, logger: logger.child({ component: 'services' }), ...(this.testHooks.watchSilenceMs !== undefined ? { silenceMs: this.testHooks.watchSilenceMs } : {}) });
     this.services.start();
     this.tokens = new TokenManager({ client: api.main, logger: logger.child({ component: 'tokens' }), onRefreshDue: (uid) => resync([uid]), ...this.testHooks.tokens });
     this.loop.attachApi({ reporter: this.reporter, objectCache: this.objectCache, tokens: this.tokens });

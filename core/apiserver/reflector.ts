@@ -6,8 +6,16 @@
  * - The first list reads the API server's watch cache (resourceVersion=0) when asked; a
  *   re-list after 410 Gone / Expired reads etcd (resourceVersion="").
  * - Watches start from the list's resourceVersion, ask for bookmarks and end after 5–10
- *   minutes (upstream's random watch timeout); a watch whose connection died without a word
- *   is given up a minute after its timeout.
+ *   minutes (upstream's random watch timeout; an owner may ask for longer); a watch whose
+ *   connection died without a word is given up a minute after its timeout.
+ * - A watch that delivered nothing, no event and no bookmark, for `silenceMs` (default
+ *   WATCH_SILENCE_MS, 150 s: the API server bookmarks a watch about every minute) is dead: a
+ *   half-open connection, a proxy that black-holed it, a stalled HTTP/2 stream. It is ended,
+ *   logged once at info, and watched again from the last resourceVersion, as client-go does
+ *   when a watch's connection ends: the API server replays every change after that
+ *   resourceVersion from its watch cache, or answers 410 Gone (then the reflector re-lists),
+ *   so nothing that happened while the watch was dead is lost, and no list is paid for. The
+ *   check is one unref'd interval per watch; an event costs a timestamp, not a timer.
  * - Failures are retried with back-off (800 ms doubling to 30 s, upstream's); an unreachable
  *   server keeps the resourceVersion (the watch resumes where it was), any other error re-lists.
  *   When the server answers again after an outage, the back-off ends at once.
@@ -61,6 +69,12 @@ export interface ReflectorOptions {
   backoff?: { initialMs: number; maxMs: number };
   /** The server's bookmark interval (tests): a watch longer than this with nothing is empty. Default BOOKMARK_INTERVAL_MS. */
   bookmarkIntervalMs?: number;
+  /**
+   * How long a watch may deliver nothing (no event, no bookmark) before it is taken for dead,
+   * ended and started again from its resourceVersion. Default WATCH_SILENCE_MS; 0 turns it off
+   * (an owner that checks the watch itself).
+   */
+  silenceMs?: number;
 }
 
 /**
@@ -71,8 +85,27 @@ export interface ReflectorOptions {
 const BOOKMARK_INTERVAL_MS = 60_000;
 /** Watches in a row past the bookmark interval with no event at all before a re-list. */
 const EMPTY_WATCHES_TO_RELIST = 2;
+/**
+ * How long a watch may be silent before it is taken for dead: two and a half bookmark
+ * intervals, so one late or skipped bookmark (the server's timer is best effort, and a busy
+ * server is late) is no reason, and a dead watch is noticed within 2.5–3 minutes rather than
+ * at its timeout (5–60 minutes). A quiet resource on an API server whose watch cache has seen
+ * no change of it since it started gets no bookmarks either (until etcd's progress
+ * notification, every 10 minutes by default, moves the cache on): its watch is renewed every
+ * 150 s meanwhile, which costs a request, not a list.
+ */
+export const WATCH_SILENCE_MS = 150_000;
+/**
+ * A watch timeout of 30–60 minutes rather than client-go's 5–10, for watches a node keeps all
+ * its life (its pods, its Node, the services): renewing them is most of what a steady node asks
+ * beyond its Lease, and with the silence check a dead watch is caught in minutes, not at its
+ * timeout. Random in the range, so that many nodes do not renew together.
+ */
+export const longWatchTimeoutSeconds = (): number => Math.floor(1800 + Math.random() * 1800);
+/** How many times per silence period a watch is checked: a silent watch ends within 1.2× silenceMs. */
+const SILENCE_CHECKS = 5;
 
-type WatchEnd = { kind: 'closed'; quick: boolean; empty: boolean } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
+type WatchEnd = { kind: 'closed'; quick: boolean; empty: boolean } | { kind: 'silent'; silentMs: number } | { kind: 'error'; err: ApiError } | { kind: 'relist'; reason: string } | { kind: 'stopped' };
 
 export class Reflector {
   private resourceVersion = '';
@@ -87,6 +120,7 @@ export class Reflector {
   private relistAsked: string | undefined;
   /** Ends the watch in progress with a re-list. */
   private endWatch: ((reason: string) => void) | undefined;
+  private silentWatches = 0;
 
   constructor(private readonly opts: ReflectorOptions) {}
 
@@ -99,6 +133,11 @@ export class Reflector {
     this.relistAsked = reason;
     this.endWatch?.(reason);
     this.pause.wake();
+  }
+
+  /** How many watches were ended because they went silent (tests and diagnostics). */
+  get silentWatchCount(): number {
+    return this.silentWatches;
   }
 
   /** True once a list succeeded (the owner's store reflects the server). */
@@ -153,10 +192,16 @@ export class Reflector {
       }
       const end = await this.watchOnce();
       if (end.kind === 'stopped') return;
-      if (end.kind === 'closed') {
+      if (end.kind === 'silent') {
+        this.opts.logger.info({ path: this.opts.path, query: this.opts.query, silentMs: end.silentMs, resourceVersion: this.resourceVersion }, 'the watch went silent (no event, no bookmark); watching again from its resourceVersion');
+        this.silentWatches++;
+      }
+      if (end.kind === 'closed' || end.kind === 'silent') {
         // The server ended the watch (its timeout): watch again from the last resourceVersion,
         // unless watches keep ending with nothing past the bookmark interval.
-        emptyWatches = end.empty ? emptyWatches + 1 : 0;
+        // A silent watch counts as empty when it lasted past the bookmark interval.
+        const empty = end.kind === 'closed' ? end.empty : end.silentMs > (this.opts.bookmarkIntervalMs ?? BOOKMARK_INTERVAL_MS);
+        emptyWatches = empty ? emptyWatches + 1 : 0;
         if (emptyWatches >= EMPTY_WATCHES_TO_RELIST) {
           // Info, not a warning: an API server whose watch cache saw no change of this resource
           // since it started sends no bookmarks either, so a quiet resource gets here too.
@@ -165,7 +210,7 @@ export class Reflector {
           relist = true;
           continue;
         }
-        if (end.quick) await pause();
+        if (end.kind === 'closed' && end.quick) await pause();
         else backoff = initial;
         continue;
       }
@@ -212,10 +257,23 @@ export class Reflector {
       const startedAt = Date.now();
       let handle: { stop(): void } | undefined;
       const timeoutSeconds = this.opts.watchTimeoutSeconds?.() ?? Math.floor(300 + Math.random() * 300);
+      // When the watch last delivered something (set per event: a timestamp, never a timer).
+      let lastHeardAt = startedAt;
+      const silenceMs = this.opts.silenceMs ?? WATCH_SILENCE_MS;
+      const silenceCheck = silenceMs > 0
+        ? setInterval(() => {
+          const silentMs = Date.now() - lastHeardAt;
+          if (silentMs < silenceMs) return;
+          handle?.stop();
+          finish({ kind: 'silent', silentMs });
+        }, Math.max(10, Math.ceil(silenceMs / SILENCE_CHECKS)))
+        : undefined;
+      silenceCheck?.unref();
       const finish = (end: WatchEnd) => {
         if (settled) return;
         settled = true;
         clearTimeout(watchdog);
+        clearInterval(silenceCheck);
         this.stopWatch = undefined;
         this.endWatch = undefined;
         resolve(this.stopped ? { kind: 'stopped' } : end);
@@ -240,6 +298,7 @@ export class Reflector {
           (event) => {
             if (settled) return;
             events++;
+            lastHeardAt = Date.now();
             const relist = this.onEvent(event);
             if (relist) {
               handle?.stop();

@@ -3,11 +3,12 @@
  * list-watched from the API server as upstream's kubelet does with its service informer (the
  * Node authorizer lets a node list and watch services). Only namespace, name, cluster IP and
  * ports are kept: a node of a cluster with thousands of services holds no more than that.
+ * The watch lasts 30–60 minutes; a dead one is restarted by the reflector's silence check.
  */
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient } from './api-client.ts';
-import { Reflector } from './reflector.ts';
+import { longWatchTimeoutSeconds, Reflector } from './reflector.ts';
 import type { ServiceLink, ServiceLinkSource } from '../objects/service-links.ts';
 
 interface ServiceObject {
@@ -37,13 +38,16 @@ export class ServiceCache implements ServiceLinkSource {
   private readonly services = new Map<string, ServiceLink>();
   private readonly reflector: Reflector;
 
-  constructor(opts: { client: ApiClient; logger: Logger }) {
+  constructor(opts: { client: ApiClient; logger: Logger; /** The reflector's silence check (tests); default 150 s. */ silenceMs?: number }) {
     const key = (s: ServiceLink) => `${s.namespace}/${s.name}`;
     this.reflector = new Reflector({
       client: opts.client,
       path: '/api/v1/services',
       query: {},
       logger: opts.logger,
+      // 30–60 min: a dead watch is caught by the reflector's silence check, not by its timeout.
+      watchTimeoutSeconds: longWatchTimeoutSeconds,
+      ...(opts.silenceMs !== undefined ? { silenceMs: opts.silenceMs } : {}),
       handler: {
         replace: (items) => {
           this.services.clear();

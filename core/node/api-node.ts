@@ -66,11 +66,13 @@ export function createApiNode(deps: {
   shared?: SharedClientOptions;
   /** Reads the machine for the node status; default readMachineInfo of the root dir (hollow nodes share one read). */
   machineInfo?: () => Promise<MachineInfo>;
+  /** The pod watch's silence check (tests); default the reflector's 150 s. */
+  watchSilenceMs?: number;
 }): ApiNode {
   const { config, logger } = deps;
   checkKubeconfig(config.kubeconfig, config.nodeName, deps.kubeconfigOverrides, deps.shared?.kubeconfig);
   const { main, heartbeat, events } = createKubeletApiClients(config, logger, deps.kubeconfigOverrides, deps.shared);
-  const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger });
+  const podSource = new ApiPodSource({ client: main, nodeName: config.nodeName, logger, ...(deps.watchSilenceMs !== undefined ? { silenceMs: deps.watchSilenceMs } : {}) });
   const nodeStatus = config.registerNode
     ? new NodeStatusManager({
       client: heartbeat,

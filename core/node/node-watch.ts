@@ -16,21 +16,15 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient } from '../apiserver/api-client.ts';
 import { isUnavailableError } from '../apiserver/api-errors.ts';
-import { Reflector, type ReflectorOptions } from '../apiserver/reflector.ts';
+import { longWatchTimeoutSeconds, Reflector, type ReflectorOptions } from '../apiserver/reflector.ts';
 
 /**
  * How long the watch may be silent (no event, no bookmark) before its copy is not trusted: the
  * API server sends a bookmark about every minute, so three missed ones mean a connection that
- * died without a word (the reflector gives such a watch up only after its timeout).
+ * died without a word. The same period as the reflector's silence check (WATCH_SILENCE_MS),
+ * which this watch turns off: current() is the check here, and it re-lists.
  */
 const STALE_AFTER_MS = 150_000;
-
-/**
- * The watch's own timeout: 30–60 min rather than client-go's 5–10. Renewing it is most of what
- * a steady node asks beyond its Lease, and a silent watch is caught by STALE_AFTER_MS (the
- * status loop GETs meanwhile, and the watch is started again), not by its timeout.
- */
-const watchTimeoutSeconds = () => Math.floor(1800 + Math.random() * 1800);
 
 export interface NodeWatchOptions {
   client: ApiClient;
@@ -62,7 +56,13 @@ export class NodeWatch {
       path: '/api/v1/nodes',
       query: { fieldSelector: `metadata.name=${opts.nodeName}` },
       logger: this.log,
-      watchTimeoutSeconds,
+      // 30–60 min: a silent watch is caught by STALE_AFTER_MS, not by its timeout.
+      watchTimeoutSeconds: longWatchTimeoutSeconds,
+      // Off: current() checks the watch each time the status loop reads the Node (every
+      // nodeStatusUpdateFrequency) and re-lists a silent one, which trusts the Node again at
+      // once (a list of one Node costs what a GET does); the reflector's own check would only
+      // restart the same watch a second time.
+      silenceMs: 0,
       ...opts.reflector,
       handler: {
         replace: (items) => {

@@ -19,7 +19,11 @@
  * - while the API server is away the last set stays (nothing is emitted because of an error);
  *   the outage is logged once by the client's connectivity tracker; watches are retried from
  *   the last resourceVersion with back-off (800 ms doubling to 30 s, upstream's reflector back-off);
- * - watches ask for bookmarks and end after 5–10 minutes (upstream's random watch timeout);
+ * - watches ask for bookmarks and end after 30–60 minutes (upstream's kubelet: 5–10), which
+ *   halves what renewing them costs a steady node; a watch that delivered nothing, not even a
+ *   bookmark, for 150 s is taken for dead and watched again from its resourceVersion (the
+ *   reflector's silence check), so a dead watch hides a new pod for minutes, not until its
+ *   timeout;
  * - pods are hostile input: one without metadata.uid, name or namespace, a spec, containers, or
  *   with another spec.nodeName is left out, with one log line per pod and reason.
  *
@@ -40,7 +44,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient } from '../apiserver/api-client.ts';
 import { isUnavailableError } from '../apiserver/api-errors.ts';
-import { Reflector } from '../apiserver/reflector.ts';
+import { longWatchTimeoutSeconds, Reflector } from '../apiserver/reflector.ts';
 import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../objects/pod-origin.ts';
 import type { PodSource } from './pod-source.ts';
 import { TIMED_OUT, withTimeout } from '../util/with-timeout.ts';
@@ -52,8 +56,10 @@ export interface ApiPodSourceOptions {
   logger: Logger;
   /** How long start() waits for the first list before returning without it. Default 5000 ms. */
   initialListTimeoutMs?: number;
-  /** Seconds a watch may last (the server ends it); default random in [300, 600), as upstream. */
+  /** Seconds a watch may last (the server ends it); default random in [1800, 3600) (longWatchTimeoutSeconds). */
   watchTimeoutSeconds?: () => number;
+  /** How long the watch may deliver nothing before it is started again; default the reflector's (150 s). */
+  silenceMs?: number;
   /** Back-off after a failed list or watch. Default 800 ms doubling to 30 s. */
   backoff?: { initialMs: number; maxMs: number };
   /** The server's bookmark interval (tests); see Reflector. */
@@ -93,7 +99,9 @@ export class ApiPodSource implements PodSource {
       path: '/api/v1/pods',
       query: { fieldSelector: `spec.nodeName=${opts.nodeName}` },
       logger: this.log,
-      ...(opts.watchTimeoutSeconds ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
+      // A dead watch is caught by the reflector's silence check, so it may last long.
+      watchTimeoutSeconds: opts.watchTimeoutSeconds ?? longWatchTimeoutSeconds,
+      ...(opts.silenceMs !== undefined ? { silenceMs: opts.silenceMs } : {}),
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       ...(opts.bookmarkIntervalMs ? { bookmarkIntervalMs: opts.bookmarkIntervalMs } : {}),
       handler: {

@@ -26,6 +26,8 @@ function pod(name: string, uid: string, rv: string, over: { nodeName?: string; l
 class PodServer {
   list: () => { code: number; body: object } = () => ({ code: 200, body: { kind: 'PodList', metadata: { resourceVersion: '10' }, items: [] } });
   watches: ServerResponse[] = [];
+  /** Watches whose connection the client closed or lost. */
+  closedWatches = 0;
   watchQueries: URLSearchParams[] = [];
   listQueries: URLSearchParams[] = [];
   down = false;
@@ -44,6 +46,7 @@ class PodServer {
         res.writeHead(200, { 'Content-Type': 'application/json' });
         res.flushHeaders();
         this.watches.push(res);
+        res.on('close', () => this.closedWatches++);
         return;
       }
       this.listQueries.push(url.searchParams);
@@ -103,7 +106,8 @@ describe('ApiPodSource (list-watch of the pods bound to the node)', function () 
     const q = server.watchQueries[0]!;
     assert.deepEqual([q.get('fieldSelector'), q.get('resourceVersion'), q.get('allowWatchBookmarks')], ['spec.nodeName=n1', '10', 'true']);
     const timeout = Number(q.get('timeoutSeconds'));
-    assert.ok(timeout >= 300 && timeout < 600, `timeoutSeconds ${timeout}`);
+    // 30–60 min, not client-go's 5–10: a dead watch is caught by the silence check instead.
+    assert.ok(timeout >= 1800 && timeout < 3600, `timeoutSeconds ${timeout}`);
     const a = sets[0]![0]!;
     assert.equal(a.metadata!.annotations!['kubernetes.io/config.source'], 'api');
     assert.ok(a.metadata!.annotations!['kubernetes.io/config.seen']);
@@ -243,5 +247,80 @@ describe('ApiPodSource (list-watch of the pods bound to the node)', function () 
     assert.ok(logs.lines.some((l) => l.level === 40 && /not known yet/.test(l.msg)));
     server.down = false;
     await waitFor('the first set', () => sets.length === 1, 3000, 10);
+  });
+  describe('a silent watch (no event, no bookmark)', function () {
+    const SILENCE_MS = 300;
+    const silentLines = () => logs.lines.filter((l) => /the watch went silent/.test(l.msg)) as unknown as Array<{ level: number; path: string; silentMs: number; resourceVersion: string }>;
+
+    it('is ended after the silence time and watched again from its resourceVersion; a pod created meanwhile reaches the kubelet', async function () {
+      await startSource({ silenceMs: SILENCE_MS });
+      await server.waitWatch(1);
+      server.event('ADDED', pod('a', 'uid-a', '11'));
+      const lastHeard = performance.now();
+      await waitFor('a', () => names(sets.at(-1)).join() === 'a', 2000, 10);
+      // The server creates pod b, but this watch is dead: it never says so.
+      await server.waitWatch(2);
+      const silentFor = performance.now() - lastHeard;
+      assert.ok(silentFor >= SILENCE_MS, `the watch was given up after ${Math.round(silentFor)} ms, before the silence time`);
+      assert.ok(silentFor < SILENCE_MS * 1.2 + 500, `the watch was given up only after ${Math.round(silentFor)} ms`);
+      await waitFor('the dead watch closed', () => server.closedWatches >= 1, 2000, 10);
+      assert.equal(server.watchQueries[1]!.get('resourceVersion'), '11', 'watched again from the last resourceVersion');
+      assert.equal(server.listQueries.length, 1, 'no re-list');
+      // The new watch replays what happened after resourceVersion 11, as the API server does.
+      server.event('ADDED', pod('b', 'uid-b', '12'));
+      await waitFor('b reaches the kubelet', () => names(sets.at(-1)).join() === 'a,b', 2000, 10);
+      const lines = silentLines();
+      assert.equal(lines.length, 1, 'logged once');
+      assert.equal(lines[0]!.level, 30, 'at info');
+      assert.equal(lines[0]!.path, '/api/v1/pods');
+      assert.equal(lines[0]!.resourceVersion, '11');
+      assert.ok(lines[0]!.silentMs >= SILENCE_MS);
+      assert.deepEqual(logs.lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'no warning');
+    });
+
+    it('a watch that hears only bookmarks is kept', async function () {
+      await startSource({ silenceMs: SILENCE_MS });
+      await server.waitWatch(1);
+      for (let i = 0; i < 10; i++) {
+        server.event('BOOKMARK', { kind: 'Pod', metadata: { resourceVersion: String(11 + i) } });
+        await sleep(SILENCE_MS / 3);
+      }
+      assert.equal(server.watches.length, 1, 'the same watch, a second after three silence periods');
+      assert.equal(server.closedWatches, 0);
+      assert.deepEqual(silentLines(), []);
+      // Once the bookmarks stop, the watch is given up, and the next starts after the last one.
+      await server.waitWatch(2);
+      assert.equal(server.watchQueries[1]!.get('resourceVersion'), '20');
+    });
+
+    it('stop() leaves no silence timer: nothing is asked and nothing logged afterwards', async function () {
+      const intervals = new Map<unknown, number>();
+      const realSet = globalThis.setInterval;
+      const realClear = globalThis.clearInterval;
+      // Records the intervals made while the source runs, and which were cleared.
+      globalThis.setInterval = ((fn: () => void, ms?: number) => {
+        const t = realSet(fn, ms);
+        intervals.set(t, ms ?? 0);
+        return t;
+      }) as typeof setInterval;
+      globalThis.clearInterval = ((t: Parameters<typeof clearInterval>[0]) => {
+        intervals.delete(t);
+        realClear(t);
+      }) as typeof clearInterval;
+      try {
+        await startSource({ silenceMs: SILENCE_MS });
+        await server.waitWatch(1);
+        assert.equal([...intervals.values()].filter((ms) => ms === SILENCE_MS / 5).length, 1, 'one silence check for the watch');
+        await source.stop();
+        assert.deepEqual([...intervals.values()].filter((ms) => ms === SILENCE_MS / 5), [], 'the silence check is cleared');
+      } finally {
+        globalThis.setInterval = realSet;
+        globalThis.clearInterval = realClear;
+      }
+      const requests = server.srv.requests.length;
+      await sleep(SILENCE_MS * 2);
+      assert.equal(server.srv.requests.length, requests, 'no watch started after stop()');
+      assert.deepEqual(silentLines(), []);
+    });
   });
 });

@@ -15,7 +15,10 @@
  *   when a watch's connection ends: the API server replays every change after that
  *   resourceVersion from its watch cache, or answers 410 Gone (then the reflector re-lists),
  *   so nothing that happened while the watch was dead is lost, and no list is paid for. The
- *   check is one unref'd interval per watch; an event costs a timestamp, not a timer.
+ *   check is one unref'd interval per watch; an event costs a timestamp, not a timer. It is
+ *   armed once a watch delivered a bookmark or a change: an API server whose watch cache saw no
+ *   change of a resource since it started sends no bookmarks for it, and its quiet watches are
+ *   not dead.
  * - Failures are retried with back-off (800 ms doubling to 30 s, upstream's); an unreachable
  *   server keeps the resourceVersion (the watch resumes where it was), any other error re-lists.
  *   When the server answers again after an outage, the back-off ends at once.
@@ -90,9 +93,9 @@ const EMPTY_WATCHES_TO_RELIST = 2;
  * intervals, so one late or skipped bookmark (the server's timer is best effort, and a busy
  * server is late) is no reason, and a dead watch is noticed within 2.5–3 minutes rather than
  * at its timeout (5–60 minutes). A quiet resource on an API server whose watch cache has seen
- * no change of it since it started gets no bookmarks either (until etcd's progress
- * notification, every 10 minutes by default, moves the cache on): its watch is renewed every
- * 150 s meanwhile, which costs a request, not a list.
+ * no change of it since it started gets no bookmarks (until etcd's progress notification, every
+ * 10 minutes by default, moves the cache on), so the check waits for the reflector's first
+ * bookmark or change: until then a quiet watch is not renewed every 150 s for nothing.
  */
 export const WATCH_SILENCE_MS = 150_000;
 /**
@@ -121,6 +124,12 @@ export class Reflector {
   /** Ends the watch in progress with a re-list. */
   private endWatch: ((reason: string) => void) | undefined;
   private silentWatches = 0;
+  /**
+   * A watch of this reflector delivered a bookmark or a change: the API server's watch cache has
+   * seen a change of this resource, so it bookmarks every watch of it about once a minute, and a
+   * silent watch is a dead one.
+   */
+  private bookmarking = false;
 
   constructor(private readonly opts: ReflectorOptions) {}
 
@@ -199,9 +208,9 @@ export class Reflector {
       if (end.kind === 'closed' || end.kind === 'silent') {
         // The server ended the watch (its timeout): watch again from the last resourceVersion,
         // unless watches keep ending with nothing past the bookmark interval.
-        // A silent watch counts as empty when it lasted past the bookmark interval.
-        const empty = end.kind === 'closed' ? end.empty : end.silentMs > (this.opts.bookmarkIntervalMs ?? BOOKMARK_INTERVAL_MS);
-        emptyWatches = empty ? emptyWatches + 1 : 0;
+        // A silent watch does not count: the server bookmarked this resource before, so its
+        // silence is a dead connection, not a server behind its clients (which the rule is for).
+        if (end.kind === 'closed') emptyWatches = end.empty ? emptyWatches + 1 : 0;
         if (emptyWatches >= EMPTY_WATCHES_TO_RELIST) {
           // Info, not a warning: an API server whose watch cache saw no change of this resource
           // since it started sends no bookmarks either, so a quiet resource gets here too.
@@ -263,7 +272,7 @@ export class Reflector {
       const silenceCheck = silenceMs > 0
         ? setInterval(() => {
           const silentMs = Date.now() - lastHeardAt;
-          if (silentMs < silenceMs) return;
+          if (silentMs < silenceMs || !this.bookmarking) return;
           handle?.stop();
           finish({ kind: 'silent', silentMs });
         }, Math.max(10, Math.ceil(silenceMs / SILENCE_CHECKS)))
@@ -299,6 +308,7 @@ export class Reflector {
             if (settled) return;
             events++;
             lastHeardAt = Date.now();
+            if (event.type !== 'ERROR') this.bookmarking = true;
             const relist = this.onEvent(event);
             if (relist) {
               handle?.stop();

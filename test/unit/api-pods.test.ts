@@ -278,6 +278,19 @@ describe('ApiPodSource (list-watch of the pods bound to the node)', function () 
       assert.deepEqual(logs.lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'no warning');
     });
 
+    it('is kept while the server has sent neither a bookmark nor a change of the resource (its watch cache saw none since it started)', async function () {
+      await startSource({ silenceMs: SILENCE_MS });
+      await server.waitWatch(1);
+      await sleep(SILENCE_MS * 3);
+      assert.equal(server.watches.length, 1, 'the same watch after three silence periods');
+      assert.equal(server.closedWatches, 0);
+      assert.deepEqual(silentLines(), []);
+      // The first bookmark arms the check: once bookmarks stop, the watch is given up.
+      server.event('BOOKMARK', { kind: 'Pod', metadata: { resourceVersion: '11' } });
+      await server.waitWatch(2);
+      assert.equal(silentLines().length, 1);
+    });
+
     it('a watch that hears only bookmarks is kept', async function () {
       await startSource({ silenceMs: SILENCE_MS });
       await server.waitWatch(1);

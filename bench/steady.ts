@@ -132,7 +132,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
     const kp = await startKubeletProcess(env, {
       maxPods: Math.max(110, n),
       cgroupPrefix: 'kubelet-ts-bench',
-      ...(profileDir ? { command: [process.execPath, '--max-semi-space-size=2', '--import', PROFILER, KUBELET_BIN] } : {}),
+      ...(profileDir ? { command: [process.execPath, '--max-semi-space-size=2', '--heap-growing-percent=20', '--import', PROFILER, KUBELET_BIN] } : {}),
     });
     log(`steady: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}`);
     const names = Array.from({ length: n }, (_, i) => `st-${i}`);

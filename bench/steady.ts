@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LABEL } from '../core/runtime/labels.ts';
 import { RuntimeCache } from '../core/runtime/runtime-cache.ts';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { histogramQuantile, KUBELET_BIN, procMemorySplit, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
@@ -77,6 +78,13 @@ export type UpstreamFigures = WindowFigures & { code: string; startAllMs: number
 
 const PLEG_METRIC = 'kubelet_pleg_relist_duration_seconds';
 const PROFILER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-profile-window.mjs');
+const HEAP_SNAPSHOTTER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'heap-snapshot-window.mjs');
+
+/** The node flags bin/kubelet-ts.mjs's shebang gives node, so a run that starts node itself (to preload a profiler) runs the kubelet as the executable does. */
+function shebangNodeFlags(bin: string): string[] {
+  const words = readFileSync(bin, 'utf8').split('\n', 1)[0]!.replace(/^#!\S+\s+-S\s+/, '').split(/\s+/).filter(Boolean);
+  return words.slice(words.indexOf('node') + 1);
+}
 
 export interface WindowFigures {
   seconds: number;
@@ -116,7 +124,7 @@ function histogramCount(text: string, metric: string): number {
   return Number(new RegExp(`^${metric}_count(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
 }
 
-export async function run(opts: BenchOptions & { seconds?: number; upstream?: boolean; profileDir?: string } = {}): Promise<SteadyResult> {
+export async function run(opts: BenchOptions & { seconds?: number; upstream?: boolean; profileDir?: string; heapSnapshotDir?: string } = {}): Promise<SteadyResult> {
   const log = logTo(opts);
   // Smoke mode measures kubelet-ts only (npm test runs it); UPSTREAM=0 leaves upstream out.
   const wantUpstream = opts.upstream ?? !opts.smoke;
@@ -129,10 +137,16 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
     // PROFILE=DIR: a CPU profile of the window (bench/cpu-profile-window.mjs, toggled by SIGUSR2); the profiler's cost is in that run's CPU figure.
     const profileDir = opts.profileDir;
     if (profileDir) process.env.KTS_CPU_PROFILE_DIR = path.resolve(profileDir);
+    // HEAP_SNAPSHOT=DIR: memory figures and a heap snapshot at the window's end (bench/heap-snapshot-window.mjs).
+    const heapSnapshotDir = opts.heapSnapshotDir;
+    if (heapSnapshotDir) process.env.KTS_HEAP_SNAPSHOT_DIR = path.resolve(heapSnapshotDir);
+    // Both preloads answer SIGUSR2, which the CPU profile sends at the window's start too.
+    if (profileDir && heapSnapshotDir) throw new Error('steady: PROFILE and HEAP_SNAPSHOT take turns: set one');
+    const preloads = [...(profileDir ? [PROFILER] : []), ...(heapSnapshotDir ? [HEAP_SNAPSHOTTER] : [])];
     const kp = await startKubeletProcess(env, {
       maxPods: Math.max(110, n),
       cgroupPrefix: 'kubelet-ts-bench',
-      ...(profileDir ? { command: [process.execPath, '--max-semi-space-size=2', '--heap-growing-percent=20', '--import', PROFILER, KUBELET_BIN] } : {}),
+      ...(preloads.length ? { command: [process.execPath, ...shebangNodeFlags(KUBELET_BIN), ...preloads.flatMap((p) => ['--import', p]), KUBELET_BIN] } : {}),
     });
     log(`steady: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}`);
     const names = Array.from({ length: n }, (_, i) => `st-${i}`);
@@ -173,6 +187,15 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
       }
       const wallSec = win.seconds;
       const metrics1 = await kp.metrics();
+      if (heapSnapshotDir) {
+        process.kill(kp.pid, 'SIGUSR2');
+        const file = path.join(path.resolve(heapSnapshotDir), `kubelet-${kp.pid}.heapsnapshot`);
+        // The snapshot is written synchronously by the kubelet, which answers /pods again once it is done.
+        const deadline = performance.now() + 120_000;
+        while (!existsSync(file) && performance.now() < deadline) await sleep(500);
+        await kp.pods();
+        log(`steady: heap snapshot at the window's end in ${file} (memory figures beside it)`);
+      }
       running = await runningCount();
       if (running !== n) log(`steady: warning: ${running}/${n} pods Running after the window`);
 
@@ -328,6 +351,7 @@ if (await isMain(import.meta.url)) {
       ...(process.env.N ? { n: envInt('N', 110) } : {}),
       ...(seconds !== undefined ? { seconds } : {}),
       ...(process.env.PROFILE ? { profileDir: process.env.PROFILE } : {}),
+      ...(process.env.HEAP_SNAPSHOT ? { heapSnapshotDir: process.env.HEAP_SNAPSHOT } : {}),
       ...(process.env.UPSTREAM !== undefined ? { upstream: process.env.UPSTREAM !== '0' } : {}),
     });
   });

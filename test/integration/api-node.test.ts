@@ -230,7 +230,9 @@ describe('the node on a real API server', function () {
     const uid = (await m.register())!.metadata!.uid;
     assert.equal(again, 0, 'the first registration is not one again');
     await core.deleteNode({ name });
-    await waitFor('the Node gone', async () => (await getNode(name)) === undefined, 10_000, 100);
+    // The manager's watch may see the DELETED and register again before a poll sees the gap:
+    // what must be gone is the Node of the first registration.
+    await waitFor('the Node of the first registration gone', async () => (await getNode(name))?.metadata?.uid !== uid, 10_000, 100);
     await m.updateNow();
     await waitFor('a new Node', async () => {
       const node = await getNode(name);

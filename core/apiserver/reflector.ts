@@ -54,6 +54,12 @@ export interface ReflectorHandler {
    * this point. After a failure, this (or the next `replace`) says the watch is back.
    */
   progress?(): void;
+  /**
+   * The watch went silent (nothing for `silenceMs`) and was ended. By default the reflector
+   * watches again from its resourceVersion; an owner that must trust its store again at once
+   * (the next bookmark may be a minute away) answers 'relist'.
+   */
+  silent?(silentMs: number): 'relist' | undefined;
 }
 
 export interface ReflectorOptions {
@@ -78,6 +84,12 @@ export interface ReflectorOptions {
    * (an owner that checks the watch itself).
    */
   silenceMs?: number;
+  /**
+   * Arm the silence check from the first watch, not only once a watch delivered a bookmark or a
+   * change: for an owner that knows the server bookmarks this resource (the kubelet writes its
+   * own Node, so the server's watch cache has seen a change of it).
+   */
+  bookmarksExpected?: boolean;
 }
 
 /**
@@ -123,15 +135,16 @@ export class Reflector {
   private relistAsked: string | undefined;
   /** Ends the watch in progress with a re-list. */
   private endWatch: ((reason: string) => void) | undefined;
-  private silentWatches = 0;
   /**
    * A watch of this reflector delivered a bookmark or a change: the API server's watch cache has
    * seen a change of this resource, so it bookmarks every watch of it about once a minute, and a
    * silent watch is a dead one.
    */
-  private bookmarking = false;
+  private bookmarking: boolean;
 
-  constructor(private readonly opts: ReflectorOptions) {}
+  constructor(private readonly opts: ReflectorOptions) {
+    this.bookmarking = opts.bookmarksExpected ?? false;
+  }
 
   /**
    * Re-lists from etcd now, whatever the watch holds: the owner knows the server's data changed
@@ -142,11 +155,6 @@ export class Reflector {
     this.relistAsked = reason;
     this.endWatch?.(reason);
     this.pause.wake();
-  }
-
-  /** How many watches were ended because they went silent (tests and diagnostics). */
-  get silentWatchCount(): number {
-    return this.silentWatches;
   }
 
   /** True once a list succeeded (the owner's store reflects the server). */
@@ -202,8 +210,13 @@ export class Reflector {
       const end = await this.watchOnce();
       if (end.kind === 'stopped') return;
       if (end.kind === 'silent') {
-        this.opts.logger.info({ path: this.opts.path, query: this.opts.query, silentMs: end.silentMs, resourceVersion: this.resourceVersion }, 'the watch went silent (no event, no bookmark); watching again from its resourceVersion');
-        this.silentWatches++;
+        const relistNow = this.opts.handler.silent?.(end.silentMs) === 'relist';
+        this.opts.logger.info({ path: this.opts.path, query: this.opts.query, silentMs: end.silentMs, resourceVersion: this.resourceVersion }, relistNow ? 'the watch went silent (no event, no bookmark); re-listing' : 'the watch went silent (no event, no bookmark); watching again from its resourceVersion');
+        if (relistNow) {
+          this.resourceVersion = '';
+          relist = true;
+          continue;
+        }
       }
       if (end.kind === 'closed' || end.kind === 'silent') {
         // The server ended the watch (its timeout): watch again from the last resourceVersion,

@@ -110,7 +110,7 @@ export interface NodeStatusOptions {
   /** Records node events (RegisteredNode, NodeReady, NodeNotReady). */
   onEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
   /** The watch of the Node (default on; false: GET the Node every period, as upstream; tests set the reflector's timings). */
-  watchNode?: false | Pick<NodeWatchOptions, 'staleAfterMs' | 'reflector'>;
+  watchNode?: false | Pick<NodeWatchOptions, 'reflector'>;
 }
 
 /** Upstream's registration back-off: 100 ms doubling (the first wait is 200 ms), capped at 7 s. */

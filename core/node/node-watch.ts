@@ -5,9 +5,11 @@
  * still GETs the Node every 10 s for the status; kubelet-ts computes the status against the
  * watched copy instead, which halves the requests a node makes at steady state.
  *
- * The copy is only trusted while the watch is current (`current()`): listed at least once,
- * no failure since the last list or watch delivery, and something (an event or a bookmark,
- * which the API server sends about every minute) heard within STALE_AFTER_MS. Otherwise the
+ * The copy is only trusted while the watch is current (`current()`): listed at least once, no
+ * failure since the last list or watch delivery, and the watch not silent. A watch that heard
+ * nothing (no event, no bookmark, which the API server sends about every minute) for the
+ * reflector's silence period is dead: the copy is not trusted from then, and the Node is listed
+ * again at once (a list of one Node costs what a GET does), which trusts it again. Otherwise the
  * status loop GETs the Node, as before. A write's answer (the PATCH of nodes/status) is newer
  * than the watched copy until its watch event arrives: `observe()` keeps the newer of the two.
  */
@@ -18,51 +20,36 @@ import type { ApiClient } from '../apiserver/api-client.ts';
 import { isUnavailableError } from '../apiserver/api-errors.ts';
 import { longWatchTimeoutSeconds, Reflector, type ReflectorOptions } from '../apiserver/reflector.ts';
 
-/**
- * How long the watch may be silent (no event, no bookmark) before its copy is not trusted: the
- * API server sends a bookmark about every minute, so three missed ones mean a connection that
- * died without a word. The same period as the reflector's silence check (WATCH_SILENCE_MS),
- * which this watch turns off: current() is the check here, and it re-lists.
- */
-const STALE_AFTER_MS = 150_000;
-
 export interface NodeWatchOptions {
   client: ApiClient;
   nodeName: string;
   logger: Logger;
   /** The watch saw the Node deleted (the status loop registers it again). */
   onDeleted?: () => void;
-  now?: () => number;
-  staleAfterMs?: number;
-  /** Reflector settings for tests (back-off, watch timeout). */
-  reflector?: Pick<ReflectorOptions, 'backoff' | 'watchTimeoutSeconds' | 'bookmarkIntervalMs'>;
+  /** Reflector settings for tests (back-off, watch timeout, silence period). */
+  reflector?: Pick<ReflectorOptions, 'backoff' | 'watchTimeoutSeconds' | 'bookmarkIntervalMs' | 'silenceMs'>;
 }
 
 export class NodeWatch {
   private readonly reflector: Reflector;
-  private readonly now: () => number;
   private readonly log: Logger;
   private nodeValue: V1Node | undefined;
-  /** A list answered and no failure came after the last list or watch delivery. */
+  /** A list answered, and no failure and no silence came after the last list or watch delivery. */
   private current_ = false;
-  private lastHeardMs = 0;
   private lastError = '';
 
   constructor(private readonly opts: NodeWatchOptions) {
-    this.now = opts.now ?? Date.now;
     this.log = opts.logger.child({ component: 'node-watch', node: opts.nodeName });
     this.reflector = new Reflector({
       client: opts.client,
       path: '/api/v1/nodes',
       query: { fieldSelector: `metadata.name=${opts.nodeName}` },
       logger: this.log,
-      // 30–60 min: a silent watch is caught by STALE_AFTER_MS, not by its timeout.
+      // 30–60 min: a silent watch is caught by the silence check, not by its timeout.
       watchTimeoutSeconds: longWatchTimeoutSeconds,
-      // Off: current() checks the watch each time the status loop reads the Node (every
-      // nodeStatusUpdateFrequency) and re-lists a silent one, which trusts the Node again at
-      // once (a list of one Node costs what a GET does); the reflector's own check would only
-      // restart the same watch a second time.
-      silenceMs: 0,
+      // This kubelet writes its Node (registration, status): the server's watch cache has seen
+      // a change of it and bookmarks the watch, so silence means a dead watch from the first one.
+      bookmarksExpected: true,
       ...opts.reflector,
       handler: {
         replace: (items) => {
@@ -84,6 +71,11 @@ export class NodeWatch {
           } else this.nodeValue = newer(this.nodeValue, object);
         },
         progress: () => this.heard(),
+        silent: () => {
+          // Not trusted until the list answers (it comes at once, not at the next bookmark).
+          this.current_ = false;
+          return 'relist';
+        },
         failed: (what, err, retryInMs) => {
           this.current_ = false;
           const message = errorMessage(err);
@@ -116,14 +108,7 @@ export class NodeWatch {
    * no such Node); undefined when the copy may be behind the server (GET it instead).
    */
   current(): { node: V1Node | undefined } | undefined {
-    if (!this.current_) return undefined;
-    if (this.now() - this.lastHeardMs > (this.opts.staleAfterMs ?? STALE_AFTER_MS)) {
-      // No event and no bookmark for that long: a connection that died without a word.
-      this.log.info({ silentMs: this.now() - this.lastHeardMs }, 'the watch of the Node went silent; reading the Node with GET and watching again');
-      this.relist('the watch went silent');
-      return undefined;
-    }
-    return { node: this.nodeValue };
+    return this.current_ ? { node: this.nodeValue } : undefined;
   }
 
   /** The latest copy known, current or not (what admission checks labels and taints against). */
@@ -140,7 +125,6 @@ export class NodeWatch {
     if (!this.current_ && this.lastError) this.log.info('the watch of the Node is back');
     this.current_ = true;
     this.lastError = '';
-    this.lastHeardMs = this.now();
   }
 }
 

@@ -111,13 +111,13 @@ describe('node status on a watch of the Node (fallback to GET)', function () {
     await fs.rm(kubeconfigDir, { recursive: true, force: true });
   });
 
-  function manager(staleAfterMs?: number): NodeStatusManager {
+  function manager(silenceMs?: number): NodeStatusManager {
     const m = new NodeStatusManager({
       client, hooks: createHooks(), inputs, logger: silentLogger(), nodeName: NAME, nodeIP: '127.0.0.1', port: 10250, rootDir: '/var/lib/kubelet',
       maxPods: 110, nodeLabels: {}, registerWithTaints: [], systemReserved: {}, kubeReserved: {}, evictionHard: {},
       // Periods longer than the test: only updateNow() and the watch make the manager act.
       updateFrequencyMs: 60_000, reportFrequencyMs: 300_000, readinessPollMs: 0, machineInfo: async () => MACHINE,
-      watchNode: { reflector: { backoff: { initialMs: 50, maxMs: 100 } }, ...(staleAfterMs ? { staleAfterMs } : {}) },
+      watchNode: { reflector: { backoff: { initialMs: 50, maxMs: 100 }, ...(silenceMs ? { silenceMs } : {}) } },
     });
     managers.push(m);
     m.start();
@@ -176,16 +176,24 @@ describe('node status on a watch of the Node (fallback to GET)', function () {
     assert.equal(nodeGets().length, gets, 'no GET once the watch is back');
   });
 
-  it('a watch silent too long (no event, no bookmark): the Node is read with GET and the watch started again', async () => {
+  it('a watch silent too long (no event, no bookmark): the Node is listed again from etcd, and read with GET until the list answers', async () => {
     const m = manager(400);
     await m.register();
     await waitFor('the watch', async () => watchers.length > 0, 5000, 20);
     await m.updateNow();
     server.requests.length = 0;
-    await new Promise((r) => setTimeout(r, 600));
+    // The watch stays open and says nothing; the list that follows its silence fails at first.
+    listFails = true;
+    const etcdList = `/api/v1/nodes?fieldSelector=metadata.name%3D${NAME}&resourceVersion=`;
+    await waitFor('a new list from etcd', async () => server.requests.some((r) => r.url === etcdList), 5000, 20);
     await m.updateNow(true);
-    assert.deepEqual(nodeGets().map((r) => r.url), [`/api/v1/nodes/${NAME}?resourceVersion=0`]);
-    await waitFor('a new list from etcd', async () => server.requests.some((r) => r.url === `/api/v1/nodes?fieldSelector=metadata.name%3D${NAME}&resourceVersion=`), 5000, 20);
+    assert.deepEqual(nodeGets().map((r) => r.url), [`/api/v1/nodes/${NAME}?resourceVersion=0`], 'the copy is not trusted after the silence');
+    listFails = false;
+    await waitFor('the copy trusted again', async () => {
+      const gets = nodeGets().length;
+      await m.updateNow(true);
+      return nodeGets().length === gets;
+    }, 5000, 50);
   });
 
   it('after a conflict, the retry reads the Node from etcd (GET without resourceVersion)', async () => {

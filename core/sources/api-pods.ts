@@ -20,7 +20,7 @@
  *   the outage is logged once by the client's connectivity tracker; watches are retried from
  *   the last resourceVersion with back-off (800 ms doubling to 30 s, upstream's reflector back-off);
  * - watches ask for bookmarks and end after 30–60 minutes (upstream's kubelet: 5–10), which
- *   halves what renewing them costs a steady node; a watch that delivered nothing, not even a
+ *   cuts their renewals to about a sixth; a watch that delivered nothing, not even a
  *   bookmark, for 150 s is taken for dead and watched again from its resourceVersion (the
  *   reflector's silence check), so a dead watch hides a new pod for minutes, not until its
  *   timeout;

@@ -3,9 +3,6 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { loadGrpcClientConstructors, type GrpcProtoOptions } from 'kubelet-ts';
 
-// The SDK's call helpers, which this module held until 2026-11-27: re-exported for the test plugins that import them from here.
-export { rpcErrorText, unary } from 'kubelet-ts';
-
 export const DEVICE_PLUGIN_PROTO = fileURLToPath(new URL('./proto/deviceplugin.proto', import.meta.url));
 
 /** camelCase fields (resource_name → resourceName, ID stays ID), int64 as strings, defaults filled. */

@@ -1,7 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadDevicePluginProtos, unary } from '../../plugins/device-plugins/protos.ts';
+import { unary } from 'kubelet-ts';
+import { loadDevicePluginProtos } from '../../plugins/device-plugins/protos.ts';
 
 /**
  * A device plugin speaking the v1beta1 gRPC API, for unit tests of the device-plugins plugin

@@ -6,7 +6,8 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { HpackDecoder, HpackError, encodeLiterals } from '../../core/util/hpack.ts';
 import { MAX_HEADER_BLOCK_BYTES, serveHttp2OnUnixSocket, withServableAuthority } from '../../core/util/h2-authority.ts';
-import { loadDevicePluginProtos, unary } from '../../plugins/device-plugins/protos.ts';
+import { unary } from 'kubelet-ts';
+import { loadDevicePluginProtos } from '../../plugins/device-plugins/protos.ts';
 
 /**
  * gRPC servers on unix sockets for Go clients: Go's gRPC names the socket path as the request

@@ -348,7 +348,7 @@ export class Kubelet {
       settings: config.imageGC,
       runtime: () => this.runtimeImpl,
       imageFs: async () => {
-        const fs = (await this.stats.snapshot(0)).summary.node.runtime?.imageFs;
+        const fs = (await this.stats.snapshot(0, { pods: false })).summary.node.runtime?.imageFs;
         return fs?.capacityBytes !== undefined && fs.availableBytes !== undefined ? { capacity: fs.capacityBytes, available: fs.availableBytes } : undefined;
       },
       nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),

@@ -34,6 +34,15 @@ export function localStorageViolations(pods: V1Pod[], stats: PodStats[]): LocalS
   return out;
 }
 
+/**
+ * Whether the pod set any limit enforced here (an emptyDir `sizeLimit`, a container's
+ * `ephemeral-storage` limit): only such pods need their measured use each round.
+ */
+export function hasLocalStorageLimit(pod: V1Pod): boolean {
+  if ((pod.spec?.volumes ?? []).some((v) => limitOf(v.emptyDir?.sizeLimit) !== undefined)) return true;
+  return (pod.spec?.containers ?? []).some((c) => limitOf(c.resources?.limits?.['ephemeral-storage']) !== undefined);
+}
+
 function emptyDirViolation(pod: V1Pod, s: PodStats): string | undefined {
   for (const v of pod.spec?.volumes ?? []) {
     const limit = limitOf(v.emptyDir?.sizeLimit);

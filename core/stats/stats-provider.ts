@@ -11,6 +11,9 @@
  * `summary.node.runtime.imageFs` (imagefs.*), `summary.node.rlimit` (pid.available), and per pod
  * `memory.workingSetBytes` and `ephemeral-storage.usedBytes` to rank pods.
  *
+ * The runtime is asked for ListPodSandboxStats, whose answer holds the containers' stats too;
+ * ListContainerStats only when a running container is missing from it.
+ *
  * CPU rates (usageNanoCores) are computed here from the cumulative counters of successive
  * collections at least a second apart (containerd computes its own only for its own callers).
  * When the runtime lacks ListPodSandboxStats (it answers Unimplemented), pod CPU, memory and
@@ -104,6 +107,9 @@ export class StatsProvider {
   private readonly logUsage = new DiskUsageCache(LOG_STATS_TTL_MS);
   private last: StatsSnapshot | undefined;
   private inflight: Promise<StatsSnapshot> | undefined;
+  /** The last collection of the node's figures alone (`pods: false`), and the one in flight. */
+  private lastNodeOnly: StatsSnapshot | undefined;
+  private inflightNodeOnly: Promise<StatsSnapshot> | undefined;
   private memTotal: number | undefined;
   private sandboxStatsUnimplemented = false;
 
@@ -112,10 +118,29 @@ export class StatsProvider {
     this.now = deps.now ?? Date.now;
   }
 
-  /** The node's and pods' resource use, collected at most `maxAgeMs` ago (default 1 s). */
-  snapshot(maxAgeMs = 1000): Promise<StatsSnapshot> {
-    if (this.last && this.now() - this.last.collectedAt <= maxAgeMs) return Promise.resolve(this.last);
-    this.inflight ??= this.collect().then(
+  /**
+   * The node's and pods' resource use, collected at most `maxAgeMs` ago (default 1 s).
+   * `pods: false` asks for the node's figures only (its cgroups, /proc, filesystems and the
+   * image filesystem): the runtime is not asked for every sandbox's and container's stats and no
+   * log or volume is measured, which is most of what a collection with 110 pods costs the
+   * kubelet and containerd. Its `summary.pods` is empty. A full collection fresh enough, or
+   * one in flight, serves such a caller too.
+   */
+  snapshot(maxAgeMs = 1000, opts: { pods?: boolean } = {}): Promise<StatsSnapshot> {
+    const fresh = (s: StatsSnapshot | undefined): s is StatsSnapshot => s !== undefined && this.now() - s.collectedAt <= maxAgeMs;
+    if (fresh(this.last)) return Promise.resolve(this.last);
+    if (opts.pods === false) {
+      if (fresh(this.lastNodeOnly)) return Promise.resolve(this.lastNodeOnly);
+      if (this.inflight) return this.inflight;
+      this.inflightNodeOnly ??= this.collect(false).then((s) => {
+        this.lastNodeOnly = s;
+        return s;
+      }).finally(() => {
+        this.inflightNodeOnly = undefined;
+      });
+      return this.inflightNodeOnly;
+    }
+    this.inflight ??= this.collect(true).then(
       (s) => {
         this.last = s;
         return s;
@@ -132,7 +157,7 @@ export class StatsProvider {
     return opts.onlyCpuAndMemory ? cpuAndMemoryOnly(summary) : summary;
   }
 
-  private async collect(): Promise<StatsSnapshot> {
+  private async collect(withPods: boolean): Promise<StatsSnapshot> {
     const started = this.now();
     const errors: string[] = [];
     const rt = this.deps.runtime();
@@ -154,23 +179,36 @@ export class StatsProvider {
       this.sandboxStatsUnimplemented = true;
       return true;
     };
-    const [sandboxStats, containerStats, imageFsList, sandboxes, containers, node] = await Promise.all([
-      soft('ListPodSandboxStats', rt?.listPodSandboxStats && !this.sandboxStatsUnimplemented ? () => rt.listPodSandboxStats!(selector) : undefined, unimplemented),
-      soft('ListContainerStats', rt?.listContainerStats ? () => rt.listContainerStats!(selector) : undefined),
+    // The runtime, asked for the pods' figures only when they are wanted.
+    const podRt = withPods ? rt : undefined;
+    const [sandboxStats, imageFsList, sandboxes, containers, node] = await Promise.all([
+      soft('ListPodSandboxStats', podRt?.listPodSandboxStats && !this.sandboxStatsUnimplemented ? () => podRt.listPodSandboxStats!(selector) : undefined, unimplemented),
       soft('ImageFsInfo', rt?.imageFsInfo ? () => rt.imageFsInfo!() : undefined),
-      soft('ListPodSandbox', rt ? () => rt.listPodSandboxes(selector) : undefined),
-      soft('ListContainers', rt ? () => rt.listContainers(selector) : undefined),
+      soft('ListPodSandbox', podRt ? () => podRt.listPodSandboxes(selector) : undefined),
+      soft('ListContainers', podRt ? () => podRt.listContainers(selector) : undefined),
       this.nodeStats(errors),
     ]);
+    // containerd's ListPodSandboxStats carries each sandbox's containers' stats (it runs
+    // ListContainerStats for every sandbox): asking for both had the runtime measure every
+    // container twice. ListContainerStats is asked only when a running container is missing
+    // from the sandboxes' figures (the call failed, is unimplemented, or leaves them out).
+    const covered = new Set((sandboxStats ?? []).flatMap((s) => s.containers.map((c) => c.id)));
+    const uncovered = (containers ?? []).some((c) => c.state === 'CONTAINER_RUNNING' && !covered.has(c.id));
+    const containerStats = uncovered ? await soft('ListContainerStats', podRt?.listContainerStats ? () => podRt.listContainerStats!(selector) : undefined) : [];
     const imageFs = await this.imageFsStats(imageFsList?.[0]);
     if (imageFs) node.runtime = { imageFs, containerFs: imageFs };
-    const pods = await this.podStats(sandboxes ?? [], containers ?? [], sandboxStats, containerStats ?? [], imageFs).catch((err: unknown) => {
-      errors.push(`pods: ${errorMessage(err)}`);
-      return [] as PodStats[];
-    });
-    this.rates.endCollection();
+    let pods: PodStats[] = [];
+    if (withPods) {
+      pods = await this.podStats(sandboxes ?? [], containers ?? [], sandboxStats, containerStats ?? [], imageFs).catch((err: unknown) => {
+        errors.push(`pods: ${errorMessage(err)}`);
+        return [] as PodStats[];
+      });
+      // Only after a full collection: a node-only one did not read the pods' CPU counters, and
+      // their last samples must stay for the next full collection's rates.
+      this.rates.endCollection();
+    }
     if (errors.length) this.deps.logger.debug({ errors }, 'stats: some sources could not be read');
-    const containerStatsFailed = !rt || errors.some((e) => e.startsWith('ListContainerStats:') || e.startsWith('ListContainers:') || e.startsWith('ListPodSandbox:'));
+    const containerStatsFailed = withPods && (!rt || errors.some((e) => e.startsWith('ListContainerStats:') || e.startsWith('ListContainers:') || e.startsWith('ListPodSandbox:')));
     return { summary: { node, pods }, collectedAt: started, errors, containerStatsFailed };
   }
 

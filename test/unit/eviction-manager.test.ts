@@ -102,10 +102,21 @@ describe('eviction', function () {
       const events: PressureEvent[] = [];
       const reclaims: string[] = [];
       let i = 0;
+      // What each snapshot asked for: a node-only one (pods: false) gets no pods' figures, as
+      // the stats provider's; the ranking's follow-up (pods: true right after a node-only one)
+      // reads the same moment, not the next summary.
+      const asked: Array<boolean | undefined> = [];
       const m = new EvictionManager({
         evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%' },
         settings: opts.settings ?? settings(),
-        stats: { snapshot: async () => snap(opts.summaries[Math.min(i++, opts.summaries.length - 1)]!) },
+        stats: {
+          snapshot: async (_maxAgeMs, o) => {
+            const followUp = o?.pods === true && asked.at(-1) === false;
+            asked.push(o?.pods);
+            const s = opts.summaries[Math.min(followUp ? i - 1 : i++, opts.summaries.length - 1)]!;
+            return snap(o?.pods === false ? { ...s, pods: [] } : s);
+          },
+        },
         activePods: () => opts.pods,
         decide: async (e) => {
           events.push(e);
@@ -121,7 +132,7 @@ describe('eviction', function () {
         nodeEvent: () => {},
         logger: silentLogger(),
       });
-      return { m, evicted, events, reclaims };
+      return { m, evicted, events, reclaims, asked };
     }
 
     it('memory pressure: the pod over its request is evicted with no grace and upstream message; static and critical pods are never candidates', async function () {
@@ -173,6 +184,24 @@ describe('eviction', function () {
       await m.round();
       assert.equal(events.length, 0);
       assert.deepEqual(evicted, [{ name: 'filler', grace: 0, message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' }]);
+    });
+
+    it('asks for the pods\' figures only when a pod set a local storage limit or a threshold is met (then ranks on them)', async function () {
+      const p = pod('p');
+      const quiet = manager({ pods: [p], summaries: [summary(4096 * Mi, [podStats(p, Mi)])] });
+      await quiet.m.round();
+      await quiet.m.round();
+      assert.deepEqual(quiet.asked, [false, false], 'a steady node reads the node\'s figures only');
+      const filler = pod('filler', { sizeLimit: '1Mi' });
+      const limited = manager({ pods: [p, filler], summaries: [summary(4096 * Mi, [podStats(p, Mi), podStats(filler, Mi, 0)])] });
+      await limited.m.round();
+      assert.deepEqual(limited.asked, [true], 'a pod with a sizeLimit needs its measured use each round');
+      assert.deepEqual(limited.evicted, []);
+      const pressed = manager({ pods: [p], summaries: [summary(50 * Mi, [podStats(p, 600 * Mi)])] });
+      await pressed.m.round();
+      assert.deepEqual(pressed.asked, [false, true], 'a met threshold reads the pods to rank them');
+      assert.equal(pressed.events[0]!.usage[p.metadata!.uid!]?.memoryBytes, 600 * Mi, 'ranked on the pods\' figures');
+      assert.deepEqual(pressed.evicted.map((e) => e.name), ['p']);
     });
 
     it('disk pressure reclaims node-level resources first, and evicts nobody when that was enough', async function () {

@@ -79,6 +79,8 @@ describe('stats: the provider', function () {
   let cpuNs: number;
   let sandboxStatsMode: 'ok' | 'unimplemented';
   let containerStatsFail: boolean;
+  /** The sandboxes' stats carry their containers' (as containerd's do). */
+  let sandboxCarriesContainers: boolean;
   const uid = 'uid-1';
 
   const sandbox: SandboxSummary = { id: 'sb1', metadata: { name: 'web', namespace: 'ns "q"', uid, attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1_700_000_000_000, labels: { [LABEL.managed]: 'true' }, annotations: {} };
@@ -118,7 +120,7 @@ describe('stats: the provider', function () {
           memory: { timestamp: clock, workingSetBytes: 10_000 },
           network: { timestamp: clock, defaultInterface: { name: 'eth0', rxBytes: 10, txBytes: 20 }, interfaces: [] },
           processCount: 4,
-          containers: [],
+          containers: sandboxCarriesContainers ? [cstats('c1', 'app'), cstats('c2', 'side')] : [],
         }];
       },
       async imageFsInfo() {
@@ -136,6 +138,7 @@ describe('stats: the provider', function () {
     cpuNs = 1e9;
     sandboxStatsMode = 'ok';
     containerStatsFail = false;
+    sandboxCarriesContainers = false;
     const podLogs = path.join(dir, 'logs', `${sandbox.metadata.namespace}_web_${uid}`, 'app');
     await fs.mkdir(podLogs, { recursive: true });
     await fs.writeFile(path.join(podLogs, '0.log'), Buffer.alloc(8192, 65));
@@ -203,6 +206,39 @@ describe('stats: the provider', function () {
     const app = a.summary.pods[0]!.containers[0]!;
     assert.equal(app.cpu!.usageNanoCores, 5e8, 'a second of CPU over two seconds: half a core');
     assert.equal(a.summary.pods[0]!.cpu!.usageNanoCores, 15e8);
+  });
+
+  it('containers measured once: ListContainerStats is not asked when the sandboxes\' stats carry every running container', async () => {
+    sandboxCarriesContainers = true;
+    const first = await provider.snapshot();
+    assert.equal(calls.listContainerStats, undefined);
+    assert.equal(calls.listPodSandboxStats, 1);
+    assert.deepEqual(first.summary.pods[0]!.containers.map((c) => [c.name, c.memory?.workingSetBytes, c.rootfs?.usedBytes]), [['app', 4096, 1000], ['side', 4096, 1000]]);
+    clock += 2000;
+    cpuNs += 1e9;
+    const second = await provider.snapshot();
+    assert.equal(second.summary.pods[0]!.containers[0]!.cpu!.usageNanoCores, 5e8);
+    assert.equal(calls.listContainerStats, undefined);
+  });
+
+  it('a node-only snapshot asks the runtime for the image filesystem alone, keeps the pods\' CPU samples, and a full one fresh enough serves it', async () => {
+    await provider.snapshot();
+    clock += 2000;
+    cpuNs += 1e9;
+    const nodeOnly = await provider.snapshot(1000, { pods: false });
+    assert.deepEqual(nodeOnly.summary.pods, []);
+    assert.equal(nodeOnly.containerStatsFailed, false);
+    assert.ok(nodeOnly.summary.node.memory && nodeOnly.summary.node.fs, 'the node\'s signals are there');
+    assert.equal(nodeOnly.summary.node.runtime!.imageFs!.usedBytes, 5000);
+    assert.deepEqual(calls, { listPodSandboxes: 1, listContainers: 1, listContainerStats: 1, listPodSandboxStats: 1, imageFsInfo: 2 }, 'no pod figures asked for');
+    assert.equal(await provider.snapshot(1000, { pods: false }), nodeOnly, 'within the max age: the same collection');
+    clock += 2000;
+    cpuNs += 1e9;
+    const full = await provider.snapshot();
+    // Two seconds of CPU over four since the last full collection: the node-only one between
+    // did not make the provider forget the containers' samples.
+    assert.equal(full.summary.pods[0]!.containers[0]!.cpu!.usageNanoCores, 5e8);
+    assert.equal(await provider.snapshot(1000, { pods: false }), full, 'a fresh full collection serves a node-only caller');
   });
 
   it('without ListPodSandboxStats (Unimplemented) the pod is summed from its containers, and the call is not made again', async () => {

@@ -277,22 +277,11 @@ describe('the main port: kubectl logs, exec, attach, port-forward, cp; stats; au
 
   it('/stats/summary and /metrics/resource with a ServiceAccount token allowed nodes/stats and nodes/metrics', async function () {
     const token = await tokenOf(reader);
-    // How often the kubelet asked containerd for each kind of stats (its own runtime metrics).
-    const statsCalls = async () => {
-      const body = (await kubeletRequest(port, '/metrics', { token })).body;
-      const count = (op: string) => Number(new RegExp(`^kubelet_runtime_operations_total\\{operation_type="${op}"\\} (\\d+)`, 'm').exec(body)?.[1] ?? 0);
-      return { sandboxes: count('list_podsandbox_stats'), containers: count('list_container_stats') };
-    };
     // Two reads a second apart: CPU rates need two samples.
     await kubeletRequest(port, '/stats/summary', { token });
     await sleep(1500);
-    const before = await statsCalls();
     const r = await kubeletRequest(port, '/stats/summary', { token });
     assert.equal(r.status, 200, r.body);
-    const after = await statsCalls();
-    // containerd's sandbox stats carry the containers' stats: they are not asked for twice.
-    assert.ok(after.sandboxes > before.sandboxes, 'ListPodSandboxStats was asked');
-    assert.equal(after.containers, before.containers, 'ListContainerStats was not asked');
     const s = JSON.parse(r.body) as Summary;
     assert.equal(s.node.nodeName, node);
     assert.ok(s.node.cpu!.usageCoreNanoSeconds! > 0 && s.node.cpu!.usageNanoCores !== undefined);

@@ -56,6 +56,23 @@ describe('QoS classes and pod cgroups on containerd', function () {
     await fs.access(memoryDir('burstable', `pod${b.metadata!.uid}`));
     await fs.access(memoryDir('besteffort', `pod${be.metadata!.uid}`));
 
+    // With pod cgroups containerd answers ListPodSandboxStats, and its answer carries each
+    // container's stats: the kubelet does not ask ListContainerStats as well.
+    const statsCalls = async () => {
+      const text = await t.kubelet.metrics.registry.metrics();
+      const count = (op: string) => Number(new RegExp(`^kubelet_runtime_operations_total\\{operation_type="${op}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { sandboxes: count('list_podsandbox_stats'), containers: count('list_container_stats') };
+    };
+    const before = await statsCalls();
+    const { summary, errors } = await t.kubelet.stats.snapshot(0);
+    const after = await statsCalls();
+    assert.deepEqual(errors, [], 'every source answered');
+    assert.equal(after.sandboxes, before.sandboxes + 1, 'ListPodSandboxStats asked once');
+    assert.equal(after.containers, before.containers, 'ListContainerStats not asked');
+    const gStats = summary.pods.find((p) => p.podRef.uid === g.metadata!.uid)!;
+    assert.ok(gStats.memory!.workingSetBytes! > 0, 'the pod\'s figures');
+    assert.ok(gStats.containers[0]!.memory!.workingSetBytes! > 0 && gStats.containers[0]!.rootfs !== undefined, 'the container\'s figures, from the sandbox stats');
+
     for (const f of ['guaranteed.json', 'burstable.json', 'besteffort.json']) await t.removeManifest(f);
     for (const n of ['guaranteed', 'burstable', 'besteffort']) await t.waitForPod(n, (p) => p === undefined, 20_000, 'removed');
     await assert.rejects(fs.access(gDir), 'guaranteed pod cgroup removed');

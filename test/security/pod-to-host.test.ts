@@ -72,12 +72,15 @@ describe('security: a pod never reaches the host outside what its spec grants', 
   }
 
   it('subPath: a container swapping a directory for a symlink to the host never gets another container the host path (CVE-2017-1002101)', async function () {
-    // One container flips shared/d between a directory and a symlink to the host dir every few
-    // milliseconds (short enough to land between any check and the runtime's mount, long
-    // enough that some binds of the real directory succeed); four others mount subPath d and
-    // restart every ~0.1 s. A container that got the host dir at /mnt writes a file there: the
-    // host dir must stay as it was.
-    const flipper = sh('flipper', `cd /shared; while true; do rm -rf d; mkdir d; sleep 0.02; rm -rf d; ln -s ${host} d; sleep 0.01; done`, { volumeMounts: [{ name: 'shared', mountPath: '/shared' }] });
+    // One container flips shared/d between a directory and a symlink to the host dir; four
+    // others mount subPath d and restart every ~0.1 s. Every other directory lives 20 ms, short
+    // enough to be swapped between the kubelet's check and the mount (a bind of the checked
+    // directory then fails: it was removed); the others live 300 ms, so that binds of the real
+    // directory also succeed when the machine is loaded and spawning mount(8) alone takes longer
+    // than 20 ms (with 20 ms only, a loaded CI machine saw 0–8 victim restarts a minute). A
+    // container that got the host dir at /mnt writes a file there: the host dir must stay as it
+    // was.
+    const flipper = sh('flipper', `cd /shared; i=0; while true; do rm -rf d; mkdir d; if [ $((i % 2)) = 0 ]; then sleep 0.3; else sleep 0.02; fi; rm -rf d; ln -s ${host} d; sleep 0.01; i=$((i + 1)); done`, { volumeMounts: [{ name: 'shared', mountPath: '/shared' }] });
     const victims = [1, 2, 3, 4].map((i) => sh(`victim${i}`, `touch /mnt/breach-victim${i}-$$ 2>/dev/null; ls /mnt > /dev/null; sleep 0.1; exit 1`, { volumeMounts: [{ name: 'shared', mountPath: '/mnt', subPath: 'd' }] }));
     let refused = 0;
     t.kubelet.hooks.podStatusChanged.tap('security-test', (p, status) => {

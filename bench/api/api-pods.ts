@@ -49,7 +49,12 @@ export async function deleteAllPods(admin: H2ApiClient, ns: string, pods: Object
   await admin.request('DELETE', `/api/v1/namespaces/${ns}/pods`);
   const deadline = performance.now() + timeoutMs;
   while (pods.all().length > 0) {
-    if (performance.now() > deadline) throw new Error(`${pods.all().length} pods still in ${ns} ${timeoutMs} ms after their deletion`);
+    if (performance.now() > deadline) {
+      // What the watch last saw of one of them: whether the kubelet got as far as stopping it.
+      const p = pods.all()[0];
+      const seen = { name: p?.metadata?.name, deletionTimestamp: p?.metadata?.deletionTimestamp, phase: p?.status?.phase, containers: p?.status?.containerStatuses?.map((c) => c.state) };
+      throw new Error(`${pods.all().length} pods still in ${ns} ${timeoutMs} ms after their deletion; one as the watch last saw it: ${JSON.stringify(seen)}`);
+    }
     await sleep(200);
   }
 }

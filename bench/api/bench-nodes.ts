@@ -1,8 +1,10 @@
 import os from 'node:os';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { run as runCmd } from '../../tools/node-env/util.ts';
+import { DEFAULT_RESULTS_DIR } from '../lib.ts';
 import { startKubeletProcess } from '../../test/support/kubelet-process.ts';
 import type { BenchRun } from './bench-run.ts';
 import type { BenchCluster } from './cluster.ts';
@@ -120,6 +122,14 @@ export async function withNode<T>(kind: NodeKind, ctx: NodeContext, opts: { name
     log(`${kind}: node ${opts.name} started (pid ${node.pid}, ${node.code}); waiting for Ready`);
     await waitNodeReady(cluster.admin, opts.name);
     return await fn(node);
+  } catch (err) {
+    // The run's directory goes with the run: keep the failed node's log where it can be read.
+    const kept = path.join(DEFAULT_RESULTS_DIR, `failed-${opts.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+    await fs.mkdir(DEFAULT_RESULTS_DIR, { recursive: true }).then(() => fs.copyFile(node.logFile, kept)).then(
+      () => log(`${kind}: the run failed; the node's log is kept in ${kept}`),
+      () => {},
+    );
+    throw err;
   } finally {
     // Stop the node, then delete its Node and Lease (a running kubelet would register again).
     await run.unwind(mark);

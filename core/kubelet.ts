@@ -14,7 +14,8 @@ import { RuntimeCache } from './runtime/runtime-cache.ts';
 import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
 import { StatusManager } from './status/status-manager.ts';
 import { ProbeResults } from './status/probe-results.ts';
-import { PodCgroups } from './cgroups/pod-cgroups.ts';
+import type { PodCgroups } from './cgroups/pod-cgroups.ts';
+import { setUpNodeCgroups } from './cgroups/node-cgroups.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { withPullProgress } from './pod/pull-progress-status.ts';
@@ -117,6 +118,8 @@ export class Kubelet {
   private status!: StatusManager;
   private syncer!: PodSyncer;
   private puller: ImagePuller | undefined;
+  /** The pod cgroup hierarchy (cgroupsPerQOS), through the node's cgroup driver. */
+  private cgroups: PodCgroups | undefined;
   /** The sync loop: desired and terminating pods, admission, pod workers, housekeeping. */
   private loop!: SyncLoop;
   private pleg!: Pleg;
@@ -263,15 +266,10 @@ export class Kubelet {
 
     // An exited container's status carries its termination message (read once, safely, from the file the kubelet made).
     this.cache = new RuntimeCache(this.runtimeImpl, { decorateExited: (s) => withTerminationMessage(config.rootDir, s) });
-    let cgroups: PodCgroups | undefined;
-    if (config.cgroupsPerQOS) {
-      cgroups = new PodCgroups({ root: config.cgroupRoot, logger });
-      if (cgroups.supported) await cgroups.ensureQoS();
-      else {
-        logger.warn('no cgroup v1 memory and cpu hierarchies on this host (cgroup v2 is not handled yet): pods run without pod cgroups');
-        cgroups = undefined;
-      }
-    }
+    const cgroups = this.cgroups = await setUpNodeCgroups({
+      config, runtime: this.runtimeImpl, capacity: this.nodeResources.capacity, logger,
+      activePods: () => this.loop?.activePods() ?? [],
+    });
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({
@@ -329,7 +327,7 @@ export class Kubelet {
 
     // The main port before the API side: the Node reports the port it bound.
     this.stats = new StatsProvider({
-      nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroupRoot: cgroups ? config.cgroupRoot : undefined,
+      nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroups,
       runtime: () => this.runtimeImpl, pods: () => this.pods(), logger: logger.child({ component: 'stats' }),
     });
     // Node pressure (core/eviction): the same stats, a round every evictionMonitoringPeriod once the sources run.
@@ -472,6 +470,7 @@ export class Kubelet {
     }
     await part('shutdown hook', Date.now() + STOP_SHUTDOWN_HOOK_MS, () => this.hooks.shutdown.promise());
     await this.plugins.close({ deadline });
+    await part('cgroup driver', deadline, () => this.cgroups?.close());
     // The device checkpoint's last write is local and short: it gets its second even when the plugins used up the bound.
     const devicesStopped = await withTimeout(() => this.devices.stop(), 1000).catch((err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'stop: device manager failed; going on'));
     if (devicesStopped === TIMED_OUT) cutShort.push('device manager');

@@ -3,7 +3,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pidAlive, run } from '../../tools/node-env/util.ts';
 import { stopStaleContainerd, stopStaleRegistry } from '../../tools/node-env/index.ts';
-import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
+import { cgroupV1Mounts } from '../../core/cgroups/cgroup-mounts.ts';
 import { removeCgroupRoot } from '../../test/support/cgroups.ts';
 import { CONTROL_PLANE_SCRIPT } from './cluster.ts';
 

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
+import { cgroupV1Mounts } from '../../core/cgroups/cgroup-mounts.ts';
 import { removeCgroupRoot } from '../../test/support/cgroups.ts';
 import { stopStaleContainerd } from '../../tools/node-env/index.ts';
 import { freePort, pidAlive, which } from '../../tools/node-env/util.ts';

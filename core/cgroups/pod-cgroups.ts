@@ -1,149 +1,180 @@
-import type { V1Pod } from '@kubernetes/client-node';
-import fs from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { qosClass } from '../status/pod-status.ts';
+import type { CgroupDriver } from './cgroup-driver.ts';
+import type { CgroupName } from './cgroup-name.ts';
+import { CPU_PERIOD_US, MIN_SHARES, type CgroupResources } from './cgroup-resources.ts';
 
-/** Controllers whose pod-level values the kubelet sets; runc creates the others' directories. */
-const MANAGED = ['memory', 'cpu', 'cpuacct', 'pids'] as const;
-const CPU_PERIOD_US = 100_000;
-const MIN_SHARES = 2;
+/** The smallest CFS quota upstream sets (MinQuotaPeriod, 1 ms). */
+const MIN_QUOTA_US = 1000;
 
-/** cgroup mount points by controller (v1), named hierarchy (`name=systemd`) or `unified` (v2), from /proc/self/mountinfo. */
-export function cgroupV1Mounts(mountinfo = readFileSync('/proc/self/mountinfo', 'utf8')): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const line of mountinfo.split('\n')) {
-    const [pre, post] = line.split(' - ');
-    if (!pre || !post) continue;
-    const [fstype, , superOpts] = post.split(' ');
-    const mountPoint = pre.split(' ')[4]!;
-    // The unified (v2) hierarchy of a hybrid host: runc makes pod directories there too.
-    if (fstype === 'cgroup2') {
-      if (!out.has('unified')) out.set('unified', mountPoint);
-      continue;
-    }
-    if (fstype !== 'cgroup') continue;
-    for (const opt of (superOpts ?? '').split(',')) {
-      if (['rw', 'ro'].includes(opt) || (opt.includes('=') && !opt.startsWith('name='))) continue;
-      if (!out.has(opt)) out.set(opt, mountPoint);
-    }
-  }
-  return out;
-}
-
-/** The cgroup parent (relative to each controller's root) of a pod, by QoS class, as upstream lays it out. */
-export function podCgroupName(root: string, pod: V1Pod): string {
+/** The cgroup of a pod below the kubelet's root, by QoS class, as upstream lays it out. */
+export function podCgroupName(root: CgroupName, pod: V1Pod): CgroupName {
   const qos = qosClass(pod);
-  const uid = pod.metadata!.uid!;
-  const base = path.posix.join('/', root, 'kubepods');
-  return qos === 'Guaranteed' ? path.posix.join(base, `pod${uid}`) : path.posix.join(base, qos.toLowerCase(), `pod${uid}`);
+  const leaf = `pod${pod.metadata!.uid!}`;
+  return qos === 'Guaranteed' ? [...root, 'kubepods', leaf] : [...root, 'kubepods', qos.toLowerCase(), leaf];
 }
 
-/** Pod-level limits: memory and CPU quota only when every container has that limit; shares from requests. */
-export function podResources(pod: V1Pod): { memoryLimit?: number; cpuQuota?: number; cpuShares: number } {
-  const containers = pod.spec?.containers ?? [];
-  const limit = (r: 'cpu' | 'memory') => (containers.every((c) => c.resources?.limits?.[r] !== undefined)
-    ? containers.reduce((sum, c) => sum + (r === 'cpu' ? milliCPU(c.resources!.limits![r]!) : bytes(c.resources!.limits![r]!)), 0)
-    : undefined);
-  // Init containers run before the app containers, so the pod needs the larger of the two.
-  const initMax = (r: 'cpu' | 'memory') => Math.max(0, ...(pod.spec?.initContainers ?? []).map((c) => {
-    const v = c.resources?.limits?.[r];
-    return v === undefined ? 0 : r === 'cpu' ? milliCPU(v) : bytes(v);
-  }));
-  const mem = limit('memory');
-  const cpu = limit('cpu');
-  const requestsMilli = containers.reduce((sum, c) => {
-    const q = c.resources?.requests?.cpu ?? c.resources?.limits?.cpu;
-    return sum + (q === undefined ? 0 : milliCPU(q));
-  }, 0);
-  return {
-    ...(mem !== undefined ? { memoryLimit: Math.max(mem, initMax('memory')) } : {}),
-    ...(cpu !== undefined ? { cpuQuota: Math.max(1000, Math.floor((Math.max(cpu, initMax('cpu')) * CPU_PERIOD_US) / 1000)) } : {}),
-    cpuShares: Math.max(MIN_SHARES, Math.floor((requestsMilli * 1024) / 1000)),
-  };
+/** Every place a pod's cgroup can be (its QoS class may be unknown: an orphan's spec is gone). */
+export function podCgroupCandidates(root: CgroupName, uid: string): CgroupName[] {
+  const leaf = `pod${uid}`;
+  return [[...root, 'kubepods', leaf], [...root, 'kubepods', 'burstable', leaf], [...root, 'kubepods', 'besteffort', leaf]];
+}
+
+type Amount = (c: V1Container) => number | undefined;
+
+/**
+ * What a pod needs of one resource, as upstream's PodRequests/PodLimits sum it: the app
+ * containers and restartable (sidecar) init containers together, or the largest init container
+ * plus the sidecars started before it, whichever is more, plus the pod's overhead.
+ */
+function podAmount(pod: V1Pod, amount: Amount, overhead: number | undefined): number {
+  let total = (pod.spec?.containers ?? []).reduce((sum, c) => sum + (amount(c) ?? 0), 0);
+  let sidecars = 0;
+  let initMax = 0;
+  for (const c of pod.spec?.initContainers ?? []) {
+    const v = amount(c) ?? 0;
+    if (c.restartPolicy === 'Always') {
+      total += v;
+      sidecars += v;
+      initMax = Math.max(initMax, sidecars);
+    } else initMax = Math.max(initMax, v + sidecars);
+  }
+  return Math.max(total, initMax) + (overhead ?? 0);
 }
 
 /**
- * The cgroupfs pod hierarchy (upstream cgroupsPerQOS): `kubepods/`, `kubepods/burstable/`,
- * `kubepods/besteffort/`, and a `pod<uid>` cgroup per pod with its pod-level limits, passed to
- * the runtime as the sandbox's cgroup parent and removed when the pod goes.
+ * Pod-level resources as upstream's ResourceConfigForPod: CPU shares from the requests (the
+ * minimum for a pod without), a CPU quota and a memory limit only when every container declares
+ * that limit, the pod's pids limit.
+ */
+export function podResources(pod: V1Pod, pidsLimit?: number): CgroupResources {
+  const all = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+  const cpu = (q: string | undefined) => (q === undefined ? undefined : milliCPU(q));
+  const mem = (q: string | undefined) => (q === undefined ? undefined : bytes(q));
+  const overheadCpu = cpu(pod.spec?.overhead?.cpu);
+  const overheadMem = mem(pod.spec?.overhead?.memory);
+  const requestsMilli = podAmount(pod, (c) => cpu(c.resources?.requests?.cpu ?? c.resources?.limits?.cpu), overheadCpu);
+  const cpuLimited = all.every((c) => c.resources?.limits?.cpu !== undefined && milliCPU(c.resources.limits.cpu) > 0);
+  const memLimited = all.every((c) => c.resources?.limits?.memory !== undefined && bytes(c.resources.limits.memory) > 0);
+  const out: CgroupResources = { cpuShares: milliCPUToShares(requestsMilli), cpuPeriodUs: CPU_PERIOD_US };
+  if (cpuLimited) out.cpuQuotaUs = milliCPUToQuota(podAmount(pod, (c) => cpu(c.resources?.limits?.cpu), overheadCpu));
+  if (memLimited) out.memoryLimitBytes = podAmount(pod, (c) => mem(c.resources?.limits?.memory), overheadMem);
+  if (pidsLimit !== undefined && pidsLimit > 0) out.pidsLimit = pidsLimit;
+  return out;
+}
+
+/** Upstream's MilliCPUToShares: 1024 shares a CPU, at least the kernel's minimum. */
+export function milliCPUToShares(milli: number): number {
+  return milli <= 0 ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milli * 1024) / 1000));
+}
+
+/** Upstream's MilliCPUToQuota over the default period, at least 1 ms. */
+export function milliCPUToQuota(milli: number): number {
+  return Math.max(MIN_QUOTA_US, Math.floor((milli * CPU_PERIOD_US) / 1000));
+}
+
+export interface PodCgroupsOptions {
+  driver: CgroupDriver;
+  /** The cgroup the kubelet's `kubepods` lives under (cgroupRoot), as a name. */
+  root: CgroupName;
+  logger: Logger;
+  /** Resources of `kubepods` itself: node allocatable when enforced, else the node's capacity. */
+  kubepods: CgroupResources;
+  /** podPidsLimit: most processes in one pod (undefined: no limit). */
+  podPidsLimit?: number | undefined;
+  /** The pods the kubelet runs: the Burstable tier's CPU shares are the sum of their requests. */
+  activePods?: () => V1Pod[];
+}
+
+/**
+ * The pod cgroup hierarchy (upstream cgroupsPerQOS): `kubepods` with node allocatable (or the
+ * node's capacity), the `burstable` and `besteffort` tiers, and a `pod<uid>` cgroup per pod
+ * with its pod-level limits, passed to the runtime as the sandbox's cgroup parent and removed
+ * when the pod goes, through whichever driver the node uses.
  */
 export class PodCgroups {
-  private readonly mounts: Map<string, string>;
+  /** The Burstable tier's shares as last written (undefined: not yet), so an unchanged sum costs nothing. */
+  private burstableWritten: number | undefined;
 
-  constructor(private readonly opts: { root: string; logger: Logger; mounts?: Map<string, string> }) {
-    this.mounts = opts.mounts ?? cgroupV1Mounts();
+  constructor(private readonly opts: PodCgroupsOptions) {}
+
+  get driver(): CgroupDriver {
+    return this.opts.driver;
   }
 
-  /** False when this host has no cgroup v1 memory/cpu hierarchy (cgroup v2 is not handled yet). */
-  get supported(): boolean {
-    return this.mounts.has('memory') && this.mounts.has('cpu');
-  }
-
-  /** Creates the QoS cgroups (idempotent); BestEffort gets the minimum CPU shares as upstream. */
-  async ensureQoS(): Promise<void> {
-    const base = path.posix.join('/', this.opts.root, 'kubepods');
-    for (const dir of [base, `${base}/burstable`, `${base}/besteffort`]) await this.mkdirAll(dir);
-    await this.write(`${base}/besteffort`, 'cpu', 'cpu.shares', String(MIN_SHARES));
-  }
-
-  /** Creates a pod's cgroup with its limits and returns the name to pass as cgroup parent. */
-  async ensurePod(pod: V1Pod): Promise<string> {
-    const name = podCgroupName(this.opts.root, pod);
-    await this.mkdirAll(name);
-    const r = podResources(pod);
-    await this.write(name, 'cpu', 'cpu.shares', String(r.cpuShares));
-    if (r.cpuQuota !== undefined) {
-      await this.write(name, 'cpu', 'cpu.cfs_period_us', String(CPU_PERIOD_US));
-      await this.write(name, 'cpu', 'cpu.cfs_quota_us', String(r.cpuQuota));
-    }
-    if (r.memoryLimit !== undefined) await this.write(name, 'memory', 'memory.limit_in_bytes', String(r.memoryLimit));
-    return name;
+  /** The `kubepods` cgroup, in the driver's path form (where the stats read all pods' use). */
+  get kubepodsPath(): string {
+    return this.opts.driver.path([...this.opts.root, 'kubepods']);
   }
 
   /**
-   * Removes a pod's cgroup in every controller (runc made some of them), wherever its QoS
-   * class put it (an orphan's spec is unknown); only empty cgroups can go.
+   * Makes (or updates) kubepods and the QoS tiers: BestEffort gets the minimum CPU shares,
+   * Burstable the sum of its pods' requests, as upstream's QoS container manager sets them.
    */
+  async ensureQoS(): Promise<void> {
+    const { driver, root } = this.opts;
+    await driver.ensure([...root, 'kubepods'], this.opts.kubepods);
+    const shares = this.burstableShares();
+    await driver.ensure([...root, 'kubepods', 'burstable'], { cpuShares: shares });
+    this.burstableWritten = shares;
+    await driver.ensure([...root, 'kubepods', 'besteffort'], { cpuShares: MIN_SHARES });
+  }
+
+  /** Makes a pod's cgroup with its limits and returns the cgroup parent for the runtime. */
+  async ensurePod(pod: V1Pod): Promise<string> {
+    const name = podCgroupName(this.opts.root, pod);
+    if (qosClass(pod) === 'Burstable') await this.updateBurstableShares();
+    await this.opts.driver.ensure(name, podResources(pod, this.opts.podPidsLimit));
+    return this.opts.driver.path(name);
+  }
+
+  /** Removes a pod's cgroup wherever its QoS class put it; only a cgroup without processes goes. */
   async removePod(uid: string): Promise<void> {
-    const base = path.posix.join('/', this.opts.root, 'kubepods');
-    for (const name of [`${base}/pod${uid}`, `${base}/burstable/pod${uid}`, `${base}/besteffort/pod${uid}`]) await this.removeDir(name);
-  }
-
-  private async removeDir(name: string): Promise<void> {
-    for (const mount of new Set(this.mounts.values())) {
-      const dir = path.join(mount, name);
-      try {
-        // Leftover empty child cgroups (containers runc removed late) first, then the pod's.
-        for (const child of await fs.readdir(dir, { withFileTypes: true })) {
-          if (child.isDirectory()) await fs.rmdir(path.join(dir, child.name)).catch(() => {});
-        }
-        await fs.rmdir(dir);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT') this.opts.logger.warn({ cgroup: dir, err: errorMessage(err) }, 'could not remove pod cgroup');
-      }
+    for (const name of podCgroupCandidates(this.opts.root, uid)) {
+      if (await this.opts.driver.exists(name)) await this.opts.driver.remove(name);
     }
+    await this.updateBurstableShares();
   }
 
-  /** Whether a pod's cgroup exists (in the memory controller). */
-  async exists(pod: V1Pod): Promise<boolean> {
-    return fs.access(path.join(this.mounts.get('memory')!, podCgroupName(this.opts.root, pod))).then(() => true, () => false);
-  }
-
-  private async mkdirAll(name: string): Promise<void> {
-    for (const controller of MANAGED) {
-      const mount = this.mounts.get(controller);
-      if (mount) await fs.mkdir(path.join(mount, name), { recursive: true });
+  /** Where a pod's cgroup is, in the driver's path form, if it exists. */
+  async podPath(uid: string): Promise<string | undefined> {
+    for (const name of podCgroupCandidates(this.opts.root, uid)) {
+      if (await this.opts.driver.exists(name)) return this.opts.driver.path(name);
     }
+    return undefined;
   }
 
-  private async write(name: string, controller: string, file: string, value: string): Promise<void> {
-    const mount = this.mounts.get(controller);
-    if (!mount) return;
-    await fs.writeFile(path.join(mount, name, file), value);
+  /** Whether a pod's cgroup exists. */
+  exists(pod: V1Pod): Promise<boolean> {
+    return this.opts.driver.exists(podCgroupName(this.opts.root, pod));
+  }
+
+  /** Releases the driver (its systemd connection). */
+  close(): Promise<void> {
+    return this.opts.driver.close();
+  }
+
+  private burstableShares(): number {
+    const pods = (this.opts.activePods?.() ?? []).filter((p) => qosClass(p) === 'Burstable');
+    return milliCPUToShares(pods.reduce((sum, p) => sum + podAmount(p, (c) => {
+      const q = c.resources?.requests?.cpu ?? c.resources?.limits?.cpu;
+      return q === undefined ? undefined : milliCPU(q);
+    }, p.spec?.overhead?.cpu === undefined ? undefined : milliCPU(p.spec.overhead.cpu)), 0));
+  }
+
+  private async updateBurstableShares(): Promise<void> {
+    const { driver, root } = this.opts;
+    const shares = this.burstableShares();
+    if (shares === this.burstableWritten) return;
+    try {
+      await driver.ensure([...root, 'kubepods', 'burstable'], { cpuShares: shares });
+      this.burstableWritten = shares;
+    } catch (err) {
+      // The tier's weight is fairness between tiers, not a limit: a failed update is retried with the next pod.
+      this.opts.logger.warn({ err: errorMessage(err) }, 'could not update the burstable QoS cgroup\'s CPU shares');
+    }
   }
 }

@@ -257,6 +257,9 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     maxPerPodContainer: c.maxPerPodContainer,
     maxContainers: c.maxContainers,
     cgroupRoot: c.cgroupRoot,
+    cgroupDriver: c.cgroupDriver,
+    enforceNodeAllocatablePods: c.enforceNodeAllocatable.includes('pods'),
+    podPidsLimit: c.podPidsLimit > 0 ? c.podPidsLimit : undefined,
     crashLoopBackOff: {
       initialMs: parseDuration(c.crashLoopBackOff.initialContainerRestartPeriod!),
       maxMs: parseDuration(c.crashLoopBackOff.maxContainerRestartPeriod!),

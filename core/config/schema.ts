@@ -73,6 +73,14 @@ export const configSchema = {
     maxPerPodContainer: { type: 'integer', minimum: -1, default: 1, 'x-allowed': 'an integer >= 0, or -1 to keep all' },
     maxContainers: { type: 'integer', minimum: -1, default: -1, 'x-allowed': 'an integer >= 0, or -1 for no limit' },
     cgroupRoot: { type: 'string', pattern: '^/', default: '/', 'x-allowed': "an absolute cgroup path such as '/'" },
+    cgroupDriver: { enum: ['cgroupfs', 'systemd'], default: 'cgroupfs' },
+    enforceNodeAllocatable: {
+      type: 'array',
+      items: { enum: ['pods', 'none'] },
+      default: ['pods'],
+      'x-allowed': "['pods'], ['none'] or [] (enforcing system-reserved or kube-reserved on their own cgroups is not implemented)",
+    },
+    podPidsLimit: { type: 'integer', minimum: -1, default: -1, 'x-allowed': 'an integer >= 1, or -1 for no limit' },
     crashLoopBackOff: {
       type: 'object',
       additionalProperties: false,

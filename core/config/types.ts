@@ -71,8 +71,23 @@ export interface KubeletConfigInput {
   maxContainers?: number;
   /** Create the QoS cgroup hierarchy (kubepods/burstable/besteffort, pod<uid>) and run pods in it. Default true. */
   cgroupsPerQOS?: boolean;
-  /** The cgroup under which `kubepods` is made. Default '/'. */
+  /** The cgroup under which `kubepods` is made. Default '/'; with the systemd driver '/' or a slice path ('/custom.slice'). */
   cgroupRoot?: string;
+  /**
+   * Who makes the kubelet's cgroups (upstream cgroupDriver): `cgroupfs`, the kubelet writes the
+   * cgroup filesystem; `systemd`, systemd makes them as slices over D-Bus. It must be the
+   * runtime's (containerd's runc `SystemdCgroup`); a runtime that reports its driver (containerd
+   * 2.x) is checked at start. Default cgroupfs, as upstream (kubeadm writes systemd).
+   */
+  cgroupDriver?: 'cgroupfs' | 'systemd';
+  /**
+   * Where node allocatable is enforced (upstream enforceNodeAllocatable): `pods` limits the
+   * kubepods cgroup to capacity less systemReserved and kubeReserved; `none` or an empty list
+   * leaves it at capacity. Default ['pods'], as upstream.
+   */
+  enforceNodeAllocatable?: Array<'pods' | 'none'>;
+  /** Most processes in one pod (pids.max of its cgroup, upstream podPidsLimit); -1: no limit. Default -1. */
+  podPidsLimit?: number;
   /** Restart back-off of crashing containers (upstream crashLoopBackOff). */
   crashLoopBackOff?: { initialContainerRestartPeriod?: Duration; maxContainerRestartPeriod?: Duration };
   /** kubelet-ts: back-off of failed image pulls (upstream hard-codes 10s doubling to 300s). */
@@ -271,6 +286,11 @@ export interface KubeletConfig {
   maxPods: number;
   cgroupsPerQOS: boolean;
   cgroupRoot: string;
+  cgroupDriver: 'cgroupfs' | 'systemd';
+  /** Whether `pods` is in enforceNodeAllocatable. */
+  enforceNodeAllocatablePods: boolean;
+  /** pids.max of pod cgroups; undefined: no limit. */
+  podPidsLimit: number | undefined;
   maxPerPodContainer: number;
   maxContainers: number;
   crashLoopBackOff: { initialMs: number; maxMs: number };

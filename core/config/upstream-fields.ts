@@ -112,10 +112,6 @@ export function verbosityToLevel(v: number): 'info' | 'debug' | 'trace' {
 /** Upstream's hard eviction defaults on Linux (pkg/kubelet/eviction DefaultEvictionHard). */
 const EVICTION_HARD_DEFAULTS = { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' };
 
-const CGROUP_DRIVER_NEEDS =
-  'the systemd cgroup driver: kubelet-ts makes cgroupfs paths (/kubepods/...), so a containerd whose runc uses SystemdCgroup = true refuses every pod sandbox; ' +
-  "set SystemdCgroup = false in containerd's runc options (and cgroupDriver: cgroupfs to silence this)";
-
 /**
  * The fields, by dotted path. Order: as upstream's types.go declares them, later additions
  * where upstream put them.
@@ -178,7 +174,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   systemCgroups: not('string', zero, '""', 'moving system processes into a cgroup'),
   cgroupRoot: implZ('string'),
   cgroupsPerQOS: impl('bool'),
-  cgroupDriver: not('string', zeroOr('cgroupfs'), 'cgroupfs', CGROUP_DRIVER_NEEDS),
+  cgroupDriver: implZ('string'),
   cpuManagerPolicy: not('string', zeroOr('none'), 'none', 'a CPU manager (exclusive CPUs for Guaranteed pods)'),
   singleProcessOOMKill: not('bool', always, 'any (runc decides memory.oom.group)', 'control of memory.oom.group on cgroup v2'),
   cpuManagerPolicyOptions: not('stringMap', empty, 'empty', 'a CPU manager'),
@@ -193,7 +189,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   hairpinMode: not('string', always, "any (with a CRI runtime the CNI plugin's config decides, as upstream)", 'hairpin NAT set up by the kubelet'),
   maxPods: implZ('int'),
   podCIDR: not('string', zero, '""', 'the pod CIDR handed to the runtime (CRI UpdateRuntimeConfig)'),
-  podPidsLimit: not('int', only(-1), '-1 (no limit)', 'pids.max on pod cgroups'),
+  podPidsLimit: implZ('int'),
   resolvConf: impl('string'),
   runOnce: not('bool', zero, 'false', 'run-once mode'),
   cpuCFSQuota: not('bool', only(true), 'true', 'CPU limits without a CFS quota'),
@@ -238,7 +234,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   showHiddenMetricsForVersion: not('string', zero, '""', 'hidden metrics'),
   systemReservedCgroup: not('string', zero, '""', 'reservations enforced on cgroups'),
   kubeReservedCgroup: not('string', zero, '""', 'reservations enforced on cgroups'),
-  enforceNodeAllocatable: not('stringList', (v) => empty(v) || (Array.isArray(v) && v.length === 1 && v[0] === 'none'), 'empty or [none]', 'node allocatable enforced on the kubepods cgroup'),
+  enforceNodeAllocatable: impl('stringList'),
   allowedUnsafeSysctls: implZ('stringList'),
   volumePluginDir: not('string', zero, '""', 'FlexVolume exec drivers (kubelet-ts volume types are plugins)'),
   providerID: not('string', zero, '""', 'spec.providerID set at registration'),

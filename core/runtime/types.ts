@@ -278,6 +278,12 @@ export interface PullAuth { username?: string; password?: string; auth?: string;
  * one more second for the runtime's own error, then fails the call with DeadlineExceeded.
  * The runtime contract (`kubelet-ts/testing`) checks it.
  */
+/** What a runtime reports of its own configuration (CRI RuntimeConfigResponse). */
+export interface RuntimeConfig {
+  /** The cgroup driver its OCI runtime uses: the kubelet's must be the same. */
+  cgroupDriver?: 'systemd' | 'cgroupfs';
+}
+
 export interface ContainerRuntime {
   /** version reports the runtime's name and API version; the core calls it at start. */
   version(): Promise<RuntimeVersion>;
@@ -339,6 +345,12 @@ export interface ContainerRuntime {
   removeImage?(image: string): Promise<void>;
   /** reopenContainerLog makes the runtime write a running container's log to a new file at its log path (after the kubelet renamed the old one). Optional: without it logs are not rotated. */
   reopenContainerLog?(containerId: string): Promise<void>;
+  /**
+   * runtimeConfig returns what the runtime says of its own configuration that the kubelet must
+   * agree with (CRI RuntimeConfig: the cgroup driver of containerd >= 2.0); undefined when the
+   * runtime does not say (containerd 1.x answers Unimplemented). Optional.
+   */
+  runtimeConfig?(): Promise<RuntimeConfig | undefined>;
   /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
   sandboxImage?(): Promise<string | undefined>;
   /** close releases connections. The plugin host calls it once at stop, after every plugin's own cleanup (a runtime plugin does not register it with onClose). */

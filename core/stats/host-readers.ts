@@ -1,13 +1,13 @@
 /**
  * What the stats service reads from the host itself, as cAdvisor reads it for upstream's kubelet:
- * cgroup v1 cpuacct and memory counters (the node is the root cgroup, a pod its pod cgroup),
+ * cgroup v1 or v2 CPU and memory counters (the node is the root cgroup, a pod its pod cgroup),
  * `/proc/net/dev` of a network namespace, statfs of a filesystem, the boot time and process
  * limits. Parsers are pure functions of the files' text; readers return undefined for what this
- * host does not have (no cgroup v1 hierarchy, a cgroup gone meanwhile) instead of failing.
+ * host does not have (no cgroup hierarchy, a cgroup gone meanwhile) instead of failing.
  */
-import { readFile, statfs } from 'node:fs/promises';
+import { readdir, readFile, statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { cgroupV1Mounts } from '../cgroups/pod-cgroups.ts';
+import { readCgroupMounts, type CgroupMounts } from '../cgroups/cgroup-mounts.ts';
 import type { InterfaceStats } from './summary-types.ts';
 
 /** USER_HZ: /proc/stat counts CPU time in 1/100 s on Linux. */
@@ -88,25 +88,47 @@ export interface CgroupMemory {
   limitBytes: number | undefined;
 }
 
-/** Reads cgroup v1 counters of a cgroup given relative to each hierarchy's root ('/' is the host). */
+/**
+ * Reads a cgroup's counters, given its path relative to the hierarchy's root ('/' is the host),
+ * from cgroup v1 (cpuacct, memory) or v2 (cpu.stat, memory.current, memory.stat) files, with
+ * cAdvisor's semantics on both: working set = usage - inactive file pages, RSS = anonymous
+ * memory. v2's root cgroup has no memory.current: the node's memory then comes from /proc/meminfo,
+ * as runc's v2 stats read it.
+ */
 export class CgroupReader {
-  constructor(private readonly mounts: Map<string, string> = cgroupV1Mounts()) {}
+  private readonly mounts: CgroupMounts;
 
-  get hasCpuacct(): boolean {
-    return this.mounts.has('cpuacct');
+  /** `mounts`: this host's (default), or a v1 controller → directory map (tests). */
+  constructor(mounts: CgroupMounts | Map<string, string> = readCgroupMounts()) {
+    this.mounts = mounts instanceof Map ? { version: 1, v1: mounts, unified: undefined } : mounts;
   }
 
+  get version(): 1 | 2 {
+    return this.mounts.version;
+  }
+
+  /** Whether the host's CPU time can be read from its root cgroup. */
+  get hasCpuacct(): boolean {
+    return this.mounts.version === 2 || this.mounts.v1.has('cpuacct');
+  }
+
+  /** Whether the host's memory can be read from its root cgroup (not on v2, whose root has no memory.current). */
   get hasMemory(): boolean {
-    return this.mounts.has('memory');
+    return this.mounts.version === 1 && this.mounts.v1.has('memory');
   }
 
   private file(controller: string, cgroup: string, name: string): string | undefined {
-    const mount = this.mounts.get(controller);
-    return mount ? path.join(mount, cgroup, name) : undefined;
+    const root = this.mounts.version === 2 ? this.mounts.unified : this.mounts.v1.get(controller);
+    return root === undefined ? undefined : path.join(root, cgroup, name);
   }
 
-  /** Cumulative CPU time (cpuacct.usage), nanoseconds. */
+  /** Cumulative CPU time, nanoseconds (v1 cpuacct.usage, v2 cpu.stat usage_usec). */
   async cpuUsageNs(cgroup: string): Promise<number | undefined> {
+    if (this.mounts.version === 2) {
+      const text = await readText(this.file('cpu', cgroup, 'cpu.stat') ?? '');
+      const usec = text ? parseKeyValues(text).get('usage_usec') : undefined;
+      return usec === undefined ? undefined : usec * 1000;
+    }
     const f = this.file('cpuacct', cgroup, 'cpuacct.usage');
     const text = f && (await readText(f));
     const n = text ? Number(text.trim()) : NaN;
@@ -115,41 +137,54 @@ export class CgroupReader {
 
   /** Memory use as cAdvisor computes it: working set = usage - inactive file pages (hierarchical counters). */
   async memory(cgroup: string): Promise<CgroupMemory | undefined> {
-    const usageFile = this.file('memory', cgroup, 'memory.usage_in_bytes');
+    const v2 = this.mounts.version === 2;
     const [usageText, statText, limitText] = await Promise.all([
-      usageFile ? readText(usageFile) : undefined,
+      readText(this.file('memory', cgroup, v2 ? 'memory.current' : 'memory.usage_in_bytes') ?? ''),
       readText(this.file('memory', cgroup, 'memory.stat') ?? ''),
-      readText(this.file('memory', cgroup, 'memory.limit_in_bytes') ?? ''),
+      readText(this.file('memory', cgroup, v2 ? 'memory.max' : 'memory.limit_in_bytes') ?? ''),
     ]);
     const usage = usageText ? Number(usageText.trim()) : NaN;
     if (!Number.isFinite(usage)) return undefined;
     const stat = parseKeyValues(statText ?? '');
-    const inactiveFile = stat.get('total_inactive_file') ?? stat.get('inactive_file') ?? 0;
-    const limit = limitText ? Number(limitText.trim()) : NaN;
+    // v1's total_* counters include the descendants; v2's are hierarchical already.
+    const inactiveFile = (v2 ? stat.get('inactive_file') : stat.get('total_inactive_file') ?? stat.get('inactive_file')) ?? 0;
+    const limit = limitText && limitText.trim() !== 'max' ? Number(limitText.trim()) : NaN;
     return {
       usageBytes: usage,
       workingSetBytes: Math.max(0, usage - inactiveFile),
-      rssBytes: stat.get('total_rss') ?? stat.get('rss'),
-      pageFaults: stat.get('total_pgfault') ?? stat.get('pgfault'),
-      majorPageFaults: stat.get('total_pgmajfault') ?? stat.get('pgmajfault'),
+      rssBytes: v2 ? stat.get('anon') : stat.get('total_rss') ?? stat.get('rss'),
+      pageFaults: v2 ? stat.get('pgfault') : stat.get('total_pgfault') ?? stat.get('pgfault'),
+      majorPageFaults: v2 ? stat.get('pgmajfault') : stat.get('total_pgmajfault') ?? stat.get('pgmajfault'),
       limitBytes: Number.isFinite(limit) ? limit : undefined,
     };
   }
 
-  /** Some process of the cgroup (cpu hierarchy), to read its network namespace. */
-  async firstPid(cgroup: string): Promise<number | undefined> {
-    for (const controller of ['cpu', 'memory', 'pids']) {
+  /**
+   * Some process of the cgroup or of a cgroup below it (a pod's processes are in its
+   * containers' cgroups, and on v2 only leaves hold processes), to read its network namespace.
+   */
+  async firstPid(cgroup: string, depth = 2): Promise<number | undefined> {
+    const controllers = this.mounts.version === 2 ? ['cpu'] : ['cpu', 'memory', 'pids'];
+    for (const controller of controllers) {
       const f = this.file(controller, cgroup, 'cgroup.procs');
       const text = f && (await readText(f));
       const pid = text ? Number(text.split('\n')[0]) : NaN;
       if (pid > 0) return pid;
     }
+    if (depth <= 0) return undefined;
+    const dir = this.file(controllers[0]!, cgroup, '');
+    const children = dir ? await readdir(dir, { withFileTypes: true }).catch(() => []) : [];
+    for (const child of children) {
+      if (!child.isDirectory()) continue;
+      const pid = await this.firstPid(path.posix.join(cgroup, child.name), depth - 1);
+      if (pid !== undefined) return pid;
+    }
     return undefined;
   }
 
-  /** Whether the cgroup exists (in the memory hierarchy). */
+  /** Whether the cgroup exists (in the memory hierarchy; the unified one on v2). */
   async exists(cgroup: string): Promise<boolean> {
-    const f = this.file('memory', cgroup, 'memory.usage_in_bytes');
+    const f = this.file('memory', cgroup, this.mounts.version === 2 ? 'cgroup.procs' : 'memory.usage_in_bytes');
     return f !== undefined && (await readText(f)) !== undefined;
   }
 }

@@ -29,6 +29,7 @@ import { LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime, ContainerStats as CriContainerStats, ContainerSummary, FilesystemUsage, PodSandboxStats, SandboxSummary } from '../runtime/types.ts';
 import { DiskUsageCache } from './disk-usage.ts';
 import { CgroupReader, fsFigures, proc, type FsFigures } from './host-readers.ts';
+import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
 import {
   statsTime,
   type CPUStats, type ContainerStats, type FsStats, type MemoryStats, type NetworkStats, type NodeStats, type PodStats, type Summary, type VolumeStats,
@@ -47,13 +48,14 @@ export interface StatsProviderDeps {
   nodeName: string;
   rootDir: string;
   podLogsDir: string;
-  /** The cgroup under which `kubepods` is (cgroupRoot), when the kubelet makes pod cgroups. */
-  cgroupRoot: string | undefined;
+  /** The pod cgroups, when the kubelet makes them: where kubepods and each pod's cgroup are. */
+  cgroups: Pick<PodCgroups, 'kubepodsPath' | 'podPath'> | undefined;
   runtime: () => ContainerRuntime | undefined;
   /** The pods the kubelet knows (their start times). */
   pods: () => V1Pod[];
   logger: Logger;
-  cgroups?: CgroupReader;
+  /** Reads cgroup files (tests: another host's). */
+  cgroupReader?: CgroupReader;
   now?: () => number;
 }
 
@@ -114,7 +116,7 @@ export class StatsProvider {
   private sandboxStatsUnimplemented = false;
 
   constructor(private readonly deps: StatsProviderDeps) {
-    this.cgroups = deps.cgroups ?? new CgroupReader();
+    this.cgroups = deps.cgroupReader ?? new CgroupReader();
     this.now = deps.now ?? Date.now;
   }
 
@@ -218,6 +220,7 @@ export class StatsProvider {
     const t = this.now();
     const time = statsTime(t);
     const cg = this.cgroups;
+    const kubepods = this.deps.cgroups?.kubepodsPath;
     const [cpuNs, mem, meminfo, net, fs, limits, boot, podsCpu, podsMem] = await Promise.all([
       cg.hasCpuacct ? cg.cpuUsageNs('/') : proc.cpuNs(),
       cg.hasMemory ? cg.memory('/') : undefined,
@@ -226,8 +229,8 @@ export class StatsProvider {
       fsFigures(this.deps.rootDir),
       proc.pidLimits(),
       proc.bootTimeMs(),
-      this.deps.cgroupRoot !== undefined ? cg.cpuUsageNs(path.posix.join('/', this.deps.cgroupRoot, 'kubepods')) : undefined,
-      this.deps.cgroupRoot !== undefined ? cg.memory(path.posix.join('/', this.deps.cgroupRoot, 'kubepods')) : undefined,
+      kubepods !== undefined ? cg.cpuUsageNs(kubepods) : undefined,
+      kubepods !== undefined ? cg.memory(kubepods) : undefined,
     ]);
     if (meminfo) this.memTotal = meminfo.get('MemTotal');
     const node: NodeStats = { nodeName: this.deps.nodeName, startTime: statsTime(boot ?? t) };
@@ -235,7 +238,8 @@ export class StatsProvider {
     else errors.push('node cpu: no cpuacct cgroup and no /proc/stat');
     if (mem) node.memory = memoryStats(time, mem, this.memTotal);
     else if (meminfo) {
-      // No cgroup v1 memory hierarchy: /proc/meminfo as cAdvisor's machine view.
+      // No memory counters at the root (cgroup v2, or no v1 memory hierarchy): /proc/meminfo,
+      // as runc reads v2's root (usage = MemTotal - MemFree, less the inactive file pages).
       const total = meminfo.get('MemTotal') ?? 0;
       const usage = total - (meminfo.get('MemFree') ?? 0);
       const workingSet = Math.max(0, usage - (meminfo.get('Inactive(file)') ?? 0));
@@ -342,17 +346,7 @@ export class StatsProvider {
   /** Pod CPU, memory and network without sandbox stats: the pod's cgroup and namespace, else its containers summed. */
   private async podFromHost(out: PodStats, uid: string, t: number, ctrs: ContainerStats[]): Promise<void> {
     const time = statsTime(t);
-    const root = this.deps.cgroupRoot;
-    let cgroup: string | undefined;
-    if (root !== undefined) {
-      const base = path.posix.join('/', root, 'kubepods');
-      for (const c of [`${base}/pod${uid}`, `${base}/burstable/pod${uid}`, `${base}/besteffort/pod${uid}`]) {
-        if (await this.cgroups.exists(c)) {
-          cgroup = c;
-          break;
-        }
-      }
-    }
+    const cgroup = await this.deps.cgroups?.podPath(uid);
     const [cpuNs, mem] = cgroup ? await Promise.all([this.cgroups.cpuUsageNs(cgroup), this.cgroups.memory(cgroup)]) : [undefined, undefined];
     if (cpuNs !== undefined) out.cpu = this.cpu(`pod:${uid}`, t, cpuNs);
     else if (ctrs.some((c) => c.cpu?.usageCoreNanoSeconds !== undefined)) {

@@ -1,4 +1,4 @@
-import { clampSeconds, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type PullProgress, type RuntimeCondition, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
+import { clampSeconds, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type PullProgress, type RuntimeCondition, type RuntimeConfig, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
 import type { CriClient } from './cri-client.ts';
 
 /** Deadlines of the calls: most use `requestTimeoutMs`; these need their own. */
@@ -197,6 +197,19 @@ export class CriRuntime implements ContainerRuntime {
   }
 
   /** containerd says its sandbox image in the verbose Status (`info.config`, its CRI plugin config). */
+  async runtimeConfig(): Promise<RuntimeConfig | undefined> {
+    let r: { linux?: { cgroupDriver?: string } };
+    try {
+      r = await this.rt('RuntimeConfig', {});
+    } catch (err) {
+      // gRPC UNIMPLEMENTED (12): a runtime before CRI RuntimeConfig (containerd 1.x) does not say.
+      if ((err as { cause?: { code?: unknown } }).cause?.code === 12) return undefined;
+      throw err;
+    }
+    const driver = r.linux?.cgroupDriver;
+    return driver === 'SYSTEMD' ? { cgroupDriver: 'systemd' } : driver === 'CGROUPFS' ? { cgroupDriver: 'cgroupfs' } : {};
+  }
+
   async sandboxImage(): Promise<string | undefined> {
     const r = await this.rt('Status', { verbose: true });
     try {

@@ -52,7 +52,7 @@ export function runKubeletPaths(pod: V1Pod): void {
     }),
   );
   step('podResources', () => podResources(pod));
-  step('podCgroupName', () => podCgroupName('/', pod));
+  step('podCgroupName', () => podCgroupName([], pod));
   for (const v of pod.spec?.volumes ?? []) step(`volumeType(${v.name})`, () => volumeType(v));
   // What the source does with every pod: hash it, clone it, serve it as JSON.
   step('canonicalJson', () => canonicalJson(pod));

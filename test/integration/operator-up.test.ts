@@ -12,7 +12,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
+import { cgroupV1Mounts } from '../../core/cgroups/cgroup-mounts.ts';
 import { nodeEnvUsableOrSkip } from '../support/node-env.ts';
 import { freePort } from '../../tools/node-env/util.ts';
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
-import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
+import { cgroupV1Mounts } from '../../core/cgroups/cgroup-mounts.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
@@ -23,7 +24,7 @@ describe('QoS classes and pod cgroups on containerd', function () {
 
   before(async function () {
     env = await nodeEnvOrSkip(this);
-    t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]], config: { cgroupsPerQOS: true, cgroupRoot } });
+    t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }]], config: { cgroupsPerQOS: true, cgroupRoot, podPidsLimit: 64 } });
   });
 
   after(async () => {
@@ -54,6 +55,13 @@ describe('QoS classes and pod cgroups on containerd', function () {
     const tasks = (await fs.readFile(path.join(gDir, containerId, 'cgroup.procs'), 'utf8')).trim();
     assert.ok(tasks.length > 0, 'the container process runs in the pod cgroup');
     await fs.access(memoryDir('burstable', `pod${b.metadata!.uid}`));
+    // podPidsLimit on every pod cgroup; the Burstable tier weighs its pods' CPU requests (100m);
+    // kubepods holds node allocatable (enforceNodeAllocatable: pods, upstream's default).
+    const pids = mounts.get('pids');
+    if (pids) assert.equal((await fs.readFile(path.join(pids, cgroupRoot, 'kubepods', 'besteffort', `pod${be.metadata!.uid}`, 'pids.max'), 'utf8')).trim(), '64');
+    assert.equal((await fs.readFile(path.join(mounts.get('cpu')!, cgroupRoot, 'kubepods', 'burstable', 'cpu.shares'), 'utf8')).trim(), '102');
+    const allocatable = Number((await fs.readFile(memoryDir('memory.limit_in_bytes'), 'utf8')).trim());
+    assert.ok(allocatable > 2 ** 28 && allocatable <= os.totalmem(), `kubepods memory limit ${allocatable}: the node's allocatable`);
     await fs.access(memoryDir('besteffort', `pod${be.metadata!.uid}`));
 
     // With pod cgroups containerd answers ListPodSandboxStats, and its answer carries each

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { cgroupV1Mounts } from '../../core/cgroups/pod-cgroups.ts';
+import { cgroupV1Mounts } from '../../core/cgroups/cgroup-mounts.ts';
 
 /** A cgroup root of this test run's own, so tests never touch another kubelet's kubepods. */
 export function testCgroupRoot(label: string): string {

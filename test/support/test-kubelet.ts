@@ -34,6 +34,9 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     // Off for tests that do not test cgroups: the fake runtime's pods have no processes to place.
     cgroupsPerQOS: false,
     cgroupRoot: '/',
+    cgroupDriver: 'cgroupfs',
+    enforceNodeAllocatablePods: true,
+    podPidsLimit: undefined,
     maxPerPodContainer: 1,
     maxContainers: -1,
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },

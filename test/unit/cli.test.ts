@@ -68,11 +68,11 @@ describe('kubelet-ts CLI', function () {
 
   it('`plugins` with a KubeletConfiguration: the default bundle\'s plugins, and the warning on stderr', async function () {
     const config = path.join(dir, 'config.yaml');
-    await fs.writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nsyncFrequency: 0s\n');
+    await fs.writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\ncpuManagerPolicy: static\nsyncFrequency: 0s\n');
     const r = await kubeletTs(['plugins', `--config=${config}`, '--root-dir', dir, '--pod-infra-container-image', 'pause:3.9']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^cri-containerd {2}\(runtime, builtin: /);
-    assert.match(r.stderr, /^kubelet-ts: warning: settings kubelet-ts does not implement, ignored: cgroupDriver: systemd \(would need /);
+    assert.match(r.stderr, /^kubelet-ts: warning: settings kubelet-ts does not implement, ignored: cpuManagerPolicy: static \(would need /);
     assert.match(r.stderr, /\nkubelet-ts: note: --pod-infra-container-image=pause:3\.9: accepted and ignored/);
   });
 

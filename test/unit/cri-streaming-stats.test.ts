@@ -73,7 +73,7 @@ describe('cri-containerd: streaming URLs and stats', function () {
 
   it('the stats service falls back to the containers when the runtime answers UNIMPLEMENTED', async () => {
     fake.failNext('ListPodSandboxStats', grpc.status.UNIMPLEMENTED, 'The server does not implement the method ListPodSandboxStats');
-    const stats = new StatsProvider({ nodeName: 'n1', rootDir: dir, podLogsDir: path.join(dir, 'logs'), cgroupRoot: undefined, runtime: () => rt, pods: () => [], logger: silentLogger() });
+    const stats = new StatsProvider({ nodeName: 'n1', rootDir: dir, podLogsDir: path.join(dir, 'logs'), cgroups: undefined, runtime: () => rt, pods: () => [], logger: silentLogger() });
     const snap = await stats.snapshot();
     assert.deepEqual(snap.errors, []);
     const pod = snap.summary.pods.find((p) => p.podRef.uid === 'u1')!;

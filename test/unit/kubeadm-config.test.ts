@@ -53,7 +53,7 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
 
   describe('kubeadm\'s files', function () {
     for (const [version, file] of [['1.28', KUBEADM_128], ['1.36', KUBEADM_136]] as const) {
-      it(`${version}: every zero value reads as upstream's default, its settings take effect, one warning names what is ignored`, async function () {
+      it(`${version}: every zero value reads as upstream's default, its settings take effect, nothing is ignored`, async function () {
         const { config: c, warnings, infos } = await load(['--config', file]);
         // What kubeadm set.
         assert.deepEqual([c.clusterDNS, c.clusterDomain, c.staticPodPath, c.authentication.x509ClientCAFile], [['10.96.0.10'], 'cluster.local', '/etc/kubernetes/manifests', '/etc/kubernetes/pki/ca.crt']);
@@ -71,13 +71,10 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
         assert.deepEqual(c.plugins, (await readConfigFile(DEFAULT_CONFIG_FILE)).plugins);
         assert.equal(c.pluginsConfigFile, DEFAULT_CONFIG_FILE);
         assert.equal(c.configFile, file);
-        // One warning: cgroupDriver (and, until TLS bootstrap is on this branch, rotateCertificates).
-        assert.equal(warnings.length, 1);
-        const names = warnings[0]!.ignored!.map((i) => i.name);
-        assert.equal(names[0], 'cgroupDriver');
-        assert.deepEqual(names.filter((n) => n !== 'cgroupDriver' && n !== 'rotateCertificates'), [], 'no zero value is named');
-        assert.match(warnings[0]!.msg, /^settings kubelet-ts does not implement, ignored: cgroupDriver: systemd \(would need the systemd cgroup driver: .*SystemdCgroup = true refuses every pod sandbox; set SystemdCgroup = false/);
-        assert.equal(warnings[0]!.msg.split('\n').length, 1, 'one line');
+        // kubeadm's cgroup settings: the systemd driver, node allocatable enforced on kubepods (upstream's default).
+        assert.deepEqual([c.cgroupDriver, c.cgroupsPerQOS, c.enforceNodeAllocatablePods, c.podPidsLimit], ['systemd', true, true, undefined]);
+        // Nothing kubeadm writes is ignored.
+        assert.deepEqual(warnings.map((w) => w.msg), []);
         assert.deepEqual(infos, []);
       });
 
@@ -90,7 +87,7 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
         assert.deepEqual([c.kubeconfig, c.containerRuntimeEndpoint, c.nodeName, c.nodeIP, c.logLevel], ['/etc/kubernetes/kubelet.conf', 'unix:///var/run/containerd/containerd.sock', 'worker-1', '10.0.0.5', 'debug']);
         assert.deepEqual(c.nodeLabels, { 'node.kubernetes.io/role': 'worker' });
         assert.deepEqual(c.registerWithTaints, [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }]);
-        assert.equal(warnings.length, 1, 'still the one warning: --bootstrap-kubeconfig is not named while --kubeconfig exists');
+        assert.deepEqual(warnings.map((w) => w.msg), [], 'no warning: --bootstrap-kubeconfig is not named while --kubeconfig exists');
         assert.deepEqual(infos.map((i) => i.msg), ['--pod-infra-container-image=registry.k8s.io/pause:3.9: accepted and ignored, as upstream deprecated it (and removed it in 1.35): the pod sandbox image comes from the runtime (containerd: sandbox_image), which also keeps it from image GC']);
       });
     }
@@ -281,7 +278,7 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       const own = await write('own.yaml', 'plugins: []\n');
       const { warnings, infos } = await load(['--config', own, '--cgroup-driver=systemd', '--cpu-manager-policy', 'static', '--cloud-provider=external', '--housekeeping-interval=10s', '--cloud-config=', '--pod-infra-container-image=pause:3.9', '--fail-swap-on=false']);
       assert.equal(warnings.length, 1);
-      assert.deepEqual(warnings[0]!.ignored!.map((i) => i.name), ['--cloud-provider', '--housekeeping-interval', 'cgroupDriver', 'cpuManagerPolicy']);
+      assert.deepEqual(warnings[0]!.ignored!.map((i) => i.name), ['--cloud-provider', '--housekeeping-interval', 'cpuManagerPolicy']);
       assert.equal(infos.length, 1);
       assert.match(infos[0]!.msg, /^--pod-infra-container-image=pause:3\.9: accepted and ignored/);
     });

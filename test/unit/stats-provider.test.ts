@@ -51,6 +51,36 @@ describe('stats: host readers', () => {
     }
   });
 
+  it('reads cgroup v2 counters with v1\'s semantics: cpu.stat, memory.current less inactive_file, anon as RSS, max as no limit', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-cg2-'));
+    try {
+      const pod = path.join(dir, 'kubepods.slice', 'kubepods-pod1.slice');
+      const ctr = path.join(pod, 'cri-containerd-abc.scope');
+      await fs.mkdir(ctr, { recursive: true });
+      await fs.writeFile(path.join(dir, 'cpu.stat'), 'usage_usec 9000000\nuser_usec 1\nsystem_usec 2\n');
+      await fs.writeFile(path.join(pod, 'cpu.stat'), 'usage_usec 1234567\nuser_usec 1000000\nsystem_usec 234567\nnr_periods 0\n');
+      await fs.writeFile(path.join(pod, 'memory.current'), '1000000\n');
+      await fs.writeFile(path.join(pod, 'memory.max'), 'max\n');
+      await fs.writeFile(path.join(pod, 'memory.stat'), 'anon 300000\nfile 600000\ninactive_file 200000\nactive_file 400000\npgfault 11\npgmajfault 2\n');
+      await fs.writeFile(path.join(pod, 'cgroup.procs'), '');
+      await fs.writeFile(path.join(ctr, 'cgroup.procs'), '4242\n');
+      const cg = new CgroupReader({ version: 2, v1: new Map(), unified: dir });
+      assert.equal(cg.version, 2);
+      assert.equal(cg.hasCpuacct, true);
+      assert.equal(cg.hasMemory, false, 'v2\'s root has no memory.current: the node\'s memory comes from /proc/meminfo');
+      assert.equal(await cg.cpuUsageNs('/'), 9e9);
+      assert.equal(await cg.cpuUsageNs('/kubepods.slice/kubepods-pod1.slice'), 1234567000);
+      assert.deepEqual(await cg.memory('/kubepods.slice/kubepods-pod1.slice'), { usageBytes: 1000000, workingSetBytes: 800000, rssBytes: 300000, pageFaults: 11, majorPageFaults: 2, limitBytes: undefined });
+      await fs.writeFile(path.join(pod, 'memory.max'), '52428800\n');
+      assert.equal((await cg.memory('/kubepods.slice/kubepods-pod1.slice'))!.limitBytes, 52428800);
+      assert.equal(await cg.firstPid('/kubepods.slice/kubepods-pod1.slice'), 4242, 'a process of the pod\'s containers (only leaves hold processes on v2)');
+      assert.equal(await cg.exists('/kubepods.slice/kubepods-pod1.slice'), true);
+      assert.equal(await cg.exists('/kubepods.slice/gone.slice'), false);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('measures a tree in blocks and inodes, and stops at its bound with a partial figure', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-du-'));
     try {
@@ -155,9 +185,9 @@ describe('stats: the provider', function () {
     await fs.writeFile(path.join(cg, 'memory', 'memory.limit_in_bytes'), String(2 ** 30));
     await fs.writeFile(path.join(cg, 'memory', 'memory.stat'), `total_inactive_file ${2 ** 20}\n`);
     provider = new StatsProvider({
-      nodeName: 'n1', rootDir: path.join(dir, 'root'), podLogsDir: path.join(dir, 'logs'), cgroupRoot: undefined,
+      nodeName: 'n1', rootDir: path.join(dir, 'root'), podLogsDir: path.join(dir, 'logs'), cgroups: undefined,
       runtime: () => runtime(), pods: () => [{ metadata: { name: 'web', namespace: sandbox.metadata.namespace, uid }, status: { startTime: new Date(1_700_000_000_500) } }],
-      logger: silentLogger(), cgroups: new CgroupReader(new Map([['cpuacct', path.join(cg, 'cpuacct')], ['memory', path.join(cg, 'memory')]])), now: () => clock,
+      logger: silentLogger(), cgroupReader: new CgroupReader(new Map([['cpuacct', path.join(cg, 'cpuacct')], ['memory', path.join(cg, 'memory')]])), now: () => clock,
     });
   });
   afterEach(async () => {

@@ -140,7 +140,7 @@ describe('ux: the up console', function () {
     }
     const rootDir = path.join(dir, 'kubelet');
     await fs.mkdir(path.join(rootDir, 'pods', mine[1]!), { recursive: true });
-    await removePodCgroups([mine[0]!, ...(await podUidsUnder(rootDir))], { mounts });
+    await removePodCgroups([mine[0]!, ...(await podUidsUnder(rootDir))], { mounts: { version: 1, v1: mounts, unified: undefined } });
     for (const m of mounts.values()) {
       assert.deepEqual(await fs.readdir(path.join(m, 'kubepods', 'besteffort')), [`pod${other}`]);
       assert.deepEqual(await fs.readdir(path.join(m, 'kubepods', 'burstable')), []);

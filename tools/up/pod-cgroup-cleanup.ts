@@ -7,7 +7,10 @@
  */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PodCgroups } from '../../core/cgroups/pod-cgroups.ts';
+import { readCgroupMounts, type CgroupMounts } from '../../core/cgroups/cgroup-mounts.ts';
+import { parseCgroupRoot } from '../../core/cgroups/cgroup-name.ts';
+import { CgroupfsDriver } from '../../core/cgroups/cgroupfs-driver.ts';
+import { podCgroupCandidates } from '../../core/cgroups/pod-cgroups.ts';
 import { silentLogger } from '../../core/logger.ts';
 
 /** UIDs the kubelet kept state for under its root dir (`<rootDir>/pods/<uid>`), also of pods the console never saw. */
@@ -16,7 +19,11 @@ export async function podUidsUnder(kubeletRootDir: string): Promise<string[]> {
 }
 
 /** Removes the pod cgroups of these UIDs under `cgroupRoot` (only empty cgroups can go: call it once the containers are gone). */
-export async function removePodCgroups(uids: Iterable<string>, opts: { cgroupRoot?: string; mounts?: Map<string, string> } = {}): Promise<void> {
-  const cgroups = new PodCgroups({ root: opts.cgroupRoot ?? '/', logger: silentLogger(), ...(opts.mounts ? { mounts: opts.mounts } : {}) });
-  for (const uid of new Set(uids)) await cgroups.removePod(uid);
+export async function removePodCgroups(uids: Iterable<string>, opts: { cgroupRoot?: string; mounts?: CgroupMounts } = {}): Promise<void> {
+  // The up node's own containerd runs runc with cgroupfs (tools/node-env), whatever the host's init.
+  const driver = new CgroupfsDriver(opts.mounts ?? readCgroupMounts(), silentLogger());
+  const root = parseCgroupRoot(opts.cgroupRoot ?? '/', 'cgroupfs');
+  for (const uid of new Set(uids)) {
+    for (const name of podCgroupCandidates(root, uid)) await driver.remove(name);
+  }
 }

@@ -16,6 +16,7 @@ import { StatusManager } from './status/status-manager.ts';
 import { ProbeResults } from './status/probe-results.ts';
 import type { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { setUpNodeCgroups } from './cgroups/node-cgroups.ts';
+import { UserNamespaces } from './pod/user-namespaces.ts';
 import { Backoff } from './pod/backoff.ts';
 import { ImagePuller } from './pod/image-puller.ts';
 import { withPullProgress } from './pod/pull-progress-status.ts';
@@ -270,6 +271,9 @@ export class Kubelet {
       config, runtime: this.runtimeImpl, capacity: this.nodeResources.capacity, logger,
       activePods: () => this.loop?.activePods() ?? [],
     });
+    // The user ID blocks pods with hostUsers: false had before a restart, before any pod syncs.
+    const userNamespaces = new UserNamespaces({ rootDir: config.rootDir, logger: logger.child({ component: 'userns' }) });
+    await userNamespaces.start();
     const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
     const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
     this.status = new StatusManager({
@@ -292,7 +296,7 @@ export class Kubelet {
     const containerCreations = config.maxParallelContainerCreations ? new Limiter(config.maxParallelContainerCreations, CONTAINER_SLOT_MS) : undefined;
     this.syncer = new PodSyncer({
       runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
-      probes: this.probes, cgroups, volumes: this.volumes, timeline: this.timelines, events: this.events, logger,
+      probes: this.probes, cgroups, userNamespaces, volumes: this.volumes, timeline: this.timelines, events: this.events, logger,
       lifecycle: new LifecycleHandlers({ runtime: () => this.runtimeImpl, logger, events: this.events }),
       objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}), ...(containerCreations ? { containerCreations } : {}),
       runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),

@@ -6,7 +6,7 @@ import { errorMessage, pluginOf } from '../errors.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { Limiter } from '../util/limiter.ts';
-import type { ContainerConfig, ContainerStatus, PodSandboxConfig } from '../runtime/types.ts';
+import type { ContainerConfig, ContainerStatus, PodSandboxConfig, UserNamespaceOptions } from '../runtime/types.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
 import { containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
@@ -16,6 +16,7 @@ import { containerMounts } from './container-mounts.ts';
 import { readHostResolvConf, sandboxHostnameAndDns } from './pod-dns.ts';
 import { etcHostsMount } from './etc-hosts.ts';
 import { SecurityContextError, needsImageUser, type ImageUser, type SecurityInputs } from './security-context.ts';
+import { wantsUserNamespace } from './user-namespaces.ts';
 import { checkSeccompProfile } from './seccomp-profiles.ts';
 import { TerminationMessagePathError, terminationMessageMount } from './termination-message.ts';
 import { DEADLINE_EXCEEDED, activeDeadlineLeftMs } from './active-deadline.ts';
@@ -239,7 +240,23 @@ export class PodSyncer {
     sandboxConfig.dnsConfig = dns.dnsConfig;
     if (report) for (const w of dns.warnings) this.event(pod, undefined, 'Warning', w.reason, w.message);
     if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
+    if (wantsUserNamespace(pod)) sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions = await this.userNamespace(pod);
     return hooks.beforeSandbox.promise(sandboxConfig, pod);
+  }
+
+  /**
+   * A `hostUsers: false` pod's user namespace: its own block of host IDs, when the runtime
+   * handler its sandbox is made with can do user namespaces. As upstream (>= 1.30), the pod is
+   * not run in the host's user namespace instead: its sandbox fails with the reason.
+   */
+  private async userNamespace(pod: V1Pod): Promise<UserNamespaceOptions> {
+    const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
+    const handlers = (await this.deps.runtime.runtimeHandlers?.()) ?? [];
+    if (!handlers.find((h) => h.name === handler)?.userNamespaces) {
+      throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
+    }
+    if (!this.deps.userNamespaces) throw new Error('this kubelet gives no user namespaces');
+    return this.deps.userNamespaces.forPod(pod);
   }
 
   /**
@@ -350,6 +367,9 @@ export class PodSyncer {
       this.serviceEnv(pod));
       containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c));
       if (ephemeral) this.targetNamespaces(pod, c, containerConfig);
+      // The containers live in the sandbox's user namespace (the runtime checks they match).
+      const userns = sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions;
+      if (userns) containerConfig.linux.securityContext.namespaceOptions = { ...containerConfig.linux.securityContext.namespaceOptions!, usernsOptions: userns };
       containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(uid), this.deps.volumes.subPathBinder(uid, c.name));
       const hosts = await etcHostsMount(pod, c, { podDir: this.deps.volumes.podDir(uid), podIPs: inputs.podIPs, clusterDomain: config.clusterDomain }).catch((err: unknown) => {
         throw new ContainerConfigError(`failed to write the pod's /etc/hosts: ${errorMessage(err)}`);

@@ -8,6 +8,7 @@ import type { RuntimeCache } from '../runtime/runtime-cache.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import type { StatusManager } from '../status/status-manager.ts';
 import type { PodCgroups } from '../cgroups/pod-cgroups.ts';
+import type { UserNamespaces } from './user-namespaces.ts';
 import type { VolumeManager } from '../volumes/volume-manager.ts';
 import type { EventRecorder, EventType } from '../events/event-recorder.ts';
 import type { Backoff } from './backoff.ts';
@@ -31,6 +32,8 @@ export interface PodTerminationDeps {
   status: StatusManager;
   /** The pod cgroup hierarchy, when cgroupsPerQOS is on. */
   cgroups: PodCgroups | undefined;
+  /** The user ID blocks of pods with `hostUsers: false`. */
+  userNamespaces?: UserNamespaces;
   /** Sets up volumes before the pod's containers are created, tears them down on termination. */
   volumes: VolumeManager;
   /** Records the pod's events (Created, Started, Killing, BackOff, FailedMount, ...), as upstream words them. */
@@ -78,6 +81,8 @@ export class PodTermination {
     await this.deps.volumes.tearDownPod(uid);
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
     await this.deps.cgroups?.removePod(uid);
+    // Its containers and sandbox are gone: no process uses its IDs any more.
+    this.deps.userNamespaces?.release(uid);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.pullBackoff.forgetPrefix(`${uid}/`);
     this.deps.puller.forget(uid);

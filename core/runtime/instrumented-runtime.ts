@@ -87,5 +87,5 @@ const runtimeMethods: Record<keyof ContainerRuntime, true> = {
   listPodSandboxes: true, createContainer: true, startContainer: true, stopContainer: true, removeContainer: true,
   listContainers: true, containerStatus: true, execSync: true, imageStatus: true, pullImage: true, listImages: true,
   status: true, close: true, exec: true, attach: true, portForward: true, listContainerStats: true, listPodSandboxStats: true,
-  imageFsInfo: true, removeImage: true, sandboxImage: true, runtimeConfig: true, reopenContainerLog: true, pullProgress: true,
+  imageFsInfo: true, removeImage: true, sandboxImage: true, runtimeConfig: true, runtimeHandlers: true, reopenContainerLog: true, pullProgress: true,
 };

@@ -12,8 +12,17 @@
  */
 
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
-/** CRI NamespaceOption: `targetId` names the container whose namespace a TARGET mode joins (an ephemeral container's target). */
-export interface NamespaceOptions { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode; targetId?: string }
+/** CRI IDMapping: `length` IDs from `containerId` in the namespace are `hostId`... on the host. */
+export interface IDMapping { hostId: number; containerId: number; length: number }
+
+/** CRI UserNamespace: POD gives the pod a user namespace with these mappings; NODE (or none) keeps the host's. */
+export interface UserNamespaceOptions { mode: 'POD' | 'NODE'; uids: IDMapping[]; gids: IDMapping[] }
+
+/**
+ * CRI NamespaceOption: `targetId` names the container whose namespace a TARGET mode joins (an
+ * ephemeral container's target); `usernsOptions` a user namespace of the pod's own (`hostUsers: false`).
+ */
+export interface NamespaceOptions { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode; targetId?: string; usernsOptions?: UserNamespaceOptions }
 
 export interface KeyValue { key: string; value: string }
 
@@ -278,6 +287,16 @@ export interface PullAuth { username?: string; password?: string; auth?: string;
  * one more second for the runtime's own error, then fails the call with DeadlineExceeded.
  * The runtime contract (`kubelet-ts/testing`) checks it.
  */
+/** What a runtime handler can do (CRI RuntimeHandler and its features, from Status). */
+export interface RuntimeHandlerInfo {
+  /** The handler's name: '' for the runtime's default. */
+  name: string;
+  /** Pods of this handler can have user namespaces of their own (`hostUsers: false`). */
+  userNamespaces: boolean;
+  /** Read-only mounts can be made recursively read-only. */
+  recursiveReadOnlyMounts: boolean;
+}
+
 /** What a runtime reports of its own configuration (CRI RuntimeConfigResponse). */
 export interface RuntimeConfig {
   /** The cgroup driver its OCI runtime uses: the kubelet's must be the same. */
@@ -351,6 +370,8 @@ export interface ContainerRuntime {
    * runtime does not say (containerd 1.x answers Unimplemented). Optional.
    */
   runtimeConfig?(): Promise<RuntimeConfig | undefined>;
+  /** runtimeHandlers returns the handlers the runtime reports and what each can do (CRI Status); empty when it reports none (containerd 1.x). Optional. */
+  runtimeHandlers?(): Promise<RuntimeHandlerInfo[]>;
   /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
   sandboxImage?(): Promise<string | undefined>;
   /** close releases connections. The plugin host calls it once at stop, after every plugin's own cleanup (a runtime plugin does not register it with onClose). */

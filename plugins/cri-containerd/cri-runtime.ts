@@ -1,4 +1,4 @@
-import { clampSeconds, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type PullProgress, type RuntimeCondition, type RuntimeConfig, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
+import { clampSeconds, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type PullProgress, type RuntimeCondition, type RuntimeConfig, type RuntimeHandlerInfo, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
 import type { CriClient } from './cri-client.ts';
 
 /** Deadlines of the calls: most use `requestTimeoutMs`; these need their own. */
@@ -208,6 +208,15 @@ export class CriRuntime implements ContainerRuntime {
     }
     const driver = r.linux?.cgroupDriver;
     return driver === 'SYSTEMD' ? { cgroupDriver: 'systemd' } : driver === 'CGROUPFS' ? { cgroupDriver: 'cgroupfs' } : {};
+  }
+
+  async runtimeHandlers(): Promise<RuntimeHandlerInfo[]> {
+    const r = await this.rt('Status', { verbose: false });
+    return (r.runtimeHandlers ?? []).map((h: { name?: string; features?: { userNamespaces?: boolean; recursiveReadOnlyMounts?: boolean } }) => ({
+      name: h.name ?? '',
+      userNamespaces: h.features?.userNamespaces === true,
+      recursiveReadOnlyMounts: h.features?.recursiveReadOnlyMounts === true,
+    }));
   }
 
   async sandboxImage(): Promise<string | undefined> {

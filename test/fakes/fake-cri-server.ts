@@ -331,6 +331,13 @@ export class FakeCriServer {
     this.stopSandbox(s);
   }
 
+  /** Sets the runtime handlers (and their features) Status reports, as containerd 2.x does. */
+  private handlers: Array<{ name: string; features: { userNamespaces?: boolean; recursiveReadOnlyMounts?: boolean } }> = [];
+
+  setRuntimeHandlers(handlers: Array<{ name: string; features: { userNamespaces?: boolean; recursiveReadOnlyMounts?: boolean } }>): void {
+    this.handlers = handlers;
+  }
+
   /** Sets a runtime condition reported by Status (e.g. setCondition('NetworkReady', false, 'NetworkPluginNotReady', 'cni config uninitialized')). */
   setCondition(type: string, status: boolean, reason = '', message = ''): void {
     this.conditions.set(type, { status, reason, message });
@@ -891,7 +898,7 @@ export class FakeCriServer {
           conditions: [...this.conditions.entries()].map(([type, c]) => ({ type, ...c })),
         },
         info: req.verbose ? { config: JSON.stringify({ runtimeName: this.opts.runtimeName, podCidr: this.podCidr }) } : {},
-        runtimeHandlers: [],
+        runtimeHandlers: this.handlers,
         features: null,
       }),
     };

@@ -128,7 +128,9 @@ async function bringUp(base: string): Promise<{ cp: ControlPlane; env: Record<st
   const dir = join(base, 'cp');
   await mkdir(base, { recursive: true });
   const ports = { API_PORT: await freePort(), ETCD_PORT: await freePort(), ETCD_PEER_PORT: await freePort(), KCM_PORT: await freePort(), SCHED_PORT: await freePort() };
-  const env = { ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), SIGNING_DURATION: `${TEST_SIGNING_DURATION_MS / 1000}s` };
+  // The script's default gates plus user namespaces: without the gate the 1.28 API server drops
+  // `hostUsers` from pods, and the node VM suite tests it (a pod that does not ask is unaffected).
+  const env = { ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), SIGNING_DURATION: `${TEST_SIGNING_DURATION_MS / 1000}s`, FEATURE_GATES: 'SidecarContainers=true,UserNamespacesSupport=true' };
   log(`up ${dir} ${JSON.stringify(ports)}`);
   const t0 = performance.now();
   let out;

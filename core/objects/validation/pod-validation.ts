@@ -97,6 +97,12 @@ function validatePodSpec(v: unknown, path: string, errs: FieldErrors): void {
   if (get(spec, 'shareProcessNamespace') === true && get(spec, 'hostPID') === true) {
     errs.invalid(child(path, 'shareProcessNamespace'), true, 'ShareProcessNamespace and HostPID cannot both be enabled');
   }
+  // A pod with a user namespace of its own cannot share the host's namespaces (KEP-127's restriction, upstream's words).
+  if (get(spec, 'hostUsers') === false) {
+    for (const f of ['hostNetwork', 'hostPID', 'hostIPC']) {
+      if (get(spec, f) === true) errs.forbidden(child(path, f), 'when `pod.Spec.HostUsers` is false');
+    }
+  }
   const os = obj(get(spec, 'os'));
   if (os) enumField(os, 'name', OS_NAMES, child(path, 'os'), errs, true);
   validatePodSecurityContext(get(spec, 'securityContext'), child(path, 'securityContext'), errs);

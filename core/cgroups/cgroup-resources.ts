@@ -23,6 +23,19 @@ export const CPU_PERIOD_US = 100_000;
 export const MIN_SHARES = 2;
 export const MAX_SHARES = 262_144;
 
+/** The smallest CFS quota upstream sets (MinQuotaPeriod, 1 ms). */
+const MIN_QUOTA_US = 1000;
+
+/** Upstream's MilliCPUToShares: 1024 shares a CPU, at least the kernel's minimum. */
+export function milliCPUToShares(milli: number): number {
+  return milli <= 0 ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milli * 1024) / 1000));
+}
+
+/** Upstream's MilliCPUToQuota over the default period, at least 1 ms. */
+export function milliCPUToQuota(milli: number): number {
+  return Math.max(MIN_QUOTA_US, Math.floor((milli * CPU_PERIOD_US) / 1000));
+}
+
 /**
  * cpu.shares → cpu.weight as runc and the kubelet convert them (1..10000 from 2..262144),
  * so a pod gets the same relative CPU on v2 as on v1: the minimum share is weight 1, the

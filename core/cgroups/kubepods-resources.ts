@@ -1,8 +1,7 @@
 import type { ReservedResources } from '../config/types.ts';
 import type { ResourceList } from '../node/allocatable.ts';
 import { parseQuantity, quantityValue } from '../node/resource-quantity.ts';
-import type { CgroupResources } from './cgroup-resources.ts';
-import { milliCPUToShares } from './pod-cgroups.ts';
+import { milliCPUToShares, type CgroupResources } from './cgroup-resources.ts';
 
 /**
  * The resources of the `kubepods` cgroup, as upstream's node allocatable enforcement sets them:

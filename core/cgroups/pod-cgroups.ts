@@ -5,10 +5,7 @@ import { bytes, milliCPU } from '../objects/quantity.ts';
 import { qosClass } from '../status/pod-status.ts';
 import type { CgroupDriver } from './cgroup-driver.ts';
 import type { CgroupName } from './cgroup-name.ts';
-import { CPU_PERIOD_US, MIN_SHARES, type CgroupResources } from './cgroup-resources.ts';
-
-/** The smallest CFS quota upstream sets (MinQuotaPeriod, 1 ms). */
-const MIN_QUOTA_US = 1000;
+import { CPU_PERIOD_US, MIN_SHARES, milliCPUToQuota, milliCPUToShares, type CgroupResources } from './cgroup-resources.ts';
 
 /** The cgroup of a pod below the kubelet's root, by QoS class, as upstream lays it out. */
 export function podCgroupName(root: CgroupName, pod: V1Pod): CgroupName {
@@ -64,16 +61,6 @@ export function podResources(pod: V1Pod, pidsLimit?: number): CgroupResources {
   if (memLimited) out.memoryLimitBytes = podAmount(pod, (c) => mem(c.resources?.limits?.memory), overheadMem);
   if (pidsLimit !== undefined && pidsLimit > 0) out.pidsLimit = pidsLimit;
   return out;
-}
-
-/** Upstream's MilliCPUToShares: 1024 shares a CPU, at least the kernel's minimum. */
-export function milliCPUToShares(milli: number): number {
-  return milli <= 0 ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milli * 1024) / 1000));
-}
-
-/** Upstream's MilliCPUToQuota over the default period, at least 1 ms. */
-export function milliCPUToQuota(milli: number): number {
-  return Math.max(MIN_QUOTA_US, Math.floor((milli * CPU_PERIOD_US) / 1000));
 }
 
 export interface PodCgroupsOptions {

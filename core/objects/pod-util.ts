@@ -74,3 +74,15 @@ export function containerKind(pod: V1Pod, name: string): ContainerKind {
   if ((pod.spec?.ephemeralContainers ?? []).some((c) => c.name === name)) return 'ephemeral';
   return 'app';
 }
+
+/**
+ * The statuses of the conditions a pod's readiness gates name (undefined without gates). Another
+ * component sets them in the API, and a change must reach the pod's sync (its Ready condition
+ * follows them), though the kubelet otherwise ignores the status the API server has: part of
+ * what the pod sources compare to tell a change.
+ */
+export function readinessGateStates(pod: V1Pod): Array<[string, string | undefined]> | undefined {
+  const gates = pod.spec?.readinessGates;
+  if (!gates?.length) return undefined;
+  return gates.map((g) => [g.conditionType, pod.status?.conditions?.find((c) => c.type === g.conditionType)?.status]);
+}

@@ -13,7 +13,7 @@
  * - the first list reads the API server's watch cache (resourceVersion=0, as upstream's
  *   reflector), a re-list after 410 Gone / Expired reads etcd (resourceVersion="");
  * - a re-list replaces the store with the list and emits only if some pod was added, removed or
- *   changed (by UID, metadata and spec: a change of status alone is not given again), so a
+ *   changed (by UID, metadata, spec and readiness gate conditions: other status changes are not given again), so a
  *   re-list of an unchanged set emits nothing and no pod is ever removed by a re-list that does
  *   not remove it;
  * - while the API server is away the last set stays (nothing is emitted because of an error);
@@ -39,7 +39,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
-import { canonicalJSON } from '../objects/pod-util.ts';
+import { canonicalJSON, readinessGateStates } from '../objects/pod-util.ts';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient } from '../apiserver/api-client.ts';
@@ -207,7 +207,7 @@ export class ApiPodSource implements PodSource {
     pod.kind = 'Pod';
     meta.annotations = { ...(meta.annotations ?? {}), [CONFIG_SOURCE_ANNOTATION]: 'api', [CONFIG_SEEN_ANNOTATION]: seen };
     const { resourceVersion: _rv, managedFields: _mf, ...rest } = (raw as V1Pod).metadata!;
-    const fingerprint = createHash('sha256').update(canonicalJSON({ metadata: rest, spec: (raw as V1Pod).spec })).digest('base64url');
+    const fingerprint = createHash('sha256').update(canonicalJSON({ metadata: rest, spec: (raw as V1Pod).spec, gates: readinessGateStates(raw as V1Pod) })).digest('base64url');
     return { uid, entry: { pod, fingerprint, key: `${meta.namespace}/${meta.name}` } };
   }
 

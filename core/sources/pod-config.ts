@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { canonicalJSON } from '../objects/pod-util.ts';
+import { canonicalJSON, readinessGateStates } from '../objects/pod-util.ts';
 
 export type PodOperation = 'ADD' | 'UPDATE' | 'REMOVE';
 
@@ -24,7 +24,7 @@ export class PodConfig {
     const updated: V1Pod[] = [];
     for (const pod of pods) {
       const uid = pod.metadata!.uid!;
-      const fingerprint = canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels, annotations: pod.metadata?.annotations, deletion: pod.metadata?.deletionTimestamp, grace: pod.metadata?.deletionGracePeriodSeconds });
+      const fingerprint = canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels, annotations: pod.metadata?.annotations, deletion: pod.metadata?.deletionTimestamp, grace: pod.metadata?.deletionGracePeriodSeconds, gates: readinessGateStates(pod) });
       next.set(uid, { pod, fingerprint });
       const old = prev.get(uid);
       if (!old) added.push(pod);

@@ -136,6 +136,22 @@ function condition(type: string, ok: boolean, inputs: StatusInputs, reason?: str
  * conditions, container, init container and ephemeral container statuses (state, lastState,
  * restartCount, image, imageID, containerID, started, ready), IPs and QoS class.
  */
+/**
+ * Why the pod's readiness gates hold it back, in upstream's words: a gate whose condition is
+ * missing from the pod's status, or not True. The conditions are the pod's as the API server
+ * has them; the kubelet's own status patches leave them there (merged by type).
+ */
+export function readinessGateMessages(pod: V1Pod): string[] {
+  const conditions = pod.status?.conditions ?? [];
+  const out: string[] = [];
+  for (const gate of pod.spec?.readinessGates ?? []) {
+    const c = conditions.find((x) => x.type === gate.conditionType);
+    if (!c) out.push(`corresponding condition of pod readiness gate "${gate.conditionType}" does not exist.`);
+    else if (c.status !== 'True') out.push(`the status of pod readiness gate "${gate.conditionType}" is not "True", but ${c.status}`);
+  }
+  return out;
+}
+
 export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, inputs: StatusInputs): V1PodStatus {
   const byName = new Map<string, ContainerStatus[]>();
   for (const c of rs?.containers ?? []) {
@@ -173,12 +189,18 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
   // Terminal phases: reason PodCompleted / PodFailed and no message, as upstream.
   const notReadyReason = phase === 'Succeeded' ? 'PodCompleted' : phase === 'Failed' ? 'PodFailed' : 'ContainersNotReady';
   const notReadyMsg = phase === 'Succeeded' || phase === 'Failed' ? undefined : unreadyMsg;
+  // Readiness gates: Ready also waits for each gate's condition, which another component sets
+  // on the pod in the API (a load balancer controller, say), to be True.
+  const gatesUnready = containersReady && phase === 'Running' ? readinessGateMessages(pod) : [];
+  const ready = containersReady && phase === 'Running' && gatesUnready.length === 0;
   const status: V1PodStatus = {
     phase,
     conditions: [
       condition('PodReadyToStartContainers', sandboxReady, inputs),
       condition('Initialized', initDone, inputs, 'ContainersNotInitialized', `containers with incomplete status: [${uninitialized.join(' ')}]`),
-      condition('Ready', containersReady && phase === 'Running', inputs, notReadyReason, notReadyMsg),
+      gatesUnready.length
+        ? condition('Ready', false, inputs, 'ReadinessGatesNotReady', gatesUnready.join(', '))
+        : condition('Ready', ready, inputs, notReadyReason, notReadyMsg),
       condition('ContainersReady', containersReady, inputs, notReadyReason, notReadyMsg),
       condition('PodScheduled', true, inputs),
     ],

@@ -1,8 +1,12 @@
+import os from 'node:os';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, LABEL } from '../runtime/labels.ts';
 import type { ContainerConfig, KeyValue, LinuxContainerResources, LinuxContainerSecurityContext } from '../runtime/types.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
-import { containerHash, gracePeriodSeconds } from '../objects/pod-util.ts';
+import { containerHash, gracePeriodSeconds, isSidecar } from '../objects/pod-util.ts';
+import { CPU_PERIOD_US, milliCPUToQuota, milliCPUToShares } from '../cgroups/cgroup-resources.ts';
+import { isCriticalPod } from '../eviction/critical-pods.ts';
+import { qosClass } from '../status/pod-status.ts';
 import { namespaceModes } from './sandbox-config.ts';
 import { expandVars } from './expansion.ts';
 import { ContainerConfigError, containerEnv, machineAllocatable } from './container-env.ts';
@@ -11,23 +15,54 @@ import { SecurityContextError, containerSecurityContext, type SecurityInputs } f
 // Defined with the env code, which throws it most; re-exported here where callers expect it.
 export { ContainerConfigError };
 
-const CPU_PERIOD_US = 100_000;
-const MIN_SHARES = 2;
-const MIN_QUOTA_US = 1000;
+/** Upstream's oom_score_adj of Guaranteed (and node-critical) containers: the last the kernel kills. */
+export const GUARANTEED_OOM_SCORE_ADJ = -997;
+/** Upstream's oom_score_adj of BestEffort containers: the first the kernel kills. */
+export const BESTEFFORT_OOM_SCORE_ADJ = 1000;
 
-/** requests/limits → cgroup values, with upstream's conversions (milliCPUToShares, milliCPUToQuota). */
-export function linuxResources(container: V1Container): LinuxContainerResources {
+/** A container's memory request (a limit alone implies it, as API defaulting does), bytes. */
+const memoryRequest = (c: V1Container): number => {
+  const q = c.resources?.requests?.memory ?? c.resources?.limits?.memory;
+  return q === undefined ? 0 : bytes(q);
+};
+
+/**
+ * The container's oom_score_adj by its pod's QoS class, as upstream's
+ * GetContainerOOMScoreAdjust: node-critical and Guaranteed -997, BestEffort 1000, Burstable
+ * 1000 less its share of the machine's memory in thousandths (a container that uses more than
+ * it requested scores 1000 and goes first), within 3 and 999; a sidecar scores no higher than
+ * the pod's smallest app container, so it outlives what it serves.
+ */
+export function oomScoreAdj(pod: V1Pod, container: V1Container, memoryCapacityBytes: number): number {
+  if (isCriticalPod(pod, { evictStaticPods: false }) && pod.spec?.priorityClassName === 'system-node-critical') return GUARANTEED_OOM_SCORE_ADJ;
+  const qos = qosClass(pod);
+  if (qos === 'Guaranteed') return GUARANTEED_OOM_SCORE_ADJ;
+  if (qos === 'BestEffort') return BESTEFFORT_OOM_SCORE_ADJ;
+  const score = (request: number) => 1000 - Math.trunc((1000 * request) / memoryCapacityBytes);
+  let adj = score(memoryRequest(container));
+  if (isSidecar(container) && (pod.spec?.initContainers ?? []).includes(container)) {
+    const apps = pod.spec?.containers ?? [];
+    if (apps.length) adj = Math.min(adj, score(Math.min(...apps.map(memoryRequest))));
+  }
+  if (adj < 1000 + GUARANTEED_OOM_SCORE_ADJ) return 1000 + GUARANTEED_OOM_SCORE_ADJ;
+  if (adj === BESTEFFORT_OOM_SCORE_ADJ) return adj - 1;
+  return adj;
+}
+
+/** requests/limits → cgroup values, with upstream's conversions (milliCPUToShares, milliCPUToQuota), and the QoS oom_score_adj. */
+export function linuxResources(pod: V1Pod, container: V1Container, memoryCapacityBytes = os.totalmem()): LinuxContainerResources {
   const requests = container.resources?.requests ?? {};
   const limits = container.resources?.limits ?? {};
   const out: LinuxContainerResources = {};
   // A limit without a request implies the request (API defaulting).
   const cpuRequest = requests.cpu ?? limits.cpu;
-  out.cpuShares = cpuRequest === undefined ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milliCPU(cpuRequest) * 1024) / 1000));
+  out.cpuShares = milliCPUToShares(cpuRequest === undefined ? 0 : milliCPU(cpuRequest));
   if (limits.cpu !== undefined) {
     out.cpuPeriod = CPU_PERIOD_US;
-    out.cpuQuota = Math.max(MIN_QUOTA_US, Math.floor((milliCPU(limits.cpu) * CPU_PERIOD_US) / 1000));
+    out.cpuQuota = milliCPUToQuota(milliCPU(limits.cpu));
   }
   if (limits.memory !== undefined) out.memoryLimitInBytes = bytes(limits.memory);
+  out.oomScoreAdj = oomScoreAdj(pod, container, memoryCapacityBytes);
   return out;
 }
 
@@ -90,6 +125,6 @@ export function buildContainerConfig(
     stdin: container.stdin ?? false,
     stdinOnce: container.stdinOnce ?? false,
     tty: container.tty ?? false,
-    linux: { resources: linuxResources(container), securityContext: securityContext(pod, container, security) },
+    linux: { resources: linuxResources(pod, container), securityContext: securityContext(pod, container, security) },
   };
 }

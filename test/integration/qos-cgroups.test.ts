@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
 import { cgroupV1Mounts } from '../../core/cgroups/cgroup-mounts.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { removeCgroupRoot, testCgroupRoot } from '../support/cgroups.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * QoS and pod cgroups on containerd with cgroupfs: pods land in kubepods/, burstable/ or
@@ -33,7 +35,13 @@ describe('QoS classes and pod cgroups on containerd', function () {
     await removeCgroupRoot(cgroupRoot);
   });
 
-  const sleeper = (resources?: object) => ({ name: 'main', image: env.images.busybox, command: ['sleep', '3600'], ...(resources ? { resources } : {}) });
+  // Prints its oom_score_adj (upstream's QoS value, as the runtime applied it), then sleeps.
+  const sleeper = (resources?: object) => ({ name: 'main', image: env.images.busybox, command: ['sh', '-c', 'cat /proc/self/oom_score_adj; exec sleep 3600'], ...(resources ? { resources } : {}) });
+  const oomScoreAdj = async (p: V1Pod) => {
+    const file = path.join(t.config.podLogsDir, `${ns}_${p.metadata!.name}_${p.metadata!.uid}`, 'main', '0.log');
+    const line = await waitFor(`${p.metadata!.name}'s oom_score_adj in its log`, async () => (await fs.readFile(file, 'utf8').catch(() => '')).split('\n')[0] || undefined, 10_000, 100);
+    return Number(line.split(' ').pop());
+  };
 
   it('puts each pod in the cgroup of its QoS class with pod-level limits, and removes it with the pod', async () => {
     await t.writeManifest('guaranteed.json', podManifest('guaranteed', [sleeper({ limits: { cpu: '200m', memory: '48Mi' } })], { terminationGracePeriodSeconds: 1 }, { namespace: ns }));
@@ -55,6 +63,13 @@ describe('QoS classes and pod cgroups on containerd', function () {
     const tasks = (await fs.readFile(path.join(gDir, containerId, 'cgroup.procs'), 'utf8')).trim();
     assert.ok(tasks.length > 0, 'the container process runs in the pod cgroup');
     await fs.access(memoryDir('burstable', `pod${b.metadata!.uid}`));
+    // oom_score_adj by QoS class: BestEffort 1000, Burstable 1000 less its request's thousandths
+    // of the machine (16Mi here) within 3..999, Guaranteed -997 where the runtime allows a negative value (this
+    // machine's containerd restricts it to containerd's own, at most 0).
+    assert.equal(await oomScoreAdj(be), 1000);
+    // (16Mi of this machine's memory is less than a thousandth: 999, below BestEffort's 1000.)
+    assert.equal(await oomScoreAdj(b), Math.min(999, 1000 - Math.trunc((1000 * 16 * 2 ** 20) / os.totalmem())));
+    assert.ok((await oomScoreAdj(g)) <= 0, 'Guaranteed: not above containerd\'s own');
     // podPidsLimit on every pod cgroup; the Burstable tier weighs its pods' CPU requests (100m);
     // kubepods holds node allocatable (enforceNodeAllocatable: pods, upstream's default).
     const pids = mounts.get('pids');

@@ -10,6 +10,7 @@ import { CgroupfsDriver } from '../../core/cgroups/cgroupfs-driver.ts';
 import { kubepodsResources } from '../../core/cgroups/kubepods-resources.ts';
 import { setUpNodeCgroups } from '../../core/cgroups/node-cgroups.ts';
 import { PodCgroups, podCgroupName, podResources } from '../../core/cgroups/pod-cgroups.ts';
+import { oomScoreAdj } from '../../core/pod/container-config.ts';
 import { SystemdDriver } from '../../core/cgroups/systemd-driver.ts';
 import { ConfigError } from '../../core/errors.ts';
 import { silentLogger } from '../../core/logger.ts';
@@ -210,5 +211,28 @@ describe('cgroup names, resources and drivers', function () {
     const made = await setUpNodeCgroups({ config, runtime: quiet, capacity: {}, activePods: () => [], logger: silentLogger(), mounts: await fakeV2(dir) });
     assert.ok(made);
     await made.close();
+  });
+});
+
+describe('QoS oom_score_adj (upstream GetContainerOOMScoreAdjust)', function () {
+  const GiB = 2 ** 30;
+  const c = (memory?: string, more: object = {}) => ({ name: 'c', image: 'x', ...(memory ? { resources: { requests: { memory } } } : {}), ...more });
+
+  it('Guaranteed and node-critical -997, BestEffort 1000, Burstable by its share of the machine within 3..999, a sidecar no higher than the smallest app container', () => {
+    assert.equal(oomScoreAdj(guaranteed(), guaranteed().spec!.containers[0]!, 8 * GiB), -997);
+    assert.equal(oomScoreAdj(besteffort(), besteffort().spec!.containers[0]!, 8 * GiB), 1000);
+    const critical = pod([c()], { priorityClassName: 'system-node-critical', priority: 2_000_001_000 });
+    assert.equal(oomScoreAdj(critical, critical.spec!.containers[0]!, 8 * GiB), -997);
+    const clusterCritical = pod([c('1Gi')], { priorityClassName: 'system-cluster-critical', priority: 2_000_000_000 });
+    assert.equal(oomScoreAdj(clusterCritical, clusterCritical.spec!.containers[0]!, 8 * GiB), 875, 'cluster-critical is not node-critical: its QoS decides');
+    const b = pod([c('2Gi')]);
+    assert.equal(oomScoreAdj(b, b.spec!.containers[0]!, 8 * GiB), 750);
+    const tiny = pod([c('1Mi')]);
+    assert.equal(oomScoreAdj(tiny, tiny.spec!.containers[0]!, 8 * GiB), 999, 'never BestEffort\'s 1000');
+    const huge = pod([c('8Gi')]);
+    assert.equal(oomScoreAdj(huge, huge.spec!.containers[0]!, 8 * GiB), 3, 'never below a Guaranteed container using all memory');
+    const side = c('64Mi', { restartPolicy: 'Always' });
+    const withSidecar = pod([c('4Gi'), c('2Gi')], { initContainers: [side] });
+    assert.equal(oomScoreAdj(withSidecar, side, 8 * GiB), 750, 'the sidecar scores as the smallest app container (2Gi), not its own 64Mi');
   });
 });

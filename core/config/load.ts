@@ -252,6 +252,8 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     runtimeRequestTimeoutMs: parseDuration(c.runtimeRequestTimeout),
     address: c.address,
     readOnlyPort: c.readOnlyPort,
+    enableServer: c.enableServer,
+    enableDebuggingHandlers: c.enableDebuggingHandlers,
     maxPods: c.maxPods,
     cgroupsPerQOS: c.cgroupsPerQOS,
     maxPerPodContainer: c.maxPerPodContainer,

@@ -68,6 +68,8 @@ export const configSchema = {
     runtimeRequestTimeout: { ...duration('deadline of runtime calls'), default: '2m' },
     address: { type: 'string', default: '0.0.0.0', 'x-allowed': 'an IP address to listen on' },
     readOnlyPort: { ...port, default: 0 },
+    enableServer: { type: 'boolean', default: true },
+    enableDebuggingHandlers: { type: 'boolean', default: true },
     maxPods: { type: 'integer', minimum: 1, default: 110, 'x-allowed': 'an integer >= 1' },
     cgroupsPerQOS: { type: 'boolean', default: true },
     maxPerPodContainer: { type: 'integer', minimum: -1, default: 1, 'x-allowed': 'an integer >= 0, or -1 to keep all' },

@@ -61,6 +61,10 @@ export interface KubeletConfigInput {
   runtimeRequestTimeout?: Duration;
   /** Address the main port and the read-only port listen on (upstream address). Default 0.0.0.0. */
   address?: string;
+  /** Serve the main port (upstream enableServer); false leaves only the local socket. Default true. */
+  enableServer?: boolean;
+  /** Serve logs, exec, attach, port-forward and run on the main port (upstream enableDebuggingHandlers); false answers 405 there. Default true. */
+  enableDebuggingHandlers?: boolean;
   /** Port of the unauthenticated read-only HTTP server (/healthz, /pods, /stats/summary, /metrics...); 0 disables. Default 0. */
   readOnlyPort?: number;
   /** Most pods this kubelet admits. Default 110. */
@@ -283,6 +287,8 @@ export interface KubeletConfig {
   runtimeRequestTimeoutMs: number;
   address: string;
   readOnlyPort: number;
+  enableServer: boolean;
+  enableDebuggingHandlers: boolean;
   maxPods: number;
   cgroupsPerQOS: boolean;
   cgroupRoot: string;

@@ -117,7 +117,7 @@ const EVICTION_HARD_DEFAULTS = { 'memory.available': '100Mi', 'nodefs.available'
  * where upstream put them.
  */
 export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
-  enableServer: not('bool', only(true), 'true', 'the main port turned off (kubelet-ts always serves it)'),
+  enableServer: impl('bool'),
   staticPodPath: implZ('string'),
   podLogsDir: implZ('string'),
   syncFrequency: implZ('duration'),
@@ -154,7 +154,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   preloadedImagesVerificationAllowlist: not('stringList', empty, 'empty', 'pull credentials checked again for images already on the node'),
   eventRecordQPS: impl('int'),
   eventBurst: implZ('int'),
-  enableDebuggingHandlers: not('bool', only(true), 'true', 'logs, exec, attach and port-forward turned off on the main port'),
+  enableDebuggingHandlers: impl('bool'),
   enableContentionProfiling: not('bool', zero, 'false', 'profiling handlers'),
   healthzPort: impl('int', { upstreamDefault: () => 10248 }),
   healthzBindAddress: implZ('string', { upstreamDefault: () => '127.0.0.1' }),

@@ -52,6 +52,8 @@ export function configzBody(c: KubeletConfig): { kubeletconfig: Record<string, u
       cgroupsPerQOS: c.cgroupsPerQOS,
       cgroupRoot: c.cgroupRoot,
       cgroupDriver: c.cgroupDriver,
+      enableServer: c.enableServer,
+      enableDebuggingHandlers: c.enableDebuggingHandlers,
       enforceNodeAllocatable: c.enforceNodeAllocatablePods ? ['pods'] : [],
       podPidsLimit: c.podPidsLimit ?? -1,
       containerRuntimeEndpoint: c.containerRuntimeEndpoint,

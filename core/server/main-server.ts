@@ -69,6 +69,23 @@ export interface MainServerOptions {
   maxStreams?: number;
   /** The budget of connections that have not authenticated (default DEFAULT_BUDGET). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** Serve the port at all (upstream enableServer); the local socket is served either way. Default true. */
+  serveTcp?: boolean;
+  /**
+   * Serve logs, exec, attach, port-forward, run and the debugging views on the port (upstream
+   * enableDebuggingHandlers); when false they answer 405 "Debug endpoints are disabled." there,
+   * as upstream's. The local socket (root on the node only) keeps them. Default true.
+   */
+  debuggingHandlers?: boolean;
+}
+
+/** The paths upstream serves only with enableDebuggingHandlers (its InstallDebuggingHandlers), by prefix. */
+const DEBUGGING_PREFIXES = ['/run/', '/exec/', '/attach/', '/portForward/', '/containerLogs/', '/runningpods/', '/debug/', '/logs/'];
+const DEBUGGING_DISABLED = 'Debug endpoints are disabled.';
+
+/** Whether a path is one of the debugging handlers'. */
+export function isDebuggingPath(pathname: string): boolean {
+  return DEBUGGING_PREFIXES.some((p) => pathname.startsWith(p) || pathname === p.slice(0, -1));
 }
 
 export class MainServer {
@@ -91,8 +108,28 @@ export class MainServer {
     return this.streams.size;
   }
 
-  /** Listens on address:port (HTTPS) and on the local socket. */
+  /** Listens on address:port (HTTPS) unless the port is off, and on the local socket. */
   async listen(): Promise<number> {
+    const { tls, logger } = this.opts;
+    if (this.opts.serveTcp === false) {
+      // Upstream's Node still reports the configured port; nothing answers there.
+      this.port = this.opts.port;
+    } else await this.listenTcp();
+    if (this.opts.socketPath) {
+      try {
+        await this.listenLocal(this.opts.socketPath);
+      } catch (err) {
+        await this.close();
+        throw err;
+      }
+    }
+    if (this.opts.serveTcp === false) logger.info({ socket: this.socketPath ?? null }, 'main port off (enableServer: false): the API server cannot reach this kubelet for logs, exec, attach or port-forward; the local socket serves kubelet-ts commands');
+    else logger.info({ address: this.opts.address, port: this.port, cert: tls.certFile ?? null, clientCA: tls.clientCAFrom ?? null, socket: this.socketPath ?? null, debuggingHandlers: this.opts.debuggingHandlers !== false }, tls.cert ? 'main server listening (HTTPS, authenticated)' : 'main server listening (HTTPS, authenticated); it refuses TLS handshakes until the cluster signs its serving certificate (serverTLSBootstrap)');
+    return this.port;
+  }
+
+  /** The port: a TCP listener in front of an HTTPS server, every connection in the budget of strangers. */
+  private async listenTcp(): Promise<void> {
     const { tls, logger } = this.opts;
     const limits = { ...DEFAULT_BUDGET, ...this.opts.connectionLimits };
     const server = https.createServer(
@@ -135,16 +172,6 @@ export class MainServer {
     this.https = server;
     this.front = front;
     this.port = (front.address() as AddressInfo).port;
-    if (this.opts.socketPath) {
-      try {
-        await this.listenLocal(this.opts.socketPath);
-      } catch (err) {
-        await this.close();
-        throw err;
-      }
-    }
-    logger.info({ address: this.opts.address, port: this.port, cert: tls.certFile ?? null, clientCA: tls.clientCAFrom ?? null, socket: this.socketPath ?? null }, tls.cert ? 'main server listening (HTTPS, authenticated)' : 'main server listening (HTTPS, authenticated); it refuses TLS handshakes until the cluster signs its serving certificate (serverTLSBootstrap)');
-    return this.port;
   }
 
   /**
@@ -256,6 +283,10 @@ export class MainServer {
         res.writeHead(admitted.status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${admitted.message}\n`);
         return;
       }
+      if (!local && this.opts.debuggingHandlers === false && isDebuggingPath(url.pathname)) {
+        res.writeHead(405, { 'content-type': 'text/plain; charset=utf-8' }).end(`${DEBUGGING_DISABLED}\n`);
+        return;
+      }
       const route = this.opts.routes.find(url.pathname);
       if (!route) {
         res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
@@ -277,6 +308,7 @@ export class MainServer {
       if (!url) return writeRawResponse(socket, 400, 'invalid request URL');
       const admitted = await this.admit(req, url, local);
       if ('status' in admitted) return writeRawResponse(socket, admitted.status, admitted.message);
+      if (!local && this.opts.debuggingHandlers === false && isDebuggingPath(url.pathname)) return writeRawResponse(socket, 405, DEBUGGING_DISABLED);
       const resolve = this.opts.routes.findUpgrade(url.pathname);
       if (!resolve) return writeRawResponse(socket, this.opts.routes.find(url.pathname) ? 400 : 404, this.opts.routes.find(url.pathname) ? 'this path does not upgrade' : '404 page not found');
       const max = this.opts.maxStreams ?? MAX_STREAMS;

@@ -53,6 +53,8 @@ export async function startMainServer(deps: KubeletRouteDeps & { logger: Logger;
       logger,
     }),
     streamIdleTimeoutMs: config.streamingConnectionIdleTimeoutMs,
+    serveTcp: config.enableServer,
+    debuggingHandlers: config.enableDebuggingHandlers,
     logger,
   });
   await server.listen();

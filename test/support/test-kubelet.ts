@@ -35,6 +35,8 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     cgroupsPerQOS: false,
     cgroupRoot: '/',
     cgroupDriver: 'cgroupfs',
+    enableServer: true,
+    enableDebuggingHandlers: true,
     enforceNodeAllocatablePods: true,
     podPidsLimit: undefined,
     maxPerPodContainer: 1,

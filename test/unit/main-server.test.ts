@@ -102,7 +102,7 @@ describe('main port: authentication and authorization', function () {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  async function start(opts: { api?: ReturnType<typeof fakeApi>; mode?: 'AlwaysAllow' | 'Webhook'; anonymous?: boolean; ttls?: [number, number, number]; routes?: RouteTable; maxStreams?: number; idleMs?: number; tls?: Partial<ServingTls>; connectionLimits?: ConstructorParameters<typeof MainServer>[0]['connectionLimits'] }) {
+  async function start(opts: { api?: ReturnType<typeof fakeApi>; mode?: 'AlwaysAllow' | 'Webhook'; anonymous?: boolean; ttls?: [number, number, number]; routes?: RouteTable; maxStreams?: number; idleMs?: number; tls?: Partial<ServingTls>; connectionLimits?: ConstructorParameters<typeof MainServer>[0]['connectionLimits']; serveTcp?: boolean; debuggingHandlers?: boolean }) {
     const [tokenTtl, allowTtl, denyTtl] = opts.ttls ?? [60_000, 60_000, 60_000];
     const routes = opts.routes ?? new RouteTable().add('/pods', () => ({ items: [] })).add('/healthz', () => 'ok').add('/stats/summary', () => ({ node: {} }));
     server = new MainServer({
@@ -118,6 +118,8 @@ describe('main port: authentication and authorization', function () {
       logger,
       ...(opts.maxStreams ? { maxStreams: opts.maxStreams } : {}),
       ...(opts.connectionLimits ? { connectionLimits: opts.connectionLimits } : {}),
+      ...(opts.serveTcp !== undefined ? { serveTcp: opts.serveTcp } : {}),
+      ...(opts.debuggingHandlers !== undefined ? { debuggingHandlers: opts.debuggingHandlers } : {}),
     });
     port = await server.listen();
     return server;
@@ -254,6 +256,46 @@ describe('main port: authentication and authorization', function () {
     await fs.writeFile(sock, 'not a socket');
     await assert.rejects(start({}), (err: Error) => err instanceof ServerListenError && /a file that is not a socket is there/.test(err.message));
     server = undefined;
+  });
+
+  it('enableDebuggingHandlers false: logs, exec, attach, port-forward and run answer 405 on the port (authenticated first), the rest is served; the local socket keeps them', async () => {
+    const routes = new RouteTable().add('/pods', () => ({ items: [] })).add('/containerLogs/', () => 'a log line').add('/run/', () => 'ran', ['POST']);
+    const api = fakeApi({ sar: () => true });
+    await start({ api, routes, debuggingHandlers: false });
+    const creds = { cert: await pki('node.crt'), key: await pki('node.key') };
+    assert.equal((await kubeletRequest(port, '/containerLogs/ns/p/c')).status, 401, 'authentication first, as upstream\'s filter');
+    assert.deepEqual(await kubeletRequest(port, '/containerLogs/ns/p/c', creds).then((r) => [r.status, r.body]), [405, 'Debug endpoints are disabled.\n']);
+    for (const p of ['/exec/ns/p/c?command=sh', '/attach/ns/p/c', '/portForward/ns/p', '/runningpods/', '/debug/pods/x']) {
+      assert.equal((await kubeletRequest(port, p, creds)).status, 405, p);
+    }
+    assert.equal((await kubeletRequest(port, '/run/ns/p/c', { ...creds, method: 'POST' })).status, 405);
+    assert.equal((await kubeletRequest(port, '/pods', creds)).status, 200, 'the rest is served');
+    const local = await new Promise<string>((resolve, reject) => {
+      http.get({ socketPath: path.join(dir, 'kubelet-ts.sock'), path: '/containerLogs/ns/p/c' }, (res) => {
+        let b = '';
+        res.on('data', (d) => (b += d)).on('end', () => resolve(`${res.statusCode} ${b}`));
+      }).on('error', reject);
+    });
+    assert.equal(local, '200 a log line', 'root on the node still reads logs through the local socket');
+  });
+
+  it('enableServer false: nothing listens on the port, the local socket serves', async () => {
+    const probe = net.createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => probe.once('listening', r));
+    const free = (probe.address() as net.AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    server = new MainServer({
+      address: '127.0.0.1', port: free, tls: serving, socketPath: path.join(dir, 'kubelet-ts.sock'), nodeName: 'n1', routes: new RouteTable().add('/pods', () => ({ items: [] })),
+      authenticator: new RequestAuthenticator({ x509: true, webhook: false, cacheTtlMs: 1000, anonymous: false, client: () => undefined, logger }),
+      authorizer: new RequestAuthorizer({ mode: 'AlwaysAllow', cacheAuthorizedTtlMs: 1000, cacheUnauthorizedTtlMs: 1000, client: () => undefined, logger }),
+      streamIdleTimeoutMs: 60_000, logger, serveTcp: false,
+    });
+    assert.equal(await server.listen(), free, 'the configured port is what the Node reports, as upstream');
+    await assert.rejects(kubeletRequest(free, '/pods', { cert: await pki('node.crt'), key: await pki('node.key'), timeoutMs: 2000 }), /ECONNREFUSED/);
+    const local = await new Promise<number>((resolve, reject) => {
+      http.get({ socketPath: path.join(dir, 'kubelet-ts.sock'), path: '/pods' }, (res) => resolve(res.statusCode ?? 0)).on('error', reject);
+    });
+    assert.equal(local, 200);
   });
 
   it('a taken port fails the start with one line naming the address and the field', async () => {

@@ -133,10 +133,10 @@ describe('TLS bootstrap and client certificate rotation (scripted CSR API)', fun
     api.mode = 'unauthorized';
     const { logger, lines } = captureLogger();
     const done = bootstrapClientCertificate(opts({ logger }));
-    await waitFor('two refusals', () => lines.filter((l) => /401/.test(String(l.msg))).length >= 2, 5000, 20);
+    await waitFor('two refusals', () => lines.filter((l) => /\(401 Unauthorized\)/.test(String(l.msg))).length >= 2, 5000, 20);
     api.mode = 'approve';
     assert.equal(await done, 'new certificate');
-    const refused = lines.find((l) => /401/.test(String(l.msg)))!;
+    const refused = lines.find((l) => /\(401 Unauthorized\)/.test(String(l.msg)))!;
     assert.match(String(refused.msg), new RegExp(`^TLS bootstrap: the API server ${api.url.replace(/[.]/g, '\\.')} refused the credentials of .* \\(401 Unauthorized\\): Unauthorized \\(is the bootstrap token in ${bootstrapKubeconfig.replace(/[.]/g, '\\.')} invalid, expired or deleted\\? kubeadm token create makes a new one\\); retrying in \\d+ms$`));
   });
 

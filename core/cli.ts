@@ -14,9 +14,8 @@ import { KUBELET_VERSION } from './version.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server/read-only-server.ts';
 import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
+import { exitOnUncaughtErrors, stopOnSignals } from './process-lifecycle.ts';
 
-/** The exit code of a kubelet ended by a bug (an uncaught exception or rejection): sysexits' EX_SOFTWARE. */
-const CRASH_EXIT_CODE = 70;
 
 /** The log levels the config schema accepts, so the help can never list fewer or others. */
 const LOG_LEVELS = (configSchema.properties.logging.properties.level.enum as readonly string[]).join('|');
@@ -153,49 +152,19 @@ async function main(): Promise<number> {
   for (const n of notices) logger[n.level](n.ignored ? { config: config.configFile, ignored: n.ignored.map((i) => i.name) } : {}, n.msg);
   const kubelet = new Kubelet(config, logger);
 
-  // Crash-only, as upstream's kubelet on a panic: a throw nothing caught is a bug, after which
-  // the kubelet's state is unknown. It is logged, naming the plugin whose code the stack runs
-  // through, and the process exits; pods keep running, and the kubelet started again (by
-  // systemd's Restart=always, by the up console) adopts them. Throws the kubelet expects (a
-  // hook tap, a gRPC call, a timer of its own) are caught where they happen.
-  const crash = (what: string) => (err: unknown) => {
-    const plugin = kubelet.plugins.pluginOfError(err);
-    const culprit = plugin ? `in plugin '${plugin}' ` : '';
-    logger.fatal({ err, ...(plugin ? { plugin } : {}), exitCode: CRASH_EXIT_CODE }, `${what} ${culprit}(a bug: please report it${plugin ? ` to the plugin's authors` : ''}); exiting: pods keep running, and the kubelet started again takes them over`);
-    logger.flush();
-    process.exit(CRASH_EXIT_CODE);
-  };
-  process.on('uncaughtException', crash('uncaught exception'));
-  process.on('unhandledRejection', crash('unhandled promise rejection'));
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) {
-      // A second signal: the operator does not want to wait for the bounded stop.
-      logger.warn({ signal }, 'second signal: exiting now');
-      logger.flush();
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info({ signal }, 'shutting down (pods keep running)');
-    // The stop is bounded step by step; this bounds it as a whole, whatever a runtime call or a
-    // busy event loop (a pod of hundreds of containers starting) holds up: the process ends.
-    setTimeout(() => {
-      logger.warn({ signal, waitedMs: STOP_DEADLINE_MS }, 'shutdown did not finish in time: exiting now (a restarted kubelet takes its pods over)');
-      logger.flush();
-      process.exit(1);
-    }, STOP_DEADLINE_MS).unref();
-    await kubelet.stop();
-    logger.flush();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  exitOnUncaughtErrors({ logger, pluginOfError: (err) => kubelet.plugins.pluginOfError(err), consequence: 'pods keep running, and the kubelet started again takes them over' });
+  const signals = stopOnSignals({
+    logger,
+    stoppingMessage: 'shutting down (pods keep running)',
+    deadlineMs: STOP_DEADLINE_MS,
+    deadlineConsequence: 'a restarted kubelet takes its pods over',
+    stop: () => kubelet.stop(),
+  });
   try {
     await kubelet.start();
   } catch (err) {
     // A signal during the start (a TLS bootstrap that waits) ends it: the signal's stop exits.
-    if (stopping) return -1;
+    if (signals.stopping()) return -1;
     // Release what started (timers, watchers, sockets) so the exit below is clean.
     await kubelet.stop().catch((e: unknown) => logger.warn({ err: errorMessage(e) }, 'stop after a failed start failed'));
     throw err;

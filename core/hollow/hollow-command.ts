@@ -13,10 +13,16 @@ import { Limiter } from '../util/limiter.ts';
 import { RUNS_COMPILED } from '../util/package-root.ts';
 import { HOLLOW_USAGE, parseHollowArgs, type HollowArgs } from './hollow-args.ts';
 import { HollowFleet } from './hollow-fleet.ts';
+import { exitOnUncaughtErrors, stopOnSignals } from '../process-lifecycle.ts';
 import { cannotImpersonateNode } from './node-identity.ts';
 
 /** How often the command logs what its nodes hold (pods, memory, API streams). */
 const SUMMARY_MS = 60_000;
+/**
+ * The longest a signalled command takes to exit: stopping many nodes' workers, and with
+ * --cleanup deleting their Nodes, is bounded here as a whole.
+ */
+const STOP_DEADLINE_MS = 120_000;
 /** Node deletions at once with --cleanup. */
 const CLEANUP_PARALLELISM = 16;
 
@@ -56,12 +62,11 @@ export async function hollowCommand(argv: string[]): Promise<number> {
   const fleet = new HollowFleet({ base, nodes: args.nodes, prefix: args.prefix, rootDir, identity: args.identity, transport, kubeconfig: loaded, capacity: args.capacity, logger: nodeLogger });
   const names = fleet.names();
 
-  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception (a bug: please report it); the nodes keep running'));
-  process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled promise rejection (a bug: please report it); the nodes keep running'));
-
+  // Crash-only, as a kubelet: a hollow node whose worker or watch died on a bug would go on
+  // heartbeating as Ready while its pods are never synced, which is the failure a scale test
+  // must not hide. The Nodes stay in the API; the command started again takes them over.
+  exitOnUncaughtErrors({ logger: log, consequence: 'the hollow Nodes stay in the API; the command started again with the same prefix takes them over' });
   let summary: NodeJS.Timeout | undefined;
-  let stopping = false;
-  let firstSignalAt = 0;
   const finish = async () => {
     clearInterval(summary);
     await fleet.stop();
@@ -69,24 +74,16 @@ export async function hollowCommand(argv: string[]): Promise<number> {
     transport.close();
     if (ownRootDir) await fs.rm(rootDir, { recursive: true, force: true }).catch(() => {});
   };
-  const stop = async (signal: string) => {
-    // A signal to the process group reaches the process twice (timeout(1), npm's forwarding): only a second one a moment later means "now".
-    if (stopping && performance.now() - firstSignalAt < 1000) return;
-    if (stopping) {
-      log.warn({ signal }, 'second signal: exiting now');
-      log.flush();
-      process.exit(1);
-    }
-    stopping = true;
-    firstSignalAt = performance.now();
-    log.info({ signal, cleanup: args.cleanup }, args.cleanup ? 'stopping the hollow nodes, then deleting their Nodes' : 'stopping the hollow nodes (their Nodes and pods stay in the API)');
-    await finish();
-    log.info('hollow nodes stopped');
-    log.flush();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  const signals = stopOnSignals({
+    logger: log,
+    stoppingMessage: args.cleanup ? 'stopping the hollow nodes, then deleting their Nodes' : 'stopping the hollow nodes (their Nodes and pods stay in the API)',
+    deadlineMs: STOP_DEADLINE_MS,
+    deadlineConsequence: 'the hollow Nodes stay in the API',
+    stop: async () => {
+      await finish();
+      log.info('hollow nodes stopped');
+    },
+  });
 
   try {
     if (args.identity === 'node') {
@@ -100,7 +97,7 @@ export async function hollowCommand(argv: string[]): Promise<number> {
       server: loaded.server, rootDir, startMs: Math.round(performance.now() - t0), api: transport.stats(), code: RUNS_COMPILED ? 'compiled' : 'sources',
     }, 'hollow nodes started');
   } catch (err) {
-    if (stopping) return -1;
+    if (signals.stopping()) return -1;
     await finish().catch(() => {});
     const known = err instanceof ConfigError || (err as { name?: string })?.name === 'KubeconfigError' || (err as { name?: string })?.name === 'ApiError';
     process.stderr.write(`kubelet-ts hollow: ${known ? errorMessage(err) : (err as Error)?.stack ?? errorMessage(err)}\n`);

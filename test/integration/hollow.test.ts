@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { controlPlaneOrSkip, type ControlPlane } from '../support/control-plane.ts';
 import { runHollowToExit, startHollowProcess, type HollowProcess } from '../support/hollow-process.ts';
@@ -161,6 +162,23 @@ describe('kubelet-ts hollow (real control plane)', function () {
       await assert.rejects(core.readNode({ name }), /404|not found/i, `Node ${name} deleted`);
       await assert.rejects(coordination.readNamespacedLease({ name, namespace: 'kube-node-lease' }), /404|not found/i, `Lease ${name} deleted`);
     }
+  });
+
+  it('is crash-only: an uncaught exception ends the process (exit 70, one fatal line) instead of leaving its nodes heartbeating in an unknown state', async function () {
+    // A bug nothing catches, injected from outside the product: a preloaded module throws from a
+    // SIGUSR2 handler, which Node reports as an uncaught exception of the process.
+    const inject = `data:text/javascript,${encodeURIComponent("process.on('SIGUSR2', () => { throw new Error('injected bug'); });")}`;
+    const p = `${prefix}-k`;
+    const h = await startHollowProcess({ nodes: 1, kubeconfig: cp.adminKubeconfig, prefix: p, env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${inject}`.trim() } });
+    cleanupNodes.push(...h.names);
+    process.kill(h.pid, 'SIGUSR2');
+    const code = await Promise.race([h.exited, sleep(20_000).then(() => 'still running 20 s after the uncaught exception')]);
+    const { output } = await h.stop('SIGKILL');
+    assert.equal(code, 70, output.split('\n').slice(-5).join('\n'));
+    const fatal = output.split('\n').filter((l) => l.includes('"level":60'));
+    assert.equal(fatal.length, 1, output.split('\n').slice(-5).join('\n'));
+    assert.match(fatal[0]!, /"msg":"uncaught exception \(a bug: please report it\); exiting: the hollow Nodes stay in the API/);
+    assert.match(fatal[0]!, /injected bug/);
   });
 
   it('refuses to start when the kubeconfig\'s identity may not act as the nodes, saying how to fix it', async function () {

@@ -36,6 +36,8 @@ export interface HollowProcessOptions {
   args?: string[];
   /** Until the command says its nodes started. Default 120 s. */
   startTimeoutMs?: number;
+  /** More environment for the process (NODE_OPTIONS, say). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Starts the command and waits for its 'hollow nodes started' line; throws with its output when it exits first. */
@@ -44,7 +46,7 @@ export async function startHollowProcess(opts: HollowProcessOptions): Promise<Ho
   const logFile = path.join(dir, 'hollow.log');
   const out = createWriteStream(logFile);
   await once(out, 'open');
-  const child = spawn(KUBELET_BIN, ['hollow', '--nodes', String(opts.nodes), '--kubeconfig', opts.kubeconfig, '--node-name-prefix', opts.prefix, ...(opts.args ?? [])], { stdio: ['ignore', out, out] });
+  const child = spawn(KUBELET_BIN, ['hollow', '--nodes', String(opts.nodes), '--kubeconfig', opts.kubeconfig, '--node-name-prefix', opts.prefix, ...(opts.args ?? [])], { stdio: ['ignore', out, out], ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}) });
   const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string);
   const output = () => readFile(logFile, 'utf8').catch(() => '');
   const cleanup = async () => {

@@ -2,7 +2,7 @@
 # The README's first command on a fresh Debian 12 machine, as root:
 #   sudo scripts/up.sh
 # Installs the node's Debian packages if missing (containerd, runc, CNI plugins, a registry,
-# skopeo, static busybox, iptables, iproute2), installs Node dependencies if node_modules is
+# skopeo, static busybox, iptables, iproute2) and Node 24 LTS (scripts/install-node.sh), installs Node dependencies if node_modules is
 # missing, builds dist/ (`npm run build`), then runs `node bin/kubelet-ts-up.mjs` (same as
 # `npm run up`) with the flags given here (`scripts/up.sh --help`: --node-dir, --manifests, ports).
 set -euo pipefail
@@ -15,15 +15,9 @@ fi
 
 scripts/install-node-packages.sh
 
-if ! command -v node >/dev/null 2>&1; then
-  echo "scripts/up.sh: Node.js >= 20 is required (https://nodejs.org or the NodeSource Debian packages)" >&2
-  exit 1
-fi
-node_major="$(node -p 'process.versions.node.split(".")[0]')"
-if [ "$node_major" -lt 20 ]; then
-  echo "scripts/up.sh: Node.js >= 20 is required, found $(node --version)" >&2
-  exit 1
-fi
+# Node 24 LTS, the runtime kubelet-ts is supported on (kept when the machine's node is 24.x).
+scripts/install-node.sh
+hash -r
 
 if [ ! -d node_modules ]; then
   echo "scripts/up.sh: npm ci"

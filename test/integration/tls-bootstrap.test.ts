@@ -126,7 +126,7 @@ describe('TLS bootstrap and certificate rotation on the real control plane', fun
       assert.deepEqual(pending.spec.usages, ['digital signature', 'server auth']);
       assert.equal(condition(pending, 'Approved'), undefined, 'nobody approves serving certificates on their own');
       // OpenSSL 3.0 (Node 20, 22) names the alert SSLV3_ALERT_..., OpenSSL 3.5 (Node 24) SSL/TLS_ALERT_...
-      assert.match(await served(k.mainPort), /^ERR_SSL_(SSLV3|SSL\/TLS)_ALERT_HANDSHAKE_FAILURE$/, 'no serving certificate: no handshake');
+      assert.match(String(await served(k.mainPort)), /^ERR_SSL_(SSLV3|SSL\/TLS)_ALERT_HANDSHAKE_FAILURE$/, 'no serving certificate: no handshake');
 
       const approved = await kc.run(['certificate', 'approve', pending.metadata!.name!]);
       assert.equal(approved.code, 0, approved.stderr);

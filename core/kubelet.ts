@@ -343,6 +343,8 @@ export class Kubelet {
       decide: (event) => this.hooks.onPressure.promise(event),
       evict: (pod, message, grace) => this.loop.evictPod(pod, message, grace),
       reclaimNodeLevel: (signal) => this.reclaimNodeLevel(signal),
+      podReclaimed: (uid) => this.syncer.failedPodReclaimed(uid),
+      podEvent: (pod, type, reason, message) => this.events.record(podRef(pod), type, reason, message),
       nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
       logger: logger.child({ component: 'eviction' }),
     });

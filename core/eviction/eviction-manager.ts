@@ -26,11 +26,18 @@ import { hasLocalStorageLimit, localStorageViolations } from './local-storage.ts
 import { podUsages } from './pod-usage.ts';
 import { PressureState, isCrossed, type PressureCondition } from './pressure-state.ts';
 import { podFullName } from '../objects/pod-util.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { observeSignals, type SignalObservations } from './signals.ts';
 import { SIGNAL_RESOURCE, thresholdQuantity, thresholdsOf, type Threshold } from './thresholds.ts';
 
 /** Upstream's reason of an evicted pod and of its event. */
 export const EVICTED_REASON = 'Evicted';
+/** The event on an evicted pod saying what its stop gave back (no upstream equivalent: upstream only logs it at V(3)). */
+export const EVICTION_RECLAIMED_REASON = 'EvictionReclaimed';
+/** Upstream's podCleanupTimeout: how long the manager waits for evicted pods' resources before it observes again. */
+const POD_CLEANUP_TIMEOUT_MS = 30_000;
+/** How often the wait looks (upstream's podCleanupPollFreq is 1 s). */
+const POD_CLEANUP_POLL_MS = 250;
 
 /** How a condition reads True and False (upstream's node status setters), and the node events on a change. */
 const CONDITION_TEXT: Record<PressureCondition, { trueReason: string; trueMessage: string; falseReason: string; falseMessage: string; trueEvent: string; falseEvent: string }> = {
@@ -56,6 +63,15 @@ export interface EvictionManagerDeps {
   reclaimNodeLevel(signal: EvictionSignal): Promise<void>;
   /** A node event (condition changes). */
   nodeEvent(type: 'Normal' | 'Warning', reason: string, message: string): void;
+  /**
+   * What an evicted pod gave back once it stopped (its volumes; its cgroup is gone), or
+   * undefined while it has not. Without it, a round does not wait for the evicted pod.
+   */
+  podReclaimed?(uid: string): { volumes: string[] } | undefined;
+  /** An event on a pod (what its eviction reclaimed). */
+  podEvent?(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): void;
+  /** How long a round waits for evicted pods to give their resources back (upstream's podCleanupTimeout, 30 s). */
+  podCleanupTimeoutMs?: number;
   logger: Logger;
   now?: () => number;
 }
@@ -132,10 +148,12 @@ export class EvictionManager {
     // Limits the pods set themselves come first (upstream: localStorageEviction, then return).
     const violations = limited ? localStorageViolations(candidates, snapshot.summary.pods) : [];
     if (violations.length > 0) {
+      const evicted: V1Pod[] = [];
       for (const v of violations) {
         this.deps.logger.warn({ pod: podFullName(v.pod), message: v.message }, 'evicting pod over its local storage limit');
-        this.deps.evict(v.pod, v.message, 0);
+        if (this.deps.evict(v.pod, v.message, 0)) evicted.push(v.pod);
       }
+      await this.waitForCleanup(evicted, undefined, observations);
       return;
     }
     if (met.length === 0) return;
@@ -182,7 +200,51 @@ export class EvictionManager {
       }
       const grace = threshold.hard ? 0 : this.softGrace(pod);
       this.deps.logger.warn({ pod: podFullName(pod), signal: event.signal, gracePeriodSeconds: grace, message: choice.message }, 'evicting pod');
-      if (this.deps.evict(pod, choice.message, grace)) return;
+      if (this.deps.evict(pod, choice.message, grace)) {
+        await this.waitForCleanup([pod], threshold.signal, observations);
+        return;
+      }
+    }
+  }
+
+  /**
+   * Waits (at most podCleanupTimeout) until the evicted pods stopped and gave their volumes and
+   * cgroups back, then, for a disk signal, removes their dead containers and logs (the
+   * node-level reclaim), as upstream's manager waits before it observes again: otherwise the
+   * next round sees the disk still full and evicts an innocent pod for what the first one
+   * holds. What came back is logged and told on each pod.
+   */
+  private async waitForCleanup(pods: V1Pod[], signal: EvictionSignal | undefined, before: SignalObservations): Promise<void> {
+    const reclaimed = this.deps.podReclaimed;
+    if (!reclaimed || pods.length === 0) return;
+    const t0 = performance.now();
+    const pending = new Map(pods.map((p) => [p.metadata!.uid!, p]));
+    const done = new Map<string, { pod: V1Pod; volumes: string[] }>();
+    while (pending.size > 0 && !this.stopped && performance.now() - t0 < (this.deps.podCleanupTimeoutMs ?? POD_CLEANUP_TIMEOUT_MS)) {
+      for (const [uid, pod] of pending) {
+        const r = reclaimed(uid);
+        if (!r) continue;
+        pending.delete(uid);
+        done.set(uid, { pod, volumes: r.volumes });
+      }
+      if (pending.size > 0) await sleep(POD_CLEANUP_POLL_MS);
+    }
+    for (const pod of pending.values()) {
+      this.deps.logger.warn({ pod: podFullName(pod), waitedMs: Math.round(performance.now() - t0) }, 'evicted pod did not give its resources back in time: observing again anyway');
+    }
+    if (done.size === 0 || this.stopped) return;
+    // Disk: the evicted pods' dead containers (writable layers) and their logs go now, not at the next threshold.
+    // (A pod over its own storage limit frees its volumes; the node is not short of disk.)
+    const disk = signal !== undefined && SIGNAL_RESOURCE[signal] !== 'memory' && SIGNAL_RESOURCE[signal] !== 'pids';
+    if (disk) await this.deps.reclaimNodeLevel(signal).catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err) }, 'node-level reclaim after an eviction failed'));
+    const after = observeSignals((await this.deps.stats.snapshot(0, { pods: false })).summary);
+    const shown = signal ? [signal] : (['nodefs.available', 'imagefs.available'] as EvictionSignal[]).filter((s) => after.has(s));
+    const figures = shown.map((s) => `${s} ${formatBytes(before.get(s)?.available)} → ${formatBytes(after.get(s)?.available)}`).join(', ');
+    for (const { pod, volumes } of done.values()) {
+      const what = [volumes.length > 0 ? `volumes ${volumes.join(', ')} torn down` : 'no volumes to tear down', 'pod cgroup removed', ...(disk ? ['dead containers and their logs removed'] : [])].join(', ');
+      const message = `Reclaimed after the eviction in ${Math.round((performance.now() - t0) / 100) / 10}s: ${what}${figures ? `; ${figures}` : ''}`;
+      this.deps.logger.info({ pod: podFullName(pod), volumes, ...Object.fromEntries(shown.map((s) => [s, { before: before.get(s)?.available, after: after.get(s)?.available }])) }, 'evicted pod\'s resources reclaimed');
+      this.deps.podEvent?.(pod, 'Normal', EVICTION_RECLAIMED_REASON, message);
     }
   }
 
@@ -213,3 +275,16 @@ export class EvictionManager {
   }
 }
 
+
+/** Bytes as a person reads them in an event: 58.2Mi, 1.5Gi. */
+function formatBytes(n: number | undefined): string {
+  if (n === undefined) return '?';
+  const units = ['', 'Ki', 'Mi', 'Gi', 'Ti'];
+  let v = n;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(1)}${units[i]}`;
+}

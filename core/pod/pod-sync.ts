@@ -31,6 +31,7 @@ import { isStaticPod } from '../objects/pod-origin.ts';
 import type { TerminationGrace } from './termination-grace.ts';
 import { PodKiller, type PodKillerDeps } from './pod-kill.ts';
 import { ContainerGC, type ContainerGCDeps } from './container-gc.ts';
+import { FailedPodReclaim } from './failed-pod-reclaim.ts';
 import { PodTermination, type PodTerminationDeps } from './pod-termination.ts';
 import { podLogger, recordPodEvent } from './pod-reporting.ts';
 import { inLanes } from '../util/in-lanes.ts';
@@ -102,7 +103,11 @@ export class PodSyncer {
     this.killer = new PodKiller(deps);
     this.gc = new ContainerGC(deps);
     this.termination = new PodTermination(deps, this.killer, this.gc);
+    this.failedReclaim = new FailedPodReclaim(deps);
   }
+
+  /** What a pod the kubelet failed gives back once it stopped (volumes, cgroup). */
+  private readonly failedReclaim: FailedPodReclaim;
 
   /** The kill path (containers and sandboxes within the grace period). */
   private readonly killer: PodKiller;
@@ -297,6 +302,9 @@ export class PodSyncer {
       // An eviction sets its own grace (0 for a hard threshold); others use the pod's.
       await this.killer.killPod(pod, rs, this.deps.status.rejection(podUID(pod))?.gracePeriodSeconds ?? gracePeriodSeconds(pod));
     }
+    // Nothing of it runs now (the kill waited for the containers): what it held on the node's
+    // filesystems and in cgroups goes, so an eviction frees what it was for.
+    await this.failedReclaim.reclaim(pod);
     return this.finish(pod, new Map(), undefined, live);
   }
 
@@ -501,7 +509,13 @@ export class PodSyncer {
     const uid = podUID(pod);
     this.sandboxConfigs.delete(uid);
     this.actedAt.delete(uid);
+    this.failedReclaim.forget(uid);
     await this.termination.terminate(pod, grace);
+  }
+
+  /** Whether a pod the kubelet failed has stopped and given back its volumes and cgroup (the eviction manager waits for it). */
+  failedPodReclaimed(uid: string): { volumes: string[] } | undefined {
+    return this.failedReclaim.reclaimedOf(uid);
   }
 
   /** Removes a dead container and its log file, for the node-wide container GC. */

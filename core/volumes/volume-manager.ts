@@ -246,6 +246,40 @@ export class VolumeManager {
     });
   }
 
+  /**
+   * Tears down every volume of a pod that ended but is still known (failed by the kubelet: an
+   * evicted pod stays in the API as Failed), as upstream's volume manager drops a terminated
+   * pod's volumes: an emptyDir's contents are what an eviction for disk was for. The pod's
+   * directory stays (termination messages, /etc/hosts of its dead containers) until the pod is
+   * removed. Returns the volumes torn down; throws (to be retried) if one cannot be.
+   */
+  async releaseVolumes(uid: string): Promise<string[]> {
+    return this.locked(uid, async () => {
+      const actual = this.actual.get(uid);
+      if (!actual || actual.size === 0) return [];
+      const released: string[] = [];
+      const errors: string[] = [];
+      await this.cleanSubPaths(uid).catch((err: unknown) => errors.push(`cleaning subPath mounts failed: ${errorMessage(err)}`));
+      for (const mv of [...actual.values()].reverse()) {
+        try {
+          await this.tearDownVolume(uid, mv);
+          actual.delete(mv.name);
+          released.push(mv.name);
+        } catch (err) {
+          errors.push(`UnmountVolume.TearDown failed for volume "${mv.name}": ${errorMessage(err)}`);
+        }
+      }
+      await this.writeRecord(uid, actual);
+      if (errors.length > 0) throw new Error(errors.join('; '));
+      return released.reverse();
+    });
+  }
+
+  /** Whether any volume of the pod is still set up. */
+  hasVolumes(uid: string): boolean {
+    return (this.actual.get(uid)?.size ?? 0) > 0;
+  }
+
   private async tearDownVolume(uid: string, mv: MountedVolume): Promise<void> {
     const hook = this.deps.hooks.unmountVolume.get(mv.type);
     const handled = hook && hook.taps.length > 0 ? await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, dir: mv.dir, rootDir: this.deps.rootDir, mounted: mv.result }) : undefined;

@@ -163,6 +163,54 @@ describe('eviction on containerd', function () {
     await unmount(mnt);
   });
 
+  it('disk: an eviction frees what it was for (the emptyDir goes, the round waits for it), so no innocent pod is evicted after it', async function () {
+    const dir = await fs.mkdtemp('/tmp/h15-eviction-reclaim-');
+    dirs.push(dir);
+    const img = path.join(dir, 'disk.img');
+    const mnt = path.join(dir, 'disk');
+    loopImages.push(img);
+    await fs.mkdir(mnt);
+    await run('truncate', ['-s', '64M', img]);
+    await run('mkfs.ext4', ['-q', '-F', '-m', '0', img]);
+    await run('mount', ['-o', 'loop', img, mnt]);
+    const t = await kubelet([['eviction-default']], {
+      rootDir: path.join(mnt, 'root'), podLogsDir: path.join(mnt, 'logs'),
+      evictionHard: { 'nodefs.available': '16Mi' }, eviction: settings(),
+    });
+    const scratch = { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] };
+    const withScratch = { volumes: [{ name: 'scratch', emptyDir: {} }] };
+    await t.writeManifest('idle.json', pod('h15-idle', [sh('app', 'sleep 3600')]));
+    await t.writeManifest('small.json', pod('h15-small', [sh('app', 'echo note > /scratch/note; sleep 3600', scratch)], withScratch));
+    await t.waitForPod('h15-idle', isRunning, 60_000, 'idle running');
+    await t.waitForPod('h15-small', isRunning, 60_000, 'small running');
+    // The filler leaves about 6 MiB of the filesystem free: below the 16Mi threshold.
+    const st = await fs.statfs(mnt);
+    const fill = Math.floor((st.bavail * st.bsize) / 2 ** 20) - 6;
+    await t.writeManifest('filler.json', pod('h15-fill', [sh('fill', `dd if=/dev/zero of=/scratch/fill bs=1M count=${fill}; sleep 3600`, scratch)], withScratch));
+    const filler = await evicted(t, 'h15-fill');
+    const uid = filler!.metadata!.uid!;
+    // What upstream's kubelet does for a terminated pod: its emptyDir is torn down while the pod stays known as Failed.
+    const emptyDir = path.join(mnt, 'root', 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+    const goneBy = Date.now() + 60_000;
+    while (Date.now() < goneBy && (await fs.stat(emptyDir).then(() => true, () => false))) await sleep(250);
+    await assert.rejects(fs.stat(emptyDir), /ENOENT/, 'the evicted pod\'s emptyDir is removed');
+    const reclaimed = await t.waitForPod('h15-fill', () => t.kubelet.events.list().some((e) => e.involvedObject.uid === uid && e.reason === 'EvictionReclaimed'), 60_000, 'the EvictionReclaimed event');
+    assert.ok(reclaimed);
+    const ev = t.kubelet.events.list().find((e) => e.involvedObject.uid === uid && e.reason === 'EvictionReclaimed')!;
+    assert.match(ev.message, /volumes scratch torn down, pod cgroup removed, dead containers and their logs removed; nodefs\.available [\d.]+(Ki|Mi)? → [\d.]+Mi$/);
+    // The pressure ends with the reclaim; the two pods that did not fill the disk were never evicted.
+    const falseBy = Date.now() + 60_000;
+    while (t.kubelet.eviction.conditions().has('DiskPressure') && Date.now() < falseBy) await sleep(250);
+    assert.ok(!t.kubelet.eviction.conditions().has('DiskPressure'), 'DiskPressure False after the reclaim and the transition period');
+    assert.ok(isRunning(t.pod('h15-idle')), 'the idle pod keeps running');
+    assert.ok(isRunning(t.pod('h15-small')), 'the pod with a small emptyDir keeps running');
+    assert.deepEqual(eventsOf(t, 'h15-idle'), []);
+    assert.deepEqual(eventsOf(t, 'h15-small'), []);
+    kubelets.splice(kubelets.indexOf(t), 1);
+    await t.dispose(60_000).catch(() => {});
+    await unmount(mnt);
+  });
+
   it('a test plugin replacing eviction-default chooses another pod, and that pod is evicted', async function () {
     const chosen: string[] = [];
     const picky = definePlugin({

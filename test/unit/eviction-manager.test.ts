@@ -97,7 +97,8 @@ describe('eviction', function () {
   });
 
   describe('EvictionManager', function () {
-    function manager(opts: { pods: V1Pod[]; summaries: Summary[]; settings?: EvictionSettings; decide?: (e: PressureEvent) => EvictionDecision | undefined }) {
+    function manager(opts: { pods: V1Pod[]; summaries: Summary[]; settings?: EvictionSettings; decide?: (e: PressureEvent) => EvictionDecision | undefined; podReclaimed?: (uid: string) => { volumes: string[] } | undefined; podCleanupTimeoutMs?: number }) {
+      const podEvents: Array<{ pod: string; type: string; reason: string; message: string }> = [];
       const evicted: Array<{ name: string; message: string; grace: number }> = [];
       const events: PressureEvent[] = [];
       const reclaims: string[] = [];
@@ -130,10 +131,50 @@ describe('eviction', function () {
           reclaims.push(signal);
         },
         nodeEvent: () => {},
+        ...(opts.podReclaimed ? { podReclaimed: opts.podReclaimed } : {}),
+        ...(opts.podCleanupTimeoutMs !== undefined ? { podCleanupTimeoutMs: opts.podCleanupTimeoutMs } : {}),
+        podEvent: (p, type, reason, message) => podEvents.push({ pod: p.metadata!.name!, type, reason, message }),
         logger: silentLogger(),
       });
-      return { m, evicted, events, reclaims, asked };
+      return { m, evicted, events, reclaims, asked, podEvents };
     }
+
+    it('after an eviction for disk the round waits until the evicted pod gave its volumes back, then removes dead containers and says what came back', async function () {
+      const filler = pod('filler');
+      const quiet = pod('quiet');
+      let polls = 0;
+      const { m, evicted, reclaims, podEvents } = manager({
+        pods: [filler, quiet],
+        // Before: 10 MiB free; the figures after the reclaim: 60 MiB free.
+        summaries: [summary(4096 * Mi, [podStats(filler, Mi, 50 * Mi), podStats(quiet, Mi, 0)], 10 * Mi), summary(4096 * Mi, [podStats(filler, Mi, 50 * Mi), podStats(quiet, Mi, 0)], 10 * Mi), summary(4096 * Mi, [], 60 * Mi)],
+        settings: settings({ soft: {} }),
+        podReclaimed: (uid) => (uid === 'uid-filler' && ++polls >= 3 ? { volumes: ['scratch'] } : undefined),
+      });
+      // nodefs.available 10% of 100 GB is met by 10 MiB: the eviction, then the wait.
+      await m.round();
+      assert.deepEqual(evicted.map((e) => e.name), ['filler']);
+      assert.ok(polls >= 3, 'the round waited for the pod to give its resources back');
+      assert.deepEqual(reclaims, ['nodefs.available', 'nodefs.available'], 'node-level reclaim before choosing, and again once the evicted pod stopped');
+      assert.equal(podEvents.length, 1);
+      assert.equal(podEvents[0]!.reason, 'EvictionReclaimed');
+      assert.match(podEvents[0]!.message, /^Reclaimed after the eviction in [\d.]+s: volumes scratch torn down, pod cgroup removed, dead containers and their logs removed; nodefs\.available 10\.0Mi → 60\.0Mi$/);
+    });
+
+    it('an evicted pod that does not give its resources back holds the round for podCleanupTimeout at most', async function () {
+      const filler = pod('filler');
+      const { m, evicted, podEvents } = manager({
+        pods: [filler],
+        summaries: [summary(4096 * Mi, [podStats(filler, Mi, 50 * Mi)], 10 * Mi)],
+        podReclaimed: () => undefined,
+        podCleanupTimeoutMs: 600,
+      });
+      const t0 = performance.now();
+      await m.round();
+      const took = performance.now() - t0;
+      assert.deepEqual(evicted.map((e) => e.name), ['filler']);
+      assert.ok(took >= 550 && took < 5000, `waited ${took} ms`);
+      assert.deepEqual(podEvents, []);
+    });
 
     it('memory pressure: the pod over its request is evicted with no grace and upstream message; static and critical pods are never candidates', async function () {
       const hog = pod('hog', { memRequest: '10Mi' });

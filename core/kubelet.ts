@@ -341,7 +341,7 @@ export class Kubelet {
       stats: this.stats,
       activePods: () => this.loop.activePods(),
       decide: (event) => this.hooks.onPressure.promise(event),
-      evict: (pod, message, grace) => this.loop.evictPod(pod, message, grace),
+      evict: (pod, message, grace, disruptionTarget) => this.loop.evictPod(pod, message, grace, disruptionTarget),
       reclaimNodeLevel: (signal) => this.reclaimNodeLevel(signal),
       podReclaimed: (uid) => this.syncer.failedPodReclaimed(uid),
       podEvent: (pod, type, reason, message) => this.events.record(podRef(pod), type, reason, message),

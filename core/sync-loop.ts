@@ -204,12 +204,14 @@ export class SyncLoop {
    * Evicts a pod the eviction manager chose: Failed with reason Evicted and the policy's
    * message (upstream's wording), a Warning event, and its containers killed with `gracePeriodSeconds`
    * by its worker (the path of a pod past its active deadline). False when it is no longer active.
+   * `disruptionTarget`: the status also carries upstream's DisruptionTarget condition (reason
+   * TerminationByKubelet, the eviction's message), as for a pressure eviction.
    */
-  evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number): boolean {
+  evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number, disruptionTarget = true): boolean {
     const uid = pod.metadata!.uid!;
     const current = this.desired.get(uid);
     if (!current || this.d.status.rejection(uid)) return false;
-    this.d.status.reject(uid, EVICTED_REASON, message, gracePeriodSeconds);
+    this.d.status.reject(uid, EVICTED_REASON, message, gracePeriodSeconds, disruptionTarget);
     this.d.events.record(podRef(current), 'Warning', EVICTED_REASON, message);
     this.d.logger.warn({ pod: podFullName(current), uid, gracePeriodSeconds, message }, 'pod evicted');
     this.workers.update(current);

@@ -57,8 +57,11 @@ export interface EvictionManagerDeps {
   activePods(): V1Pod[];
   /** Fires `onPressure`. */
   decide(event: PressureEvent): Promise<EvictionDecision | undefined>;
-  /** Fails the pod with reason Evicted and kills it with this grace; false when it was already failed. */
-  evict(pod: V1Pod, message: string, gracePeriodSeconds: number): boolean;
+  /**
+   * Fails the pod with reason Evicted and kills it with this grace; false when it was already
+   * failed. `disruptionTarget`: its status also carries DisruptionTarget (a pressure eviction).
+   */
+  evict(pod: V1Pod, message: string, gracePeriodSeconds: number, disruptionTarget: boolean): boolean;
   /** Frees node-level resources before pods are evicted for a disk signal (dead containers; unused images for imagefs signals, and for nodefs ones when images share the node's disk). */
   reclaimNodeLevel(signal: EvictionSignal): Promise<void>;
   /** A node event (condition changes). */
@@ -151,7 +154,8 @@ export class EvictionManager {
       const evicted: V1Pod[] = [];
       for (const v of violations) {
         this.deps.logger.warn({ pod: podFullName(v.pod), message: v.message }, 'evicting pod over its local storage limit');
-        if (this.deps.evict(v.pod, v.message, 0)) evicted.push(v.pod);
+        // Upstream gives no DisruptionTarget here: the pod broke its own limit, the node did not need it gone.
+        if (this.deps.evict(v.pod, v.message, 0, false)) evicted.push(v.pod);
       }
       await this.waitForCleanup(evicted, undefined, observations);
       return;
@@ -200,7 +204,7 @@ export class EvictionManager {
       }
       const grace = threshold.hard ? 0 : this.softGrace(pod);
       this.deps.logger.warn({ pod: podFullName(pod), signal: event.signal, gracePeriodSeconds: grace, message: choice.message }, 'evicting pod');
-      if (this.deps.evict(pod, choice.message, grace)) {
+      if (this.deps.evict(pod, choice.message, grace, true)) {
         await this.waitForCleanup([pod], threshold.signal, observations);
         return;
       }

@@ -4,7 +4,8 @@
  * the node's allocatable next to the pods already admitted (cpu, memory, ephemeral-storage,
  * pods), match the node's labels (nodeSelector, required node affinity), tolerate its NoExecute
  * taints (not checked for static pods) and not take a host port another pod holds. The first
- * failure is the rejection, with upstream's reason and message:
+ * failure is the rejection, with upstream's reason and message (the OS checks first, in
+ * pod-os-admission.ts: PodOSSelectorNodeLabelDoesNotMatch, PodOSNotSupported):
  *   OutOfcpu / OutOfmemory / OutOfephemeral-storage / OutOfpods / OutOf<extended resource>:
  *     "Node didn't have enough resource: cpu, requested: 2000, used: 500, capacity: 1000"
  *   NodeAffinity, NodePorts, TaintToleration: "Predicate <name> failed: <reason>"
@@ -13,6 +14,7 @@ import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod,
 import { parseQuantity, quantityValue } from '../objects/quantity.ts';
 import { containersOf } from '../objects/pod-util.ts';
 import { qosClass } from '../status/pod-status.ts';
+import { checkPodOS } from './pod-os-admission.ts';
 
 /** What admission knows of the node. */
 export interface AdmissionNode {
@@ -161,6 +163,9 @@ function portsConflict(a: { protocol: string; ip: string; port: number }, b: { p
  * the first failure in upstream's order, or undefined.
  */
 export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNode, opts: { nodeName: string; isStatic: boolean }): Rejection | undefined {
+  // Upstream checks the OS first: no preemption can make a pod for another OS fit.
+  const wrongOS = checkPodOS(pod);
+  if (wrongOS) return wrongOS;
   const others = admitted.filter((p) => p.metadata?.uid !== pod.metadata?.uid);
   if (others.length + 1 > node.allocatable.pods) {
     return { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${others.length}, capacity: ${node.allocatable.pods}` };

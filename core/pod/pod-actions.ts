@@ -3,6 +3,7 @@ import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
 import type { Backoff } from './backoff.ts';
+import type { FailedProbe } from './container-kill-grace.ts';
 import { formatDuration } from '../util/duration.ts';
 import { containerHash, ephemeralContainersOf, isSidecar, podDesc } from '../objects/pod-util.ts';
 import { restartCountOf } from '../runtime/labels.ts';
@@ -32,8 +33,8 @@ export interface PodActions {
   containersToStart: ContainerStart[];
   /** Ephemeral containers to start in the running sandbox: each once, never restarted. */
   ephemeralToStart: ContainerStart[];
-  /** Running containers to stop (spec changed). */
-  containersToKill: Array<{ id: string; name: string; message: string }>;
+  /** Running containers to stop (spec changed, or a probe failed: `failedProbe` chooses the grace period). */
+  containersToKill: Array<{ id: string; name: string; message: string; failedProbe?: FailedProbe }>;
   /** Containers held back by crash-loop back-off: the waiting reason and message for status. */
   waiting: Map<string, { reason: string; message: string }>;
   /** Sync again after this long (a back-off that will expire), if set. */
@@ -72,7 +73,7 @@ export function computePodActions(
   crashBackoff: Backoff,
   now = Date.now(),
   /** Running containers whose liveness or startup probe failed, by container ID. */
-  unhealthy: ReadonlyMap<string, 'liveness' | 'startup'> = new Map(),
+  unhealthy: ReadonlyMap<string, FailedProbe> = new Map(),
 ): PodActions {
   const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
   const actions: PodActions = {
@@ -135,7 +136,7 @@ export function computePodActions(
       if (st?.state === 'CONTAINER_RUNNING') {
         const failedProbe = unhealthy.get(st.id);
         if (failedProbe) {
-          actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} failed ${failedProbe} probe, will be restarted` });
+          actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} failed ${failedProbe} probe, will be restarted`, failedProbe });
           sidecarStarts.push({ container: c, restartCount: restartCountOf(st) + 1 });
         }
         continue;
@@ -181,7 +182,7 @@ export function computePodActions(
       if (failedProbe) {
         // Upstream: kill it; restart at once unless the policy is Never.
         const restart = restartPolicy !== 'Never';
-        actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} failed ${failedProbe} probe${restart ? ', will be restarted' : ''}` });
+        actions.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} failed ${failedProbe} probe${restart ? ', will be restarted' : ''}`, failedProbe });
         if (restart) actions.containersToStart.push({ container: c, restartCount: restartCountOf(st) + 1 });
         continue;
       }

@@ -9,7 +9,7 @@ import type { Limiter } from '../util/limiter.ts';
 import type { ContainerConfig, ContainerStatus, PodSandboxConfig, UserNamespaceOptions } from '../runtime/types.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
-import { containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
+import { allContainersOf, containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig } from './sandbox-config.ts';
 import { VolumeSetupError } from '../volumes/volume-manager.ts';
 import { containerMounts } from './container-mounts.ts';
@@ -30,6 +30,7 @@ import { serviceLinkEnv, type ServiceLinkSource } from '../objects/service-links
 import { isStaticPod } from '../objects/pod-origin.ts';
 import type { TerminationGrace } from './termination-grace.ts';
 import { PodKiller, type PodKillerDeps } from './pod-kill.ts';
+import { containerKillGraceSeconds } from './container-kill-grace.ts';
 import { ContainerGC, type ContainerGCDeps } from './container-gc.ts';
 import { FailedPodReclaim } from './failed-pod-reclaim.ts';
 import { PodTermination, type PodTerminationDeps } from './pod-termination.ts';
@@ -214,7 +215,8 @@ export class PodSyncer {
         podIP = isHostNetwork(pod) ? config.nodeIP : sb.ip;
       }
 
-      await Promise.all(actions.containersToKill.map((k) => this.killer.killContainer(pod, k.id, k.name, gracePeriodSeconds(pod), k.message)));
+      // A container killed for a failed liveness or startup probe gets that probe's grace period when it sets one.
+      await Promise.all(actions.containersToKill.map((k) => this.killer.killContainer(pod, k.id, k.name, containerKillGraceSeconds(pod, allContainersOf(pod).find((c) => c.name === k.name), k.failedProbe), k.message)));
       // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
       await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
       if (actions.nextInit && !stopping()) {

@@ -7,6 +7,16 @@ import { bytes, milliCPU } from '../objects/quantity.ts';
 import { isHostNetwork } from '../objects/pod-util.ts';
 
 /** What status computation needs besides the pod and the runtime's view of it. */
+/** Why the kubelet failed a pod for good (status-manager.ts keeps it). */
+export interface PodRejection {
+  reason: string;
+  message: string;
+  /** The grace its containers are stopped with (an eviction's), when not the pod's own. */
+  gracePeriodSeconds?: number;
+  /** An admitted pod the kubelet ended for the node's sake: its status carries DisruptionTarget. */
+  disruptionTarget?: boolean;
+}
+
 export interface StatusInputs {
   nodeIP: string;
   /** Prefix of container IDs, the runtime's name (`containerd://<id>`). */
@@ -21,8 +31,8 @@ export interface StatusInputs {
   previous: V1PodStatus | undefined;
   /** The pod is being terminated (removed from its source). */
   terminating: boolean;
-  /** Why the pod was rejected at admission, if it was. */
-  rejected?: { reason: string; message: string };
+  /** Why the kubelet failed the pod (rejected at admission, past its deadline, evicted), if it did. */
+  rejected?: PodRejection;
 }
 
 const date = (ms: number) => (ms > 0 ? new Date(ms) : undefined);
@@ -136,6 +146,15 @@ function condition(type: string, ok: boolean, inputs: StatusInputs, reason?: str
  * conditions, container, init container and ephemeral container statuses (state, lastState,
  * restartCount, image, imageID, containerID, started, ready), IPs and QoS class.
  */
+/** Upstream's reason on the DisruptionTarget condition of a pod the kubelet itself ends (v1.PodReasonTerminationByKubelet). */
+export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
+
+/** The DisruptionTarget condition of a pod the kubelet evicted: True, TerminationByKubelet, the eviction's message (its time kept once set). */
+function disruptionTargetCondition(message: string, inputs: StatusInputs): V1PodCondition {
+  const prev = inputs.previous?.conditions?.find((c) => c.type === 'DisruptionTarget' && c.status === 'True');
+  return { type: 'DisruptionTarget', status: 'True', reason: TERMINATION_BY_KUBELET, message, lastTransitionTime: (prev?.lastTransitionTime ?? new Date()) as Date };
+}
+
 /**
  * Why the pod's readiness gates hold it back, in upstream's words: a gate whose condition is
  * missing from the pod's status, or not True. The conditions are the pod's as the API server
@@ -216,6 +235,7 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
   if (inputs.rejected) {
     status.reason = inputs.rejected.reason;
     status.message = inputs.rejected.message;
+    if (inputs.rejected.disruptionTarget) status.conditions!.push(disruptionTargetCondition(inputs.rejected.message, inputs));
   }
   return status;
 }

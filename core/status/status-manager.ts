@@ -3,7 +3,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage, isPluginError } from '../errors.ts';
 import type { KubeletHooks } from '../hooks.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
-import { computePodStatus, type StatusInputs } from './pod-status.ts';
+import { computePodStatus, type PodRejection, type StatusInputs } from './pod-status.ts';
 import type { ProbeResults } from './probe-results.ts';
 import { podFullName } from '../objects/pod-util.ts';
 
@@ -11,7 +11,7 @@ interface PodEntry {
   status: V1PodStatus | undefined;
   startTime: Date;
   waiting: Map<string, { reason: string; message: string }>;
-  rejected?: { reason: string; message: string; gracePeriodSeconds?: number };
+  rejected?: PodRejection;
 }
 
 /**
@@ -49,16 +49,19 @@ export class StatusManager {
    * Marks a pod failed by the kubelet (rejected at admission, past its deadline, evicted): it
    * reports phase Failed with this reason; what still runs of it is stopped with
    * `gracePeriodSeconds` when given (an eviction's override), else the pod's own.
+   * `disruptionTarget`: the kubelet ends a pod it had admitted for the node's sake (an eviction
+   * for a pressure signal), which upstream (PodDisruptionConditions, on in 1.28) tells on the
+   * pod with a DisruptionTarget condition, so controllers and users tell it from a crash.
    */
-  reject(uid: string, reason: string, message: string, gracePeriodSeconds?: number): void {
-    this.entry(uid).rejected = { reason, message, ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}) };
+  reject(uid: string, reason: string, message: string, gracePeriodSeconds?: number, disruptionTarget = false): void {
+    this.entry(uid).rejected = { reason, message, ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}), ...(disruptionTarget ? { disruptionTarget } : {}) };
   }
 
   /**
    * Why the kubelet failed the pod for good (rejected at admission, or past its active
    * deadline), if it did: such a pod never runs a container again.
    */
-  rejection(uid: string): { reason: string; message: string; gracePeriodSeconds?: number } | undefined {
+  rejection(uid: string): PodRejection | undefined {
     return this.pods.get(uid)?.rejected;
   }
 

@@ -204,6 +204,28 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
     assert.equal((await readPod('greedy', ns)).status?.phase, 'Failed');
   });
 
+  it('a pod for another OS is Failed at admission: spec.os.name windows is PodOSNotSupported, a kubernetes.io/os: windows label PodOSSelectorNodeLabelDoesNotMatch; neither gets a sandbox', async function () {
+    const { name } = await node('os');
+    const ns = await namespace('os');
+    const create = (pod: string, meta: object, spec: object) => suite.core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: pod, ...meta }, spec: { nodeName: name, automountServiceAccountToken: false, containers: [sleeper()], ...spec } },
+    });
+    // As upstream's PodOSRejection e2e test: the API server accepts it (bound by nodeName, no scheduler), the kubelet refuses it.
+    await create('wrong-pod-os', {}, { os: { name: 'windows' } });
+    await create('wrong-os-label', { labels: { 'kubernetes.io/os': 'windows' } }, {});
+    const failed = async (pod: string) => waitFor(`${pod} Failed`, async () => { const x = await readPod(pod, ns); return x.status?.phase === 'Failed' && x; });
+    const byField = await failed('wrong-pod-os');
+    assert.equal(byField.status?.reason, 'PodOSNotSupported');
+    assert.equal(byField.status?.message, "Failed to admit pod as the OS field doesn't match node OS");
+    const byLabel = await failed('wrong-os-label');
+    assert.equal(byLabel.status?.reason, 'PodOSSelectorNodeLabelDoesNotMatch');
+    assert.equal(byLabel.status?.message, "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label");
+    for (const p of [byField, byLabel]) {
+      assert.deepEqual(await suite.runtime.listPodSandboxes({ labelSelector: { 'io.kubernetes.pod.uid': p.metadata!.uid! } }), [], `${p.metadata!.name}: no sandbox`);
+    }
+  });
+
   it('a label an admin adds to the Node admits a pod selecting it at once (the kubelet watches its Node, no wait for the status period)', async function () {
     const { name } = await node('label');
     const ns = await namespace('label');

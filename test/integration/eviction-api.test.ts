@@ -48,6 +48,9 @@ describe('eviction in API-server mode', function () {
     const evicted = await failed('h15-burstable');
     assert.equal(evicted.status?.reason, 'Evicted');
     assert.match(evicted.status?.message ?? '', /^The node was low on resource: memory\. Threshold quantity: \w+, available: \w+\. /);
+    // Upstream's DisruptionTarget condition (PodDisruptionConditions, on in 1.28), as the API server keeps it.
+    const disruption = evicted.status?.conditions?.find((c) => c.type === 'DisruptionTarget');
+    assert.deepEqual(disruption && [disruption.status, disruption.reason, disruption.message], ['True', 'TerminationByKubelet', evicted.status?.message]);
     const ev = await waitFor('an Evicted event in the API', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.reason === 'Evicted' && e.involvedObject.name === 'h15-burstable'), 30_000);
     assert.equal(ev.type, 'Warning');
     assert.equal(ev.message, evicted.status?.message);
@@ -56,5 +59,6 @@ describe('eviction in API-server mode', function () {
     const refused = await failed('h15-besteffort');
     assert.equal(refused.status?.reason, 'Evicted');
     assert.equal(refused.status?.message, 'The node had condition: [MemoryPressure]. ');
+    assert.equal(refused.status?.conditions?.find((c) => c.type === 'DisruptionTarget'), undefined, 'refused at admission: no disruption condition');
   });
 });

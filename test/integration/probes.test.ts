@@ -157,6 +157,32 @@ describe('probes plugin on containerd', function () {
     await remove('hang.json', 'hang');
   });
 
+  // Probe-level terminationGracePeriodSeconds (upstream's ProbeTerminationGracePeriod, GA in
+  // 1.28): the pod asks for 600 s, the failing probe for 1 s. The first instance ignores SIGTERM,
+  // so only a kill with the probe's grace (then SIGKILL) ends it within seconds; the second one
+  // (an emptyDir marker tells it apart) exits on SIGTERM, so the pod is removed quickly.
+  for (const kind of ['liveness', 'startup'] as const) {
+    it(`a failing ${kind} probe's terminationGracePeriodSeconds replaces the pod's 600 s for that kill`, async () => {
+      const name = `probe-grace-${kind}`;
+      const script = 'if [ -f /data/ran ]; then trap "exit 0" TERM; while sleep 1; do :; done; fi; touch /data/ran /tmp/stuck; trap "" TERM; while sleep 1; do :; done';
+      const probe = { exec: { command: ['sh', '-c', '! test -f /tmp/stuck'] }, periodSeconds: 1, failureThreshold: 1, terminationGracePeriodSeconds: 1 };
+      await suite.t.writeManifest(`${name}.json`, pod(name, [{
+        name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script],
+        volumeMounts: [{ name: 'data', mountPath: '/data' }],
+        [`${kind}Probe`]: probe,
+      }], { terminationGracePeriodSeconds: 600, volumes: [{ name: 'data', emptyDir: {} }] }));
+      const restarted = await suite.t.waitForPod(name, (p) => (cs(p, 'main')?.restartCount ?? 0) >= 1 && !!cs(p, 'main')?.lastState?.terminated, 45_000, `restarted by its ${kind} probe`);
+      const failure = eventsOf(name).find((e) => e.probe === kind && e.result === 'failure');
+      assert.ok(failure, `a ${kind} failure was reported`);
+      const last = cs(restarted, 'main')!.lastState!.terminated!;
+      // SIGKILL (137): it ignored SIGTERM, so the grace ran out; it ran out seconds after the failure, not 600 s.
+      assert.equal(last.exitCode, 137);
+      const killedAfterMs = new Date(last.finishedAt as unknown as string).getTime() - failure.at;
+      assert.ok(killedAfterMs < 8000, `killed ${killedAfterMs} ms after the ${kind} failure (probe grace 1 s, minimum 2 s after preStop)`);
+      await remove(`${name}.json`, name);
+    });
+  }
+
   it('grpc readiness and liveness against a grpc.health.v1 server (hostNetwork pod, node IP 127.0.0.1)', async () => {
     const statuses = new Map<string, string>([['', 'SERVING'], ['app', 'NOT_SERVING']]);
     const server = new grpc.Server();

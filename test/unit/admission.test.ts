@@ -51,3 +51,32 @@ describe('admission (upstream general predicates)', function () {
     assert.equal(admit(pod('t', { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoExecute' }] })), undefined);
   });
 });
+
+describe('admission: the pod\'s OS (upstream predicate.go)', function () {
+  const withOS = (uid: string, os: unknown, labels?: Record<string, string>): V1Pod => ({ ...pod(uid, { os: os as never }), metadata: { name: uid, namespace: 'ns', uid, labels } });
+
+  it('spec.os.name other than the node\'s OS is PodOSNotSupported, with upstream\'s message, before any resource check', function () {
+    assert.deepEqual(admit(withOS('w', { name: 'windows' })), { reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" });
+    // Even when it would not fit either: the OS is checked first.
+    assert.equal(admit(withOS('w', { name: 'windows' }), [pod('1'), pod('2'), pod('3')])?.reason, 'PodOSNotSupported');
+    assert.equal(admit(withOS('l', { name: 'linux' })), undefined);
+    assert.equal(admit(withOS('none', undefined)), undefined);
+  });
+
+  it('a kubernetes.io/os pod label other than the node\'s OS is PodOSSelectorNodeLabelDoesNotMatch (checked before spec.os)', function () {
+    assert.deepEqual(admit(withOS('lbl', undefined, { 'kubernetes.io/os': 'windows' })), { reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" });
+    assert.equal(admit(withOS('both', { name: 'windows' }, { 'kubernetes.io/os': 'windows' }))?.reason, 'PodOSSelectorNodeLabelDoesNotMatch');
+    assert.equal(admit(withOS('ok', undefined, { 'kubernetes.io/os': 'linux' })), undefined);
+  });
+
+  it('a nodeSelector kubernetes.io/os the node does not carry is upstream\'s NodeAffinity rejection', function () {
+    const linuxNode: AdmissionNode = { ...node, labels: { ...node.labels, 'kubernetes.io/os': 'linux' } };
+    const p = pod('sel', { nodeSelector: { 'kubernetes.io/os': 'windows' } });
+    assert.equal(checkAdmission(p, [], linuxNode, { nodeName: 'n1', isStatic: false })?.reason, 'NodeAffinity');
+    assert.equal(checkAdmission(pod('sel2', { nodeSelector: { 'kubernetes.io/os': 'linux' } }), [], linuxNode, { nodeName: 'n1', isStatic: false }), undefined);
+  });
+
+  it('hostile input: an os that is not an object, or a name that is not a string, is refused, not crashed on', function () {
+    for (const bad of ['windows', 42, { name: 7 }, {}]) assert.equal(admit(withOS('bad', bad))?.reason, 'PodOSNotSupported', JSON.stringify(bad));
+  });
+});

@@ -59,6 +59,9 @@ describe('eviction in the kubelet (fake CRI)', function () {
     const victim = await k.waitForPod('victim', (p) => p?.status?.phase === 'Failed', 8000, 'victim evicted');
     assert.equal(victim!.status!.reason, 'Evicted');
     assert.equal(victim!.status!.message, 'chosen by the test policy');
+    // Upstream (PodDisruptionConditions, on in 1.28): the kubelet's eviction says why on the pod.
+    const disruption = victim!.status!.conditions?.find((c) => c.type === 'DisruptionTarget');
+    assert.deepEqual(disruption && [disruption.status, disruption.reason, disruption.message], ['True', 'TerminationByKubelet', 'chosen by the test policy']);
     const stops = suite.fake.requestsOf('StopContainer').slice(stopsBefore);
     assert.ok(stops.length >= 1 && stops.every((r: { timeout: string | number }) => Number(r.timeout) === 2), `stopped with min(evictionMaxPodGracePeriod, the pod's): ${JSON.stringify(stops)}`);
     const ev = k.kubelet.events.list().filter((e) => e.reason === 'Evicted' && e.involvedObject.name.startsWith('victim'));
@@ -74,6 +77,8 @@ describe('eviction in the kubelet (fake CRI)', function () {
     const be = await k.waitForPod('besteffort', (p) => p?.status?.phase === 'Failed', 8000, 'best-effort refused');
     assert.equal(be!.status!.reason, 'Evicted');
     assert.equal(be!.status!.message, 'The node had condition: [MemoryPressure]. ');
+    // Refused at admission, never admitted: no disruption (upstream adds the condition on eviction only).
+    assert.equal(be!.status!.conditions?.find((c) => c.type === 'DisruptionTarget'), undefined);
     // The node conditions reach nodeStatus (what API-server mode posts on the Node).
     const draft: NodeStatusDraft = { capacity: {}, allocatable: {}, labels: {}, conditions: [{ type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: '' }, { type: 'Ready', status: 'True', reason: 'KubeletReady', message: '' }] };
     const out = await k.kubelet.hooks.nodeStatus.promise(draft, { nodeName: 'test-node', node: undefined });

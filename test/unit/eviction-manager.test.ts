@@ -100,6 +100,8 @@ describe('eviction', function () {
     function manager(opts: { pods: V1Pod[]; summaries: Summary[]; settings?: EvictionSettings; decide?: (e: PressureEvent) => EvictionDecision | undefined; podReclaimed?: (uid: string) => { volumes: string[] } | undefined; podCleanupTimeoutMs?: number }) {
       const podEvents: Array<{ pod: string; type: string; reason: string; message: string }> = [];
       const evicted: Array<{ name: string; message: string; grace: number }> = [];
+      // Which evictions carry DisruptionTarget (upstream: pressure evictions do, local storage limits do not).
+      const disruptions: Array<[string, boolean]> = [];
       const events: PressureEvent[] = [];
       const reclaims: string[] = [];
       let i = 0;
@@ -123,8 +125,9 @@ describe('eviction', function () {
           events.push(e);
           return opts.decide ? opts.decide(e) : { evict: [{ pod: rankPods(e)[0]!, reason: 'Evicted', message: evictionMessage(e, rankPods(e)[0]!) }] };
         },
-        evict: (p, message, grace) => {
+        evict: (p, message, grace, disruptionTarget) => {
           evicted.push({ name: p.metadata!.name!, message, grace });
+          disruptions.push([p.metadata!.name!, disruptionTarget]);
           return true;
         },
         reclaimNodeLevel: async (signal) => {
@@ -136,7 +139,7 @@ describe('eviction', function () {
         podEvent: (p, type, reason, message) => podEvents.push({ pod: p.metadata!.name!, type, reason, message }),
         logger: silentLogger(),
       });
-      return { m, evicted, events, reclaims, asked, podEvents };
+      return { m, evicted, events, reclaims, asked, podEvents, disruptions };
     }
 
     it('after an eviction for disk the round waits until the evicted pod gave its volumes back, then removes dead containers and says what came back', async function () {
@@ -181,11 +184,12 @@ describe('eviction', function () {
       const guaranteed = pod('guaranteed', { memRequest: '1Gi' });
       const staticPod = pod('static', { source: 'file' });
       const critical = pod('critical', { priority: 2_000_001_000 });
-      const { m, evicted, events } = manager({ pods: [guaranteed, hog, staticPod, critical], summaries: [summary(50 * Mi, [podStats(hog, 600 * Mi), podStats(guaranteed, 100 * Mi), podStats(staticPod, 900 * Mi), podStats(critical, 900 * Mi)])] });
+      const { m, evicted, events, disruptions } = manager({ pods: [guaranteed, hog, staticPod, critical], summaries: [summary(50 * Mi, [podStats(hog, 600 * Mi), podStats(guaranteed, 100 * Mi), podStats(staticPod, 900 * Mi), podStats(critical, 900 * Mi)])] });
       await m.round();
       assert.deepEqual(events[0]!.pods.map((p) => p.metadata!.name), ['guaranteed', 'hog']);
       assert.equal(events[0]!.signal, 'memory.available');
       assert.deepEqual(evicted, [{ name: 'hog', grace: 0, message: 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Container c was using 600Mi, request is 10Mi, has larger consumption of memory. ' }]);
+      assert.deepEqual(disruptions, [['hog', true]], 'a pressure eviction carries DisruptionTarget');
       assert.deepEqual(m.conditionDrafts().map((c) => [c.type, c.status, c.reason]), [
         ['MemoryPressure', 'True', 'KubeletHasInsufficientMemory'], ['DiskPressure', 'False', 'KubeletHasNoDiskPressure'], ['PIDPressure', 'False', 'KubeletHasSufficientPID'],
       ]);
@@ -221,10 +225,11 @@ describe('eviction', function () {
 
     it('an emptyDir over its sizeLimit is evicted without asking the policy', async function () {
       const filler = pod('filler', { sizeLimit: '1Mi' });
-      const { m, evicted, events } = manager({ pods: [filler], summaries: [summary(4096 * Mi, [podStats(filler, Mi, 3 * Mi)])] });
+      const { m, evicted, events, disruptions } = manager({ pods: [filler], summaries: [summary(4096 * Mi, [podStats(filler, Mi, 3 * Mi)])] });
       await m.round();
       assert.equal(events.length, 0);
       assert.deepEqual(evicted, [{ name: 'filler', grace: 0, message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' }]);
+      assert.deepEqual(disruptions, [['filler', false]], 'over its own limit: no DisruptionTarget, as upstream');
     });
 
     it('asks for the pods\' figures only when a pod set a local storage limit or a threshold is met (then ranks on them)', async function () {

@@ -1,5 +1,6 @@
 import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
-import type { V1Container, V1Node, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
+import type { StorageObjectSource } from './objects/storage-objects.ts';
 import type { ContainerConfig, PodSandboxConfig, PullAuth, SandboxStatus } from './runtime/types.ts';
 import type { ObjectSource } from './objects/object-source.ts';
 
@@ -117,6 +118,16 @@ export interface VolumeMountRequest {
    * API server's, watched, for an API pod; files under `localObjectsDir` for a static pod.
    */
   objects: ObjectSource;
+  /**
+   * For a volume from a claim (`persistentVolumeClaim`, generic `ephemeral`): the PersistentVolume
+   * bound to it (its source is what to set up; `type` is that source's key), the claim, and
+   * whether the pod mounts it read-only. The core has checked the binding (upstream's checks).
+   */
+  persistentVolume?: { volume: V1PersistentVolume; claim: V1PersistentVolumeClaim; readOnly: boolean };
+  /** The API server's storage objects (CSIDriver, VolumeAttachment), for a pod from the API server. */
+  storage?: StorageObjectSource;
+  /** This node's name (CSI VolumeAttachments are named after the volume, the driver and the node). */
+  nodeName: string;
 }
 
 /** What a volume provider returns once the volume is set up; the volume manager keeps it with the pod. */

@@ -41,6 +41,7 @@ import type { ApiNode } from './node/api-node.ts';
 import { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
 import { isApiPod } from './objects/pod-origin.ts';
 import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
+import { ApiStorageObjects } from './apiserver/api-storage-objects.ts';
 import { ServiceCache } from './apiserver/service-cache.ts';
 import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
@@ -247,7 +248,12 @@ export class Kubelet {
       logger: logger.child({ component: 'volumes' }),
       hostMounts: this.options.hostMounts ?? true,
     });
-    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true });
+    // Claims and PersistentVolumes are read from the API server, for API pods only (as ConfigMaps).
+    const storageObjects = new ApiStorageObjects(() => this.api?.main);
+    this.volumes = new VolumeManager({
+      hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true,
+      storage: (pod) => (this.api && isApiPod(pod) ? storageObjects : undefined), nodeName: config.nodeName,
+    });
     await this.volumes.start();
     // Allocations made before a restart come back before any device provider registers again.
     await this.devices.start();

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { definePlugin } from 'kubelet-ts';
 import { CsiVolumes } from './csi-volumes.ts';
 import { optionsSchema, type CsiGrpcOptions } from './options-schema.ts';
+import { PersistentCsiVolumes } from './persistent-volume.ts';
 import { PublicationCleanup } from './publication-cleanup.ts';
 import { RegistrationWatcher } from './registration.ts';
 
@@ -22,12 +23,14 @@ export default definePlugin<CsiGrpcOptions>({
       rescanMs: options.rescanSeconds * 1000,
     });
     const cleanup = new PublicationCleanup({ driver: (name) => drivers.driver(name), logger: ctx.logger });
+    // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
+    // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
+    const podInfoOnMount = (name: string) => options.drivers[name]?.podInfoOnMount ?? true;
     const volumes = new CsiVolumes({
       drivers,
       cleanup,
-      // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
-      // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
-      podInfoOnMount: (name) => options.drivers[name]?.podInfoOnMount ?? true,
+      podInfoOnMount,
+      persistent: new PersistentCsiVolumes({ drivers, cleanup, podInfoOnMount, logger: ctx.logger }),
     });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));

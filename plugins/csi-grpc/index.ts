@@ -16,22 +16,24 @@ export default definePlugin<CsiGrpcOptions>({
   kind: 'storage',
   optionsSchema,
   apply(ctx, options) {
+    // A driver that (re)registers can unstage what a dead kubelet left staged with no pod using it.
+    let sweepStaged: () => void = () => {};
     const drivers = new RegistrationWatcher({
       dir: options.registryDir ? path.resolve(options.registryDir) : path.join(ctx.config.rootDir, 'plugins_registry'),
       logger: ctx.logger,
       timeoutMs: options.callTimeoutSeconds * 1000,
       rescanMs: options.rescanSeconds * 1000,
+      onChange: () => sweepStaged(),
     });
     const cleanup = new PublicationCleanup({ driver: (name) => drivers.driver(name), logger: ctx.logger });
     // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
     // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
     const podInfoOnMount = (name: string) => options.drivers[name]?.podInfoOnMount ?? true;
-    const volumes = new CsiVolumes({
-      drivers,
-      cleanup,
-      podInfoOnMount,
-      persistent: new PersistentCsiVolumes({ drivers, cleanup, podInfoOnMount, logger: ctx.logger }),
-    });
+    const persistent = new PersistentCsiVolumes({ drivers, cleanup, podInfoOnMount, logger: ctx.logger });
+    sweepStaged = () => {
+      for (const d of drivers.list()) void persistent.sweepStaged(ctx.config.rootDir, d.name);
+    };
+    const volumes = new CsiVolumes({ drivers, cleanup, podInfoOnMount, persistent });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));
     // A failed set-up may owe an undo the volume manager knows nothing of: settled once the pod is gone.

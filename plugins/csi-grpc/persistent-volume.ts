@@ -165,6 +165,29 @@ export class PersistentCsiVolumes {
     return true;
   }
 
+  /**
+   * Unstages what a kubelet that died between an unpublish and its unstage left staged: every
+   * device dir of the driver whose volume no pod volume dir names any more. Run when a driver
+   * registers (it has to answer NodeUnstageVolume); under the volume's lock, so a pod being set
+   * up meanwhile either counts as a user or stages afresh after the sweep.
+   */
+  async sweepStaged(rootDir: string, driverName: string): Promise<void> {
+    const driverDir = path.join(rootDir, 'plugins', 'kubernetes.io', 'csi', driverName);
+    for (const sha of await fs.readdir(driverDir).catch(() => [] as string[])) {
+      const dataDir = path.join(driverDir, sha);
+      let data: { driverName?: string; volumeHandle?: string };
+      try {
+        data = JSON.parse(await fs.readFile(path.join(dataDir, 'vol_data.json'), 'utf8')) as typeof data;
+      } catch {
+        continue;
+      }
+      if (data.driverName !== driverName || !data.volumeHandle) continue;
+      const handle = data.volumeHandle;
+      await this.locked(`${driverName}/${handle}`, () => this.unstageIfUnused(rootDir, driverName, handle, path.join(dataDir, 'globalmount')))
+        .catch((err) => this.deps.logger.warn({ driver: driverName, volumeHandle: handle, err: (err as Error).message }, 'could not unstage a volume no pod uses; tried again when the driver registers again'));
+    }
+  }
+
   /** NodeUnstageVolume and the device dir removed, once no pod on the node uses the volume. */
   private async unstageIfUnused(rootDir: string, driverName: string, volumeHandle: string, devicePath: string): Promise<void> {
     const users = await podsUsingVolume(rootDir, driverName, volumeHandle);

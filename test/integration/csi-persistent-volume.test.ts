@@ -164,6 +164,56 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     await waitFor('the global mount removed again', async () => !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
   });
 
+  it('a restarted kubelet adopts the staged and published volume: no second stage or publish; deleting the pod then unpublishes and unstages', async function () {
+    const { node, kubelet: first, driver, rootDir } = await storageNode('pvrestart');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvrestart');
+    const { volumeHandle } = await boundClaim(driver, ns, 'data');
+    const globalMount = deviceMountPath(rootDir, DRIVER, volumeHandle);
+    await claimPod(node, ns, 'db', 'data', 'exec sleep 3600');
+    const before = await running(ns, 'db');
+    assert.equal((await exec(first, before, ['sh', '-c', 'echo before-restart > /data/f'])).code, 0);
+    const count = async (method: string) => (await driver.calls(method)).filter((c) => c.Request.volume_id === volumeHandle).length;
+    assert.deepEqual([await count('NodeStageVolume'), await count('NodePublishVolume')], [1, 1]);
+
+    // A kubelet that stops without tearing anything down (as after a crash), and a new one on the same root dir.
+    await first.stop();
+    const second = await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
+    await waitFor('the new kubelet runs the pod', () => second.kubelet.pods().some((p) => p.metadata?.name === 'db'), 30_000);
+    await new Promise((r) => setTimeout(r, 5000)); // a few syncs (syncFrequency 2 s)
+    const after = await readPod(ns, 'db');
+    assert.equal(after.status?.containerStatuses?.[0]?.containerID, before.status?.containerStatuses?.[0]?.containerID, 'the same container, adopted');
+    assert.deepEqual([await count('NodeStageVolume'), await count('NodePublishVolume')], [1, 1], 'neither staged nor published again');
+    assert.deepEqual(await exec(second, after, ['cat', '/data/f']), { out: 'before-restart', code: 0 });
+
+    await deletePod(ns, 'db');
+    assert.deepEqual(await mountsUnder(path.join(rootDir, 'pods')), [], 'no pod mount left');
+    await waitFor('unstaged by the new kubelet', async () => (await count('NodeUnstageVolume')) === 1 && !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
+  });
+
+  it('a pod deleted while the kubelet was down: the restarted kubelet stops it, unpublishes and unstages what it left', async function () {
+    const { node, kubelet: first, driver, rootDir } = await storageNode('pvgone');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvgone');
+    const { volumeHandle } = await boundClaim(driver, ns, 'data');
+    const globalMount = deviceMountPath(rootDir, DRIVER, volumeHandle);
+    await claimPod(node, ns, 'gone', 'data', 'exec sleep 3600');
+    const pod = await running(ns, 'gone');
+    const target = (await mountsUnder(path.join(rootDir, 'pods', pod.metadata!.uid!)))[0];
+    assert.ok(target, 'the publication is mounted');
+    await first.stop();
+    // Removed from the API at once (a force delete), while no kubelet runs the node.
+    await suite.core.deleteNamespacedPod({ name: 'gone', namespace: ns, gracePeriodSeconds: 0 });
+    await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
+    await waitFor('the orphaned pod\'s volume unpublished and unstaged', async () => {
+      const left = await mountsUnder(path.join(rootDir, 'pods'));
+      return left.length === 0 && !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false));
+    }, 60_000, 500);
+    assert.ok((await driver.calls('NodeUnpublishVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.target_path === target && c.Error === ''));
+    assert.ok((await driver.calls('NodeUnstageVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Error === ''));
+    await waitFor('its container stopped and removed', async () => (await suite.runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ns } })).length === 0, 30_000);
+  });
+
   it('keeps a pod whose claim does not exist Pending, with upstream\'s FailedMount event and no container', async function () {
     const { node } = await storageNode('pvmiss');
     const ns = await suite.namespace('pvmiss');

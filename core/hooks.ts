@@ -140,6 +140,12 @@ export interface VolumeMountResult {
   requiresRemount?: boolean;
   /** Containers get it read-only whatever their volumeMounts say. */
   readOnly?: boolean;
+  /**
+   * Upstream's unique volume name, for a volume the attach/detach controller attaches or the
+   * node stages (a CSI PersistentVolume: `kubernetes.io/csi/<driver>^<volumeHandle>`): reported
+   * in the Node's status.volumesInUse while set up, so the volume is not detached under the pod.
+   */
+  uniqueVolumeName?: string;
   /** Provider data (JSON) handed back on unmount and on the next mount, kept across kubelet restarts. */
   data?: Record<string, unknown>;
 }

@@ -508,6 +508,7 @@ export class Kubelet {
         plegHealthy: () => this.pleg.healthy(),
         plegLastRelist: () => this.pleg.lastSeen(),
         images: () => this.runtimeImpl.listImages(),
+        volumesInUse: () => this.volumes?.volumesInUse() ?? [],
       },
       onEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
     });

@@ -179,6 +179,13 @@ export class VolumeManager {
     return new Map([...(this.actual.get(uid) ?? [])].map(([name, v]) => [name, v.result]));
   }
 
+  /** The unique names of the set-up volumes that declare one (node status volumesInUse), each once. */
+  volumesInUse(): string[] {
+    const names = new Set<string>();
+    for (const vols of this.actual.values()) for (const v of vols.values()) if (v.result.uniqueVolumeName) names.add(v.result.uniqueVolumeName);
+    return [...names];
+  }
+
   /** The actual state of every pod (for tests and debugging). */
   actualState(): Map<string, MountedVolume[]> {
     return new Map([...this.actual].map(([uid, vols]) => [uid, [...vols.values()]]));

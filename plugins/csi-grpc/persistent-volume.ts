@@ -116,7 +116,7 @@ export class PersistentCsiVolumes {
         await this.deps.cleanup.afterFailure(publication, r.pod.metadata!.uid!, err);
         throw err;
       }
-      return { path: targetPath, mountPoint: true, readOnly, data: { ...publication } };
+      return { path: targetPath, mountPoint: true, readOnly, uniqueVolumeName: `kubernetes.io/csi/${src.driver}^${src.volumeHandle}`, data: { ...publication } };
     });
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { StorageV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
 import { deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
@@ -149,8 +149,12 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     // ReadWriteOnce on a driver with SINGLE_NODE_MULTI_WRITER: SINGLE_NODE_MULTI_WRITER (7), as upstream maps it.
     assert.equal(pub.volume_capability?.access_mode?.mode, 7);
 
+    const inUse = `kubernetes.io/csi/${DRIVER}^${volumeHandle}`;
+    await waitFor('the Node reports the volume in volumesInUse', async () => (await suite.core.readNode({ name: node.name })).status?.volumesInUse?.includes(inUse), 20_000, 300);
+
     await deletePod(ns, 'writer');
     assert.equal(await isMountPoint(target), false, 'unpublished: the pod mount is gone');
+    await waitFor('volumesInUse cleared', async () => !(await suite.core.readNode({ name: node.name })).status?.volumesInUse?.length, 20_000, 300);
     await assert.rejects(fs.stat(path.dirname(target)), 'the pod volume dir is removed');
     await waitFor('the global mount removed after NodeUnstageVolume', async () => !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
     assert.ok((await driver.calls('NodeUnstageVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.staging_target_path === globalMount && c.Error === ''));
@@ -162,6 +166,76 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     await deletePod(ns, 'reader');
     assert.deepEqual(await mountsUnder(rootDir), [], 'nothing left mounted under the kubelet root dir');
     await waitFor('the global mount removed again', async () => !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
+  });
+
+  it('a StatefulSet of 2 replicas with volumeClaimTemplates keeps each replica\'s data when its pods are deleted and recreated', async function () {
+    const { node, kubelet, driver } = await storageNode('pvsts');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvsts');
+    const apps = suite.cp.admin.makeApiClient(AppsV1Api);
+    // No provisioner: a PV per replica, pre-bound to the claim the StatefulSet controller will make (<template>-<set>-<ordinal>).
+    const controller = new CsiController(driver.csiSocket);
+    suite.onCleanup(() => controller.close());
+    for (const ordinal of [0, 1]) {
+      const pv = suite.uniqueName('stspv');
+      const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024);
+      suite.onCleanup(() => controller.deleteVolume(volumeHandle).catch(() => {}));
+      await suite.core.createPersistentVolume({
+        body: {
+          metadata: { name: pv },
+          spec: { capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', claimRef: { namespace: ns, name: `data-web-${ordinal}` }, csi: { driver: DRIVER, volumeHandle } },
+        },
+      });
+      suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
+    }
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          serviceName: 'web', replicas: 2, selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: {
+              nodeSelector: { 'kubernetes.io/hostname': node.name }, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+              // Each replica writes its identity once; a recreated pod must find it.
+              containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', '[ -f /data/id ] || echo "$(cat /etc/hostname)-$RANDOM$RANDOM" > /data/id; exec sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+            },
+          },
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', resources: { requests: { storage: '16Mi' } } } }],
+        },
+      },
+    });
+    suite.onCleanup(async () => {
+      await apps.deleteNamespacedStatefulSet({ name: 'web', namespace: ns }).catch(() => {});
+      for (const n of ['web-0', 'web-1']) await deletePod(ns, n);
+    });
+    const ids = async () => {
+      const out: string[] = [];
+      for (const name of ['web-0', 'web-1']) {
+        const p = await running(ns, name);
+        const r = await exec(kubelet, p, ['cat', '/data/id']);
+        assert.equal(r.code, 0);
+        out.push(`${p.metadata!.uid}:${r.out}`);
+      }
+      return out;
+    };
+    const first = await ids();
+    assert.match(first[0]!, /:web-0-\d+$/);
+    assert.match(first[1]!, /:web-1-\d+$/);
+    // The controller recreates a deleted replica under the same name: wait for the old one (its UID) to be gone.
+    for (const [i, name] of ['web-0', 'web-1'].entries()) {
+      const uid = first[i]!.split(':')[0];
+      await suite.core.deleteNamespacedPod({ name, namespace: ns });
+      await waitFor(`${name} replaced`, async () => (await readPod(ns, name).then((p) => p.metadata?.uid !== uid, () => true)), 60_000, 300);
+    }
+    const second = await ids();
+    for (const i of [0, 1]) {
+      const [uidBefore, idBefore] = first[i]!.split(':');
+      const [uidAfter, idAfter] = second[i]!.split(':');
+      assert.notEqual(uidAfter, uidBefore, 'a new pod');
+      assert.equal(idAfter, idBefore, `web-${i} reads back what its first pod wrote`);
+    }
   });
 
   it('a restarted kubelet adopts the staged and published volume: no second stage or publish; deleting the pod then unpublishes and unstages', async function () {

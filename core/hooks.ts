@@ -162,6 +162,27 @@ export interface VolumeUnmountRequest {
   mounted: VolumeMountResult;
 }
 
+/** What a `volumeStats.for(type)` tap gets: a set-up volume whose use `/stats/summary` reports (a PersistentVolume's). */
+export interface VolumeStatsRequest {
+  podUID: string;
+  volumeName: string;
+  type: string;
+  /** What the provider returned when it set the volume up. */
+  mounted: VolumeMountResult;
+}
+
+/** A volume's use as its provider measures it (CSI NodeGetVolumeStats); absent figures are unknown. */
+export interface VolumeUsage {
+  capacityBytes?: number;
+  availableBytes?: number;
+  usedBytes?: number;
+  inodes?: number;
+  inodesFree?: number;
+  inodesUsed?: number;
+  /** The provider found the volume unhealthy (CSI VolumeCondition abnormal): the message says why. */
+  abnormal?: string;
+}
+
 /** A node condition as `nodeStatus` taps set it; the core fills lastHeartbeatTime and lastTransitionTime. */
 export interface NodeConditionDraft { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string }
 
@@ -321,6 +342,12 @@ export function createHooks() {
      * Throw: fails the pod's termination, retried with back-off until it succeeds.
      */
     unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest], true | undefined>(['request'])),
+    /**
+     * Bail per volume type: the use of one set-up persistent volume, for `/stats/summary`; the first tap returning figures serves it; none → the volume is left out.
+     * Again: at most once per minute per volume (upstream's volumeStatsAggPeriod), when a summary is asked for. Changes: nothing. Time: hookTimeout per tap.
+     * Throw: the volume is left out of the summary (logged at debug).
+     */
+    volumeStats: new HookMap(() => new AsyncSeriesBailHook<[VolumeStatsRequest], VolumeUsage | undefined>(['request'])),
 
     // Health and pressure
     /**

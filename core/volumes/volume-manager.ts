@@ -186,6 +186,11 @@ export class VolumeManager {
     return [...names];
   }
 
+  /** The volumes set up for a pod, with their types and claims (for volume stats). */
+  mountedVolumes(uid: string): MountedVolume[] {
+    return [...(this.actual.get(uid)?.values() ?? [])];
+  }
+
   /** The actual state of every pod (for tests and debugging). */
   actualState(): Map<string, MountedVolume[]> {
     return new Map([...this.actual].map(([uid, vols]) => [uid, [...vols.values()]]));

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { definePlugin } from 'kubelet-ts';
 import { CsiVolumes } from './csi-volumes.ts';
 import { optionsSchema, type CsiGrpcOptions } from './options-schema.ts';
-import { PersistentCsiVolumes } from './persistent-volume.ts';
+import { PersistentCsiVolumes, type PersistentVolumeData } from './persistent-volume.ts';
 import { PublicationCleanup } from './publication-cleanup.ts';
 import { RegistrationWatcher } from './registration.ts';
 
@@ -36,6 +36,11 @@ export default definePlugin<CsiGrpcOptions>({
     const volumes = new CsiVolumes({ drivers, cleanup, podInfoOnMount, persistent });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));
+    // Inline volumes are local ephemeral storage upstream measures itself; only PersistentVolumes are asked.
+    ctx.hooks.volumeStats.for('csi').tapPromise('csi-grpc', async (r) => {
+      const data = r.mounted.data as unknown as PersistentVolumeData | undefined;
+      return data?.persistent ? persistent.stats(data) : undefined;
+    });
     // A failed set-up may owe an undo the volume manager knows nothing of: settled once the pod is gone.
     ctx.hooks.podRemoved.tapPromise('csi-grpc', async (pod) => {
       if (pod.metadata?.uid) cleanup.podGone(pod.metadata.uid);

@@ -1,7 +1,7 @@
 import type { V1CSIDriver, V1CSIPersistentVolumeSource, V1PersistentVolume } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest } from 'kubelet-ts';
+import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
 import { podInfo } from './inline-volume.ts';
 import { attachmentName, deviceMountPath, podsUsingVolume } from './persistent-paths.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
@@ -163,6 +163,25 @@ export class PersistentCsiVolumes {
       if (data.deviceMountPath) await this.unstageIfUnused(r.rootDir, data.driver, data.volumeHandle, data.deviceMountPath);
     });
     return true;
+  }
+
+  /**
+   * The volume's use (NodeGetVolumeStats on the pod's publication, with its staging path), for
+   * a driver with GET_VOLUME_STATS; undefined for one without. A condition the driver reports
+   * abnormal comes back as `abnormal` (upstream's VolumeConditionAbnormal event), with VOLUME_CONDITION.
+   */
+  async stats(data: PersistentVolumeData): Promise<VolumeUsage | undefined> {
+    const driver = this.driver(data.driver);
+    const caps = await driver.client.nodeCapabilities();
+    if (!caps.has('GET_VOLUME_STATS')) return undefined;
+    const r = await driver.client.nodeGetVolumeStats({ volumeId: data.volumeHandle, volumePath: data.targetPath, stagingTargetPath: data.deviceMountPath ?? '' });
+    const out: VolumeUsage = {};
+    for (const u of r.usage ?? []) {
+      if (u.unit === 'BYTES') Object.assign(out, { availableBytes: Number(u.available), capacityBytes: Number(u.total), usedBytes: Number(u.used) });
+      else if (u.unit === 'INODES') Object.assign(out, { inodesFree: Number(u.available), inodes: Number(u.total), inodesUsed: Number(u.used) });
+    }
+    if (caps.has('VOLUME_CONDITION') && r.volumeCondition?.abnormal) out.abnormal = r.volumeCondition.message || 'abnormal';
+    return out;
   }
 
   /**

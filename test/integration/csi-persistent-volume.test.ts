@@ -149,6 +149,17 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     // ReadWriteOnce on a driver with SINGLE_NODE_MULTI_WRITER: SINGLE_NODE_MULTI_WRITER (7), as upstream maps it.
     assert.equal(pub.volume_capability?.access_mode?.mode, 7);
 
+    // NodeGetVolumeStats in /stats/summary: the pod's volume by its name, with its claim, sized as the driver says.
+    const summary = await kubelet.kubelet.stats.summary({ maxAgeMs: 0 });
+    const vol = summary.pods.find((p) => p.podRef.uid === writer.metadata!.uid)?.volume?.find((v) => v.name === 'data');
+    assert.ok(vol, 'the claim\'s volume is in the pod\'s summary');
+    assert.deepEqual(vol.pvcRef, { name: 'data', namespace: ns });
+    const statsCall = (await driver.calls('NodeGetVolumeStats')).find((c) => c.Request.volume_id === volumeHandle && c.Request.volume_path === target && c.Error === '');
+    assert.ok(statsCall, 'NodeGetVolumeStats on the pod\'s publication');
+    // The hostpath driver reports the filesystem its directory is on: the figures are its answer, unit by unit.
+    const bytes = statsCall.Response.usage.find((u: { unit: number }) => u.unit === 1);
+    assert.deepEqual([vol.capacityBytes, vol.availableBytes, vol.usedBytes], [bytes.total, bytes.available, bytes.used ?? 0]);
+    assert.ok(vol.inodes! > 0);
     const inUse = `kubernetes.io/csi/${DRIVER}^${volumeHandle}`;
     await waitFor('the Node reports the volume in volumesInUse', async () => (await suite.core.readNode({ name: node.name })).status?.volumesInUse?.includes(inUse), 20_000, 300);
 

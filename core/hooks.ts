@@ -1,5 +1,6 @@
 import { AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, HookMap, SyncHook } from 'tapable';
-import type { V1Container, V1Node, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1PodStatus, V1Volume } from '@kubernetes/client-node';
+import type { StorageObjectSource } from './objects/storage-objects.ts';
 import type { ContainerConfig, PodSandboxConfig, PullAuth, SandboxStatus } from './runtime/types.ts';
 import type { ObjectSource } from './objects/object-source.ts';
 
@@ -117,6 +118,16 @@ export interface VolumeMountRequest {
    * API server's, watched, for an API pod; files under `localObjectsDir` for a static pod.
    */
   objects: ObjectSource;
+  /**
+   * For a volume from a claim (`persistentVolumeClaim`, generic `ephemeral`): the PersistentVolume
+   * bound to it (its source is what to set up; `type` is that source's key), the claim, and
+   * whether the pod mounts it read-only. The core has checked the binding (upstream's checks).
+   */
+  persistentVolume?: { volume: V1PersistentVolume; claim: V1PersistentVolumeClaim; readOnly: boolean };
+  /** The API server's storage objects (CSIDriver, VolumeAttachment), for a pod from the API server. */
+  storage?: StorageObjectSource;
+  /** This node's name (CSI VolumeAttachments are named after the volume, the driver and the node). */
+  nodeName: string;
 }
 
 /** What a volume provider returns once the volume is set up; the volume manager keeps it with the pod. */
@@ -129,6 +140,12 @@ export interface VolumeMountResult {
   requiresRemount?: boolean;
   /** Containers get it read-only whatever their volumeMounts say. */
   readOnly?: boolean;
+  /**
+   * Upstream's unique volume name, for a volume the attach/detach controller attaches or the
+   * node stages (a CSI PersistentVolume: `kubernetes.io/csi/<driver>^<volumeHandle>`): reported
+   * in the Node's status.volumesInUse while set up, so the volume is not detached under the pod.
+   */
+  uniqueVolumeName?: string;
   /** Provider data (JSON) handed back on unmount and on the next mount, kept across kubelet restarts. */
   data?: Record<string, unknown>;
 }
@@ -143,6 +160,27 @@ export interface VolumeUnmountRequest {
   rootDir: string;
   /** What the provider returned when it set the volume up. */
   mounted: VolumeMountResult;
+}
+
+/** What a `volumeStats.for(type)` tap gets: a set-up volume whose use `/stats/summary` reports (a PersistentVolume's). */
+export interface VolumeStatsRequest {
+  podUID: string;
+  volumeName: string;
+  type: string;
+  /** What the provider returned when it set the volume up. */
+  mounted: VolumeMountResult;
+}
+
+/** A volume's use as its provider measures it (CSI NodeGetVolumeStats); absent figures are unknown. */
+export interface VolumeUsage {
+  capacityBytes?: number;
+  availableBytes?: number;
+  usedBytes?: number;
+  inodes?: number;
+  inodesFree?: number;
+  inodesUsed?: number;
+  /** The provider found the volume unhealthy (CSI VolumeCondition abnormal): the message says why. */
+  abnormal?: string;
 }
 
 /** A node condition as `nodeStatus` taps set it; the core fills lastHeartbeatTime and lastTransitionTime. */
@@ -304,6 +342,12 @@ export function createHooks() {
      * Throw: fails the pod's termination, retried with back-off until it succeeds.
      */
     unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest], true | undefined>(['request'])),
+    /**
+     * Bail per volume type: the use of one set-up persistent volume, for `/stats/summary`; the first tap returning figures serves it; none → the volume is left out.
+     * Again: at most once per minute per volume (upstream's volumeStatsAggPeriod), when a summary is asked for. Changes: nothing. Time: hookTimeout per tap.
+     * Throw: the volume is left out of the summary (logged at debug).
+     */
+    volumeStats: new HookMap(() => new AsyncSeriesBailHook<[VolumeStatsRequest], VolumeUsage | undefined>(['request'])),
 
     // Health and pressure
     /**

@@ -41,6 +41,8 @@ import type { ApiNode } from './node/api-node.ts';
 import { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
 import { isApiPod } from './objects/pod-origin.ts';
 import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
+import { ApiStorageObjects } from './apiserver/api-storage-objects.ts';
+import { PersistentVolumeStats } from './volumes/persistent-volume-stats.ts';
 import { ServiceCache } from './apiserver/service-cache.ts';
 import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
@@ -247,7 +249,12 @@ export class Kubelet {
       logger: logger.child({ component: 'volumes' }),
       hostMounts: this.options.hostMounts ?? true,
     });
-    this.volumes = new VolumeManager({ hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true });
+    // Claims and PersistentVolumes are read from the API server, for API pods only (as ConfigMaps).
+    const storageObjects = new ApiStorageObjects(() => this.api?.main);
+    this.volumes = new VolumeManager({
+      hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true,
+      storage: (pod) => (this.api && isApiPod(pod) ? storageObjects : undefined), nodeName: config.nodeName,
+    });
     await this.volumes.start();
     // Allocations made before a restart come back before any device provider registers again.
     await this.devices.start();
@@ -330,9 +337,23 @@ export class Kubelet {
     logger.info({ pods: this.cache.uids().length }, 'found pods in the runtime');
 
     // The main port before the API side: the Node reports the port it bound.
+    // Persistent volumes' use, asked of their providers (csi-grpc: NodeGetVolumeStats) at most once a minute.
+    const pvStats = new PersistentVolumeStats({
+      hooks: this.hooks,
+      mounted: (uid) => this.volumes.mountedVolumes(uid),
+      logger: logger.child({ component: 'volume-stats' }),
+      onAbnormal: (uid, volume, message) => {
+        const pod = this.pods().find((p) => p.metadata?.uid === uid);
+        if (pod) this.events.record(podRef(pod), 'Warning', 'VolumeConditionAbnormal', `Volume ${volume}: ${message}`);
+      },
+    });
+    this.hooks.podRemoved.tapPromise({ name: 'kubelet:volume-stats', stage: STAGE.OBSERVE }, async (pod) => {
+      if (pod.metadata?.uid) pvStats.forget(pod.metadata.uid);
+    });
     this.stats = new StatsProvider({
       nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroups,
       runtime: () => this.runtimeImpl, pods: () => this.pods(), logger: logger.child({ component: 'stats' }),
+      persistentVolumes: (uid, namespace, time) => pvStats.forPod(uid, namespace, time),
     });
     // Node pressure (core/eviction): the same stats, a round every evictionMonitoringPeriod once the sources run.
     this.eviction = new EvictionManager({
@@ -504,6 +525,7 @@ export class Kubelet {
         plegHealthy: () => this.pleg.healthy(),
         plegLastRelist: () => this.pleg.lastSeen(),
         images: () => this.runtimeImpl.listImages(),
+        volumesInUse: () => this.volumes?.volumesInUse() ?? [],
       },
       onEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
     });

@@ -192,6 +192,8 @@ export interface OwnedStatus {
   nodeInfo: Record<string, string>;
   images: Array<{ names: string[]; sizeBytes: number }>;
   labels: Record<string, string>;
+  /** Upstream's unique names of the attachable or device-mountable volumes in use on the node, sorted (status.volumesInUse). */
+  volumesInUse?: string[];
 }
 
 /** True when the server's Node differs from what the kubelet would post, heartbeat times aside. */
@@ -214,8 +216,9 @@ export function ownedStatusChanged(server: V1Node | undefined, want: OwnedStatus
     nodeInfo: pick(st.nodeInfo as unknown as Record<string, string> | undefined, Object.keys(want.nodeInfo)),
     images: (st.images ?? []).map((i) => ({ names: i.names ?? [], sizeBytes: i.sizeBytes })),
     labels: pick(server.metadata?.labels, Object.keys(want.labels)),
+    volumesInUse: st.volumesInUse ?? [],
   };
-  const wantView = { ...want, conditions: conditionView(want.conditions, types) };
+  const wantView = { ...want, conditions: conditionView(want.conditions, types), volumesInUse: want.volumesInUse ?? [] };
   return canonicalJSON(serverView) !== canonicalJSON(wantView);
 }
 
@@ -239,6 +242,8 @@ export function statusPatch(want: OwnedStatus, dropped: { resources: string[]; l
       daemonEndpoints: want.daemonEndpoints,
       nodeInfo: want.nodeInfo,
       images: want.images,
+      // A plain list (replaced); null removes it once nothing is in use.
+      volumesInUse: want.volumesInUse?.length ? want.volumesInUse : null,
     },
   };
 }

@@ -71,6 +71,11 @@ export interface NodeStatusInputs {
   plegLastRelist?(): number;
   /** The images on the node (CRI ListImages). */
   images(): Promise<Array<{ repoTags: string[]; repoDigests: string[]; size: number }>>;
+  /**
+   * The unique names of the volumes in use that the attach/detach controller must not detach
+   * (upstream's volume manager GetVolumesInUse: `kubernetes.io/csi/<driver>^<handle>`).
+   */
+  volumesInUse?(): string[];
 }
 
 export interface NodeStatusOptions {
@@ -448,6 +453,7 @@ export class NodeStatusManager {
       },
       images: this.lastImages,
       labels,
+      volumesInUse: [...new Set(inputs.volumesInUse?.() ?? [])].sort(),
     };
   }
 
@@ -481,5 +487,6 @@ function ownedToStatus(owned: OwnedStatus): V1NodeStatus {
     daemonEndpoints: owned.daemonEndpoints,
     nodeInfo: owned.nodeInfo as unknown as V1NodeStatus['nodeInfo'],
     images: owned.images,
+    ...(owned.volumesInUse?.length ? { volumesInUse: owned.volumesInUse } : {}),
   };
 }

@@ -165,7 +165,7 @@ export class PodSyncer {
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
         for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
-        for (const f of err.failures) this.event(pod, undefined, 'Warning', 'FailedMount', `MountVolume.SetUp failed for volume "${f.volume}" : ${f.message}`);
+        for (const message of err.eventMessages()) this.event(pod, undefined, 'Warning', 'FailedMount', message);
         return this.finish(pod, waiting, VOLUME_RETRY_MS, acts);
       }
 

@@ -46,6 +46,7 @@ export type * from '../hooks.ts';
 export { currentSignal, runWithSignal, childSignal } from '../util/abort-scope.ts';
 export type { ChildSignal } from '../util/abort-scope.ts';
 export type { ObjectSource } from '../objects/object-source.ts';
+export type { StorageObjectSource } from '../objects/storage-objects.ts';
 
 // The runtime slot: its interface and the labels adoption depends on.
 export type * from '../runtime/types.ts';

@@ -54,6 +54,8 @@ export interface StatsProviderDeps {
   /** The pods the kubelet knows (their start times). */
   pods: () => V1Pod[];
   logger: Logger;
+  /** The pod's persistent volumes as their providers measure them (with pvcRef); none without. */
+  persistentVolumes?: (uid: string, namespace: string, time: string) => Promise<VolumeStats[]>;
   /** Reads cgroup files (tests: another host's). */
   cgroupReader?: CgroupReader;
   now?: () => number;
@@ -337,7 +339,9 @@ export class StatsProvider {
         await this.podFromHost(out, uid, t, ctrs);
       }
       const volumes = await this.volumeStats(uid, time);
-      if (volumes.length) out.volume = volumes;
+      // Persistent volumes are listed, not counted as the pod's ephemeral storage.
+      const persistent = (await this.deps.persistentVolumes?.(uid, ref.namespace, time)) ?? [];
+      if (volumes.length || persistent.length) out.volume = [...volumes, ...persistent];
       out['ephemeral-storage'] = ephemeralStorage(time, ctrs, volumes, nodefs);
       return out;
     }));

@@ -5,6 +5,9 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
+import type { StorageObjectSource } from '../objects/storage-objects.ts';
+import { containersOf } from '../objects/pod-util.ts';
+import { claimNameOf, resolveClaim, VolumeProcessError } from './claim-resolver.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
 import { bindSubPath, type SubPathBinder } from './subpath.ts';
 
@@ -30,15 +33,46 @@ export function pluginDirName(type: string): string {
   return PLUGIN_DIRS[type] ?? `kubernetes.io~${type.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`;
 }
 
-/** A volume the manager set up: what the provider returned, and for which type. */
-export interface MountedVolume { name: string; type: string; dir: string; result: VolumeMountResult }
+/**
+ * A volume the manager set up: what the provider returned, and for which type. A volume from a
+ * claim has the PV's source type (`csi`), the claim's name, and its dir named after the PV.
+ */
+export interface MountedVolume { name: string; type: string; dir: string; result: VolumeMountResult; claim?: string }
+
+/** One volume that is not ready: `process` when it could not even be resolved (its claim), else its set-up failed. */
+export interface VolumeFailure { volume: string; message: string; process?: boolean }
 
 /** Why a pod's volumes are not ready: one line per failed volume, as upstream's events word it. */
 export class VolumeSetupError extends Error {
-  constructor(readonly failures: Array<{ volume: string; message: string }>) {
-    super(failures.map((f) => `MountVolume.SetUp failed for volume "${f.volume}": ${f.message}`).join('; '));
+  constructor(
+    readonly failures: VolumeFailure[],
+    /** The volumes the pod's containers use that are not set up (upstream's "unmounted volumes"), sorted. */
+    readonly unmounted: string[] = failures.map((f) => f.volume).sort(),
+  ) {
+    super(failures.map((f) => (f.process ? f.message : `MountVolume.SetUp failed for volume "${f.volume}": ${f.message}`)).join('; '));
     this.name = 'VolumeSetupError';
   }
+
+  /**
+   * The FailedMount events, as upstream words them: one `MountVolume.SetUp failed ...` per
+   * volume whose set-up failed; volumes that could not be resolved give upstream's
+   * WaitForAttachAndMount error (its pod errors cut the wait short) in one event.
+   */
+  eventMessages(): string[] {
+    const out = this.failures.filter((f) => !f.process).map((f) => `MountVolume.SetUp failed for volume "${f.volume}" : ${f.message}`);
+    const processed = this.failures.filter((f) => f.process);
+    if (processed.length > 0) {
+      const names = processed.map((f) => f.volume).sort();
+      out.push(`Unable to attach or mount volumes: unmounted volumes=[${this.unmounted.join(' ')}], unattached volumes=[], failed to process volumes=[${names.join(' ')}]: ${processed.map((f) => f.message).join('; ')}`);
+    }
+    return out;
+  }
+}
+
+/** The desired volume is what is mounted: the same claim for a claim's volume, else the same type. */
+function sameSource(pod: V1Pod, want: V1Volume, mv: MountedVolume): boolean {
+  const claim = claimNameOf(pod, want);
+  return claim !== undefined ? mv.claim === claim : !mv.claim && volumeType(want) === mv.type;
 }
 
 /** The record kept in `<rootDir>/pods/<uid>/volumes.json` so a restarted kubelet knows what it mounted. */
@@ -83,6 +117,10 @@ export class VolumeManager {
       logger: Logger;
       /** Where a pod's Secrets and ConfigMaps come from, handed to providers (API pods: the API; static pods: localObjectsDir). */
       objects: (pod: V1Pod) => ObjectSource;
+      /** Where claims and PersistentVolumes come from: the API server for an API pod, none otherwise. */
+      storage?: (pod: V1Pod) => StorageObjectSource | undefined;
+      /** This node's name (a CSI VolumeAttachment names it). */
+      nodeName?: string;
       /**
        * False on a node that mounts nothing on its host (`kubelet-ts hollow`): subPaths are not
        * bound, and removing a pod's directories reads no mount table. Default true.
@@ -141,6 +179,18 @@ export class VolumeManager {
     return new Map([...(this.actual.get(uid) ?? [])].map(([name, v]) => [name, v.result]));
   }
 
+  /** The unique names of the set-up volumes that declare one (node status volumesInUse), each once. */
+  volumesInUse(): string[] {
+    const names = new Set<string>();
+    for (const vols of this.actual.values()) for (const v of vols.values()) if (v.result.uniqueVolumeName) names.add(v.result.uniqueVolumeName);
+    return [...names];
+  }
+
+  /** The volumes set up for a pod, with their types and claims (for volume stats). */
+  mountedVolumes(uid: string): MountedVolume[] {
+    return [...(this.actual.get(uid)?.values() ?? [])];
+  }
+
   /** The actual state of every pod (for tests and debugging). */
   actualState(): Map<string, MountedVolume[]> {
     return new Map([...this.actual].map(([uid, vols]) => [uid, [...vols.values()]]));
@@ -175,11 +225,11 @@ export class VolumeManager {
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
       this.actual.set(uid, actual);
       const desired = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
-      const failures: Array<{ volume: string; message: string }> = [];
-      // Mounted but no longer desired (or now of another type): tear down first.
+      const failures: VolumeFailure[] = [];
+      // Mounted but no longer desired (or now of another type or claim): tear down first.
       for (const [name, mv] of [...actual]) {
         const want = desired.get(name);
-        if (want && volumeType(want) === mv.type) continue;
+        if (want && sameSource(pod, want, mv)) continue;
         try {
           await this.tearDownVolume(uid, mv);
           actual.delete(name);
@@ -189,33 +239,49 @@ export class VolumeManager {
       }
       let changed = false;
       for (const volume of desired.values()) {
-        const type = volumeType(volume);
         const cur = actual.get(volume.name);
         if (cur && !cur.result.requiresRemount) continue;
         try {
-          const result = await this.mountOne(pod, volume, type, cur?.result);
-          if (!cur || JSON.stringify(cur.result) !== JSON.stringify(result)) changed = true;
-          actual.set(volume.name, { name: volume.name, type, dir: this.volumeDir(uid, type, volume.name), result });
+          const mounted = await this.mountOne(pod, volume, cur?.result);
+          if (!cur || JSON.stringify(cur.result) !== JSON.stringify(mounted.result)) changed = true;
+          actual.set(volume.name, mounted);
         } catch (err) {
-          failures.push({ volume: volume.name, message: errorMessage(err) });
+          failures.push({ volume: volume.name, message: errorMessage(err), ...(err instanceof VolumeProcessError ? { process: true } : {}) });
         }
         // Persist after every volume: a kubelet killed half-way still knows what it mounted.
         if (changed) await this.writeRecord(uid, actual);
         changed = false;
       }
-      if (failures.length > 0) throw new VolumeSetupError(failures);
+      if (failures.length > 0) {
+        const used = new Set(containersOf(pod).flatMap((c) => [...(c.volumeMounts ?? []), ...(c.volumeDevices ?? [])].map((m) => m.name)));
+        throw new VolumeSetupError(failures, [...desired.keys()].filter((n) => used.has(n) && !actual.has(n)).sort());
+      }
     });
   }
 
-  private async mountOne(pod: V1Pod, volume: V1Volume, type: string, previous: VolumeMountResult | undefined): Promise<VolumeMountResult> {
+  /**
+   * Sets up one volume. A claim's volume (`persistentVolumeClaim`, generic `ephemeral`) is first
+   * resolved to its PersistentVolume (re-resolved only while it is not set up, as upstream's
+   * populator adds a volume once); the PV's source type picks the provider, and its dir is named
+   * after the PV (`volumes/kubernetes.io~csi/<pv>`), as upstream lays it out.
+   */
+  private async mountOne(pod: V1Pod, volume: V1Volume, previous: VolumeMountResult | undefined): Promise<MountedVolume> {
     const uid = pod.metadata!.uid!;
+    const storage = this.deps.storage?.(pod);
+    const claimName = claimNameOf(pod, volume);
+    const resolved = claimName !== undefined ? await resolveClaim(storage, pod, volume) : undefined;
+    const type = resolved?.type ?? volumeType(volume);
     const hook = this.deps.hooks.mountVolume.get(type);
-    if (!hook || hook.taps.length === 0) throw new Error(`no volume plugin for type "${type}"`);
-    const dir = this.volumeDir(uid, type, volume.name);
+    if (!hook || hook.taps.length === 0) throw new Error(`no volume plugin for type "${type}"${resolved ? ` (PersistentVolume ${resolved.volume.metadata?.name})` : ''}`);
+    const dir = this.volumeDir(uid, type, resolved?.volume.metadata?.name ?? volume.name);
     await fs.mkdir(path.dirname(dir), { recursive: true, mode: 0o750 });
-    const result = await hook.promise({ pod, volume, type, dir, rootDir: this.deps.rootDir, previous, objects: this.deps.objects(pod) });
+    const result = await hook.promise({
+      pod, volume, type, dir, rootDir: this.deps.rootDir, previous, objects: this.deps.objects(pod), nodeName: this.deps.nodeName ?? '',
+      ...(storage ? { storage } : {}),
+      ...(resolved ? { persistentVolume: { volume: resolved.volume, claim: resolved.claim, readOnly: resolved.readOnly } } : {}),
+    });
     if (!result) throw new Error(`no volume plugin for type "${type}" accepted the volume`);
-    return result;
+    return { name: volume.name, type, dir, result, ...(claimName !== undefined ? { claim: claimName } : {}) };
   }
 
   /** Tears down every volume of a pod and removes its directory. Throws (to be retried) if one cannot be torn down. */

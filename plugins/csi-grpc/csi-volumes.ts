@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from 'kubelet-ts';
 import { ephemeralVolumeHandle, inlinePublishRequest } from './inline-volume.ts';
+import type { PersistentCsiVolumes, PersistentVolumeData } from './persistent-volume.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
 import type { CsiDriver } from './registration.ts';
 
@@ -26,6 +27,8 @@ export class CsiVolumes {
     cleanup: PublicationCleanup;
     /** Whether the driver gets the pod info keys in the volume context (the CSIDriver's podInfoOnMount). */
     podInfoOnMount: (driver: string) => boolean;
+    /** PersistentVolumes with a csi source (a pod's claim). */
+    persistent: PersistentCsiVolumes;
   }) {}
 
   private driver(name: string): CsiDriver {
@@ -35,6 +38,7 @@ export class CsiVolumes {
   }
 
   async mount(r: VolumeMountRequest): Promise<VolumeMountResult> {
+    if (r.persistentVolume) return this.deps.persistent.mount(r);
     const src = r.volume.csi!;
     if (!src.driver) throw new Error('csi volume has no driver');
     const driver = this.driver(src.driver);
@@ -64,8 +68,9 @@ export class CsiVolumes {
   }
 
   async unmount(r: VolumeUnmountRequest): Promise<true> {
-    const data = r.mounted.data as unknown as CsiVolumeData | undefined;
+    const data = r.mounted.data as unknown as CsiVolumeData | PersistentVolumeData | undefined;
     if (!data?.driver) throw new Error(`no record of the CSI driver of volume "${r.volumeName}"`);
+    if ('persistent' in data && data.persistent) return this.deps.persistent.unmount(r, data);
     // Resolved here so an unregistered driver reads as upstream's error before anything is tried.
     this.driver(data.driver);
     await this.deps.cleanup.undo(data);

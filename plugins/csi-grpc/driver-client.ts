@@ -72,6 +72,11 @@ export class CsiDriverClient {
     return this.call(this.node, 'NodeUnpublishVolume', req);
   }
 
+  /** Figures as the proto loader gives them: int64 as decimal strings, enums as names. */
+  nodeGetVolumeStats(req: { volumeId: string; volumePath: string; stagingTargetPath: string }): Promise<{ usage: Array<{ available: string; total: string; used: string; unit: string }>; volumeCondition?: { abnormal: boolean; message: string } | null }> {
+    return this.call(this.node, 'NodeGetVolumeStats', req);
+  }
+
   close(): void {
     this.identity.close();
     this.node.close();

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { definePlugin } from 'kubelet-ts';
 import { CsiVolumes } from './csi-volumes.ts';
 import { optionsSchema, type CsiGrpcOptions } from './options-schema.ts';
+import { PersistentCsiVolumes, type PersistentVolumeData } from './persistent-volume.ts';
 import { PublicationCleanup } from './publication-cleanup.ts';
 import { RegistrationWatcher } from './registration.ts';
 
@@ -15,22 +16,31 @@ export default definePlugin<CsiGrpcOptions>({
   kind: 'storage',
   optionsSchema,
   apply(ctx, options) {
+    // A driver that (re)registers can unstage what a dead kubelet left staged with no pod using it.
+    let sweepStaged: () => void = () => {};
     const drivers = new RegistrationWatcher({
       dir: options.registryDir ? path.resolve(options.registryDir) : path.join(ctx.config.rootDir, 'plugins_registry'),
       logger: ctx.logger,
       timeoutMs: options.callTimeoutSeconds * 1000,
       rescanMs: options.rescanSeconds * 1000,
+      onChange: () => sweepStaged(),
     });
     const cleanup = new PublicationCleanup({ driver: (name) => drivers.driver(name), logger: ctx.logger });
-    const volumes = new CsiVolumes({
-      drivers,
-      cleanup,
-      // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
-      // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
-      podInfoOnMount: (name) => options.drivers[name]?.podInfoOnMount ?? true,
-    });
+    // Standalone there is no CSIDriver to read: a driver serving inline volumes needs the
+    // pod info and the `ephemeral` key (see the README), so it is on unless configured off.
+    const podInfoOnMount = (name: string) => options.drivers[name]?.podInfoOnMount ?? true;
+    const persistent = new PersistentCsiVolumes({ drivers, cleanup, podInfoOnMount, logger: ctx.logger });
+    sweepStaged = () => {
+      for (const d of drivers.list()) void persistent.sweepStaged(ctx.config.rootDir, d.name);
+    };
+    const volumes = new CsiVolumes({ drivers, cleanup, podInfoOnMount, persistent });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));
+    // Inline volumes are local ephemeral storage upstream measures itself; only PersistentVolumes are asked.
+    ctx.hooks.volumeStats.for('csi').tapPromise('csi-grpc', async (r) => {
+      const data = r.mounted.data as unknown as PersistentVolumeData | undefined;
+      return data?.persistent ? persistent.stats(data) : undefined;
+    });
     // A failed set-up may owe an undo the volume manager knows nothing of: settled once the pod is gone.
     ctx.hooks.podRemoved.tapPromise('csi-grpc', async (pod) => {
       if (pod.metadata?.uid) cleanup.podGone(pod.metadata.uid);

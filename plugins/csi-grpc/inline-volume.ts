@@ -18,16 +18,16 @@ export function ephemeralVolumeHandle(podUID: string, volumeName: string): strin
 /**
  * The pod's identity in the volume context, as upstream's csiMountMgr.podAttributes() builds
  * it: the service account is the spec's as it is (empty for a static pod that names none;
- * only the API server's admission defaults it), and `ephemeral` is "true" because every
- * volume this plugin publishes is an inline one.
+ * only the API server's admission defaults it), and `ephemeral` says whether the volume is an
+ * inline one ("true") or a PersistentVolume ("false").
  */
-export function podInfo(pod: V1Pod): Record<string, string> {
+export function podInfo(pod: V1Pod, ephemeral = true): Record<string, string> {
   return {
     [CONTEXT_KEYS.podName]: pod.metadata?.name ?? '',
     [CONTEXT_KEYS.podNamespace]: pod.metadata?.namespace ?? 'default',
     [CONTEXT_KEYS.podUID]: pod.metadata?.uid ?? '',
     [CONTEXT_KEYS.serviceAccount]: pod.spec?.serviceAccountName ?? '',
-    [CONTEXT_KEYS.ephemeral]: 'true',
+    [CONTEXT_KEYS.ephemeral]: String(ephemeral),
   };
 }
 

@@ -252,7 +252,7 @@ describe('hooks', function () {
     });
   });
   describe('per-type hooks (HookMap): mountVolume / unmountVolume', function () {
-    const request = (type: string): VolumeMountRequest => ({ pod, volume: { name: 'v', [type]: {} } as V1Volume, type, dir: '/nonexistent', rootDir: '/nonexistent', previous: undefined, objects: { configMap: async () => undefined, secret: async () => undefined } });
+    const request = (type: string): VolumeMountRequest => ({ pod, volume: { name: 'v', [type]: {} } as V1Volume, type, dir: '/nonexistent', rootDir: '/nonexistent', previous: undefined, objects: { configMap: async () => undefined, secret: async () => undefined }, nodeName: 'n' });
 
     it('a plugin taps for(type); the host gets that type\'s hook; other types are untouched', async function () {
       const { hooks, host } = await boot([tapping('nfs-driver', (h) => h.mountVolume.for('nfs').tapPromise('any-name', async (r) => ({ path: `/mnt/${r.volume.name}` })))]);

@@ -113,6 +113,12 @@ describe('node object', function () {
     assert.equal(ownedStatusChanged(server, owned), false, 'only the heartbeat differs; others\' resources and conditions do not count');
     assert.equal(ownedStatusChanged(server, { ...owned, addresses: [{ type: 'InternalIP', address: '10.0.0.3' }] }), true);
     assert.equal(ownedStatusChanged(undefined, owned), true);
+    // volumesInUse: a change is a change; posted as a list, null once empty (the API drops it).
+    const inUse = { ...owned, volumesInUse: ['kubernetes.io/csi/d^h'] };
+    assert.equal(ownedStatusChanged(server, inUse), true);
+    assert.equal(ownedStatusChanged({ ...server, status: { ...server.status, volumesInUse: ['kubernetes.io/csi/d^h'] } }, inUse), false);
+    assert.deepEqual((statusPatch(inUse, { resources: [], labels: [] }) as { status: Record<string, unknown> }).status.volumesInUse, ['kubernetes.io/csi/d^h']);
+    assert.equal((statusPatch(owned, { resources: [], labels: [] }) as { status: Record<string, unknown> }).status.volumesInUse, null);
   });
 
   it('kubeletVersion is v1.28.7 with kubelet-ts as semver build metadata', function () {

@@ -65,7 +65,7 @@ async function mount(sc: Scenario, pv: PodVolume, previous: VolumeMountResult | 
   const hook = (await plugins(sc)).hooks.mountVolume.get(sc.s.type);
   assert.ok(hook && hook.taps.length > 0, `no plugin taps mountVolume.for('${sc.s.type}')`);
   await fs.mkdir(path.dirname(pv.dir), { recursive: true, mode: 0o750 });
-  const req: VolumeMountRequest = { pod: pv.pod, volume: pv.volume, type: sc.s.type, dir: pv.dir, rootDir: sc.s.rootDir, previous, objects: sc.s.objects ?? NO_OBJECTS };
+  const req: VolumeMountRequest = { pod: pv.pod, volume: pv.volume, type: sc.s.type, dir: pv.dir, rootDir: sc.s.rootDir, previous, objects: sc.s.objects ?? NO_OBJECTS, nodeName: 'contract-node' };
   const result = await hook.promise(req);
   assert.ok(result && typeof result.path === 'string' && result.path, `mountVolume.for('${sc.s.type}') returned no path (${JSON.stringify(result)})`);
   return result;

@@ -1,0 +1,65 @@
+import type { KubeletHooks, VolumeUsage } from '../hooks.ts';
+import type { Logger } from '../logger.ts';
+import { errorMessage } from '../errors.ts';
+import type { VolumeStats } from '../stats/summary-types.ts';
+import type { MountedVolume } from './volume-manager.ts';
+
+/** How long a volume's figures are reused: upstream's volumeStatsAggPeriod default (a driver call per volume per minute at most). */
+const STATS_TTL_MS = 60_000;
+
+/**
+ * The use of pods' persistent volumes for `/stats/summary` (upstream: the volume's MetricsProvider,
+ * for CSI NodeGetVolumeStats), asked of the provider of the volume's type through the
+ * `volumeStats` hook and kept a minute. Entries carry the pod's volume name and `pvcRef`, as
+ * upstream's; local volumes are measured by the stats provider itself.
+ */
+export class PersistentVolumeStats {
+  private readonly cache = new Map<string, { at: number; usage: VolumeUsage | undefined }>();
+
+  constructor(private readonly deps: {
+    hooks: Pick<KubeletHooks, 'volumeStats'>;
+    /** The pod's set-up volumes (the volume manager's actual state). */
+    mounted: (uid: string) => MountedVolume[];
+    logger: Logger;
+    /** Told once per abnormal report: upstream's VolumeConditionAbnormal event. */
+    onAbnormal?: (podUID: string, volumeName: string, message: string) => void;
+    now?: () => number;
+  }) {}
+
+  async forPod(uid: string, namespace: string, time: string): Promise<VolumeStats[]> {
+    const out: VolumeStats[] = [];
+    const now = (this.deps.now ?? Date.now)();
+    for (const mv of this.deps.mounted(uid)) {
+      if (!mv.claim) continue;
+      const key = `${uid}/${mv.name}`;
+      let entry = this.cache.get(key);
+      if (!entry || now - entry.at >= STATS_TTL_MS) {
+        entry = { at: now, usage: await this.ask(uid, mv) };
+        this.cache.set(key, entry);
+        if (entry.usage?.abnormal) this.deps.onAbnormal?.(uid, mv.name, entry.usage.abnormal);
+      }
+      const u = entry.usage;
+      if (!u) continue;
+      const { abnormal: _abnormal, ...figures } = u;
+      out.push({ name: mv.name, pvcRef: { name: mv.claim, namespace }, time, ...figures });
+    }
+    for (const key of this.cache.keys()) if (key.startsWith(`${uid}/`) && !this.deps.mounted(uid).some((m) => key === `${uid}/${m.name}`)) this.cache.delete(key);
+    return out;
+  }
+
+  /** Forgets a pod gone (its figures would otherwise stay in memory). */
+  forget(uid: string): void {
+    for (const key of this.cache.keys()) if (key.startsWith(`${uid}/`)) this.cache.delete(key);
+  }
+
+  private async ask(uid: string, mv: MountedVolume): Promise<VolumeUsage | undefined> {
+    const hook = this.deps.hooks.volumeStats.get(mv.type);
+    if (!hook || hook.taps.length === 0) return undefined;
+    try {
+      return await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, mounted: mv.result });
+    } catch (err) {
+      this.deps.logger.debug({ uid, volume: mv.name, err: errorMessage(err) }, 'volume stats unavailable');
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,315 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { AppsV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
+import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
+import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
+import { deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
+import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
+import { CsiController } from '../support/csi-controller.ts';
+import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
+import type { TestKubelet } from '../support/test-kubelet.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/**
+ * Persistent volumes through CSI on the real control plane (v1.28.7) with the upstream CSI
+ * hostpath driver: a volume made with the driver's CreateVolume (playing the external-provisioner),
+ * a pre-bound PV and PVC, and pods on a kubelet-ts node that use the claim. What a StatefulSet
+ * relies on: data written by one pod is read by the next pod of the same claim; the volume is
+ * staged once at upstream's global mount, published per pod, unpublished and unstaged when
+ * the last pod goes; a claim that does not exist keeps the pod Pending with upstream's event.
+ */
+describe('CSI persistent volumes (PVC → PV → stage/publish) on the real control plane', function () {
+  this.timeout(300_000);
+  const suite = clusterSuite('kts-pv-');
+  const DRIVER = 'hostpath.csi.k8s.io';
+  let bin: string;
+
+  before(async function () {
+    realCsiDriverOrSkip(this);
+    if (!suite.dir) return;
+    bin = path.join(suite.dir, 'bin');
+    await unpackCsiBinaries(bin);
+  });
+
+  /** A kubelet-ts node with csi-grpc and the hostpath driver registered on it; the driver stops after the kubelet. */
+  async function storageNode(what: string): Promise<{ node: SuiteNode; kubelet: TestKubelet; driver: RealCsiDriver; rootDir: string }> {
+    const node = suite.node(what);
+    const rootDir = path.join(node.dir, 'root');
+    const driver = new RealCsiDriver({ binDir: bin, dir: `${node.dir}-csi`, registryDir: path.join(rootDir, 'plugins_registry'), nodeId: node.name });
+    suite.onCleanup(async () => {
+      await driver.stop();
+      await fs.rm(`${node.dir}-csi`, { recursive: true, force: true });
+    });
+    await driver.start();
+    const kubelet = await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
+    await suite.nodeReady(node.name);
+    return { node, kubelet, driver, rootDir };
+  }
+
+  /** The CSIDriver object as the driver's deployment makes it (no attach: there is no external-attacher here). */
+  async function csiDriverObject(): Promise<void> {
+    const storage = suite.cp.admin.makeApiClient(StorageV1Api);
+    await storage.deleteCSIDriver({ name: DRIVER }).catch(() => {});
+    await storage.createCSIDriver({ body: { metadata: { name: DRIVER }, spec: { attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] } } });
+    suite.onCleanup(() => storage.deleteCSIDriver({ name: DRIVER }));
+  }
+
+  /** A volume made in the driver, a PV for it pre-bound to a PVC of `ns`, both Bound. */
+  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string): Promise<{ pv: string; volumeHandle: string }> {
+    const controller = new CsiController(driver.csiSocket);
+    const pv = suite.uniqueName('pv');
+    const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024);
+    suite.onCleanup(async () => {
+      await controller.deleteVolume(volumeHandle).catch(() => {});
+      controller.close();
+    });
+    await suite.core.createPersistentVolume({
+      body: {
+        metadata: { name: pv },
+        spec: {
+          capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '',
+          claimRef: { namespace: ns, name: claim }, csi: { driver: DRIVER, volumeHandle, volumeAttributes: { kind: 'test' } },
+        },
+      },
+    });
+    suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
+    await suite.core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: '' } },
+    });
+    await waitFor(`PVC ${ns}/${claim} Bound`, async () => (await suite.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase === 'Bound', 60_000, 300);
+    return { pv, volumeHandle };
+  }
+
+  /** A busybox pod on `node` running `script` with the claim at /data; deleted (and waited for) after the test. */
+  async function claimPod(node: SuiteNode, ns: string, name: string, claim: string, script: string): Promise<void> {
+    await suite.core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: {
+          nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
+        },
+      },
+    });
+    suite.onCleanup(() => deletePod(ns, name));
+  }
+
+  /** A graceful delete: the kubelet removes the pod from the API only once its volumes are torn down (upstream's PodCouldBeDeleted). */
+  async function deletePod(ns: string, name: string): Promise<void> {
+    await suite.core.deleteNamespacedPod({ name, namespace: ns }).catch(() => {});
+    await waitFor(`pod ${ns}/${name} gone`, async () => (await suite.core.readNamespacedPod({ name, namespace: ns }).then(() => false, () => true)), 60_000, 300);
+  }
+
+  const readPod = (ns: string, name: string) => suite.core.readNamespacedPod({ name, namespace: ns });
+  const running = (ns: string, name: string) => waitFor(`pod ${ns}/${name} Running`, async () => {
+    const p = await readPod(ns, name);
+    return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.running ? p : undefined;
+  }, 90_000, 300);
+
+  async function exec(kubelet: TestKubelet, pod: V1Pod, cmd: string[]): Promise<{ out: string; code: number }> {
+    const id = pod.status!.containerStatuses![0]!.containerID!.replace(/^.*:\/\//, '');
+    const r = await kubelet.kubelet.runtime.execSync(id, cmd, 10);
+    return { out: Buffer.from(r.stdout).toString().trim(), code: r.exitCode };
+  }
+
+  it('stages once, publishes per pod, keeps the data from one pod of a claim to the next, and unstages after the last', async function () {
+    const { node, kubelet, driver, rootDir } = await storageNode('pv');
+    await csiDriverObject();
+    const ns = await suite.namespace('pv');
+    const { pv, volumeHandle } = await boundClaim(driver, ns, 'data');
+    const globalMount = deviceMountPath(rootDir, DRIVER, volumeHandle);
+
+    await claimPod(node, ns, 'writer', 'data', 'exec sleep 3600');
+    const writer = await running(ns, 'writer');
+    const target = path.join(rootDir, 'pods', writer.metadata!.uid!, 'volumes', 'kubernetes.io~csi', pv, 'mount');
+    assert.deepEqual(await exec(kubelet, writer, ['sh', '-c', 'echo kept-by-the-claim > /data/f && cat /data/f']), { out: 'kept-by-the-claim', code: 0 });
+    assert.ok(await isMountPoint(target), `the pod's publication ${target} is a mount point`);
+    assert.ok((await fs.stat(globalMount)).isDirectory(), `the global mount ${globalMount} exists`);
+    assert.deepEqual(JSON.parse(await fs.readFile(path.join(path.dirname(globalMount), 'vol_data.json'), 'utf8')), { driverName: DRIVER, volumeHandle });
+
+    const stages = (await driver.calls('NodeStageVolume')).filter((c) => c.Request.volume_id === volumeHandle);
+    assert.equal(stages.length, 1, 'staged once');
+    assert.equal(stages[0]!.Error, '');
+    assert.equal(stages[0]!.Request.staging_target_path, globalMount);
+    assert.deepEqual(stages[0]!.Request.volume_context, { kind: 'test' });
+    const publishes = (await driver.calls('NodePublishVolume')).filter((c) => c.Request.volume_id === volumeHandle);
+    assert.equal(publishes.length, 1);
+    const pub = publishes[0]!.Request;
+    assert.equal(pub.target_path, target);
+    assert.equal(pub.staging_target_path, globalMount);
+    // The CSIDriver says podInfoOnMount: the pod's identity, and ephemeral "false" for a PV.
+    assert.deepEqual(pub.volume_context, {
+      kind: 'test', [CONTEXT_KEYS.ephemeral]: 'false', [CONTEXT_KEYS.podName]: 'writer', [CONTEXT_KEYS.podNamespace]: ns,
+      [CONTEXT_KEYS.podUID]: writer.metadata!.uid!, [CONTEXT_KEYS.serviceAccount]: 'default',
+    });
+    // ReadWriteOnce on a driver with SINGLE_NODE_MULTI_WRITER: SINGLE_NODE_MULTI_WRITER (7), as upstream maps it.
+    assert.equal(pub.volume_capability?.access_mode?.mode, 7);
+
+    // NodeGetVolumeStats in /stats/summary: the pod's volume by its name, with its claim, sized as the driver says.
+    const summary = await kubelet.kubelet.stats.summary({ maxAgeMs: 0 });
+    const vol = summary.pods.find((p) => p.podRef.uid === writer.metadata!.uid)?.volume?.find((v) => v.name === 'data');
+    assert.ok(vol, 'the claim\'s volume is in the pod\'s summary');
+    assert.deepEqual(vol.pvcRef, { name: 'data', namespace: ns });
+    const statsCall = (await driver.calls('NodeGetVolumeStats')).find((c) => c.Request.volume_id === volumeHandle && c.Request.volume_path === target && c.Error === '');
+    assert.ok(statsCall, 'NodeGetVolumeStats on the pod\'s publication');
+    // The hostpath driver reports the filesystem its directory is on: the figures are its answer, unit by unit.
+    const bytes = statsCall.Response.usage.find((u: { unit: number }) => u.unit === 1);
+    assert.deepEqual([vol.capacityBytes, vol.availableBytes, vol.usedBytes], [bytes.total, bytes.available, bytes.used ?? 0]);
+    assert.ok(vol.inodes! > 0);
+    const inUse = `kubernetes.io/csi/${DRIVER}^${volumeHandle}`;
+    await waitFor('the Node reports the volume in volumesInUse', async () => (await suite.core.readNode({ name: node.name })).status?.volumesInUse?.includes(inUse), 20_000, 300);
+
+    await deletePod(ns, 'writer');
+    assert.equal(await isMountPoint(target), false, 'unpublished: the pod mount is gone');
+    await waitFor('volumesInUse cleared', async () => !(await suite.core.readNode({ name: node.name })).status?.volumesInUse?.length, 20_000, 300);
+    await assert.rejects(fs.stat(path.dirname(target)), 'the pod volume dir is removed');
+    await waitFor('the global mount removed after NodeUnstageVolume', async () => !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
+    assert.ok((await driver.calls('NodeUnstageVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.staging_target_path === globalMount && c.Error === ''));
+
+    await claimPod(node, ns, 'reader', 'data', 'exec sleep 3600');
+    const reader = await running(ns, 'reader');
+    assert.deepEqual(await exec(kubelet, reader, ['cat', '/data/f']), { out: 'kept-by-the-claim', code: 0 }, 'the next pod of the claim reads what the first wrote');
+    assert.equal((await driver.calls('NodeStageVolume')).filter((c) => c.Request.volume_id === volumeHandle).length, 2, 'staged again for the new pod (it had been unstaged)');
+    await deletePod(ns, 'reader');
+    assert.deepEqual(await mountsUnder(rootDir), [], 'nothing left mounted under the kubelet root dir');
+    await waitFor('the global mount removed again', async () => !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
+  });
+
+  it('a StatefulSet of 2 replicas with volumeClaimTemplates keeps each replica\'s data when its pods are deleted and recreated', async function () {
+    const { node, kubelet, driver } = await storageNode('pvsts');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvsts');
+    const apps = suite.cp.admin.makeApiClient(AppsV1Api);
+    // No provisioner: a PV per replica, pre-bound to the claim the StatefulSet controller will make (<template>-<set>-<ordinal>).
+    const controller = new CsiController(driver.csiSocket);
+    suite.onCleanup(() => controller.close());
+    for (const ordinal of [0, 1]) {
+      const pv = suite.uniqueName('stspv');
+      const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024);
+      suite.onCleanup(() => controller.deleteVolume(volumeHandle).catch(() => {}));
+      await suite.core.createPersistentVolume({
+        body: {
+          metadata: { name: pv },
+          spec: { capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', claimRef: { namespace: ns, name: `data-web-${ordinal}` }, csi: { driver: DRIVER, volumeHandle } },
+        },
+      });
+      suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
+    }
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          serviceName: 'web', replicas: 2, selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: {
+              nodeSelector: { 'kubernetes.io/hostname': node.name }, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+              // Each replica writes its identity once; a recreated pod must find it.
+              containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', '[ -f /data/id ] || echo "$(cat /etc/hostname)-$RANDOM$RANDOM" > /data/id; exec sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+            },
+          },
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', resources: { requests: { storage: '16Mi' } } } }],
+        },
+      },
+    });
+    suite.onCleanup(async () => {
+      await apps.deleteNamespacedStatefulSet({ name: 'web', namespace: ns }).catch(() => {});
+      for (const n of ['web-0', 'web-1']) await deletePod(ns, n);
+    });
+    const ids = async () => {
+      const out: string[] = [];
+      for (const name of ['web-0', 'web-1']) {
+        const p = await running(ns, name);
+        const r = await exec(kubelet, p, ['cat', '/data/id']);
+        assert.equal(r.code, 0);
+        out.push(`${p.metadata!.uid}:${r.out}`);
+      }
+      return out;
+    };
+    const first = await ids();
+    assert.match(first[0]!, /:web-0-\d+$/);
+    assert.match(first[1]!, /:web-1-\d+$/);
+    // The controller recreates a deleted replica under the same name: wait for the old one (its UID) to be gone.
+    for (const [i, name] of ['web-0', 'web-1'].entries()) {
+      const uid = first[i]!.split(':')[0];
+      await suite.core.deleteNamespacedPod({ name, namespace: ns });
+      await waitFor(`${name} replaced`, async () => (await readPod(ns, name).then((p) => p.metadata?.uid !== uid, () => true)), 60_000, 300);
+    }
+    const second = await ids();
+    for (const i of [0, 1]) {
+      const [uidBefore, idBefore] = first[i]!.split(':');
+      const [uidAfter, idAfter] = second[i]!.split(':');
+      assert.notEqual(uidAfter, uidBefore, 'a new pod');
+      assert.equal(idAfter, idBefore, `web-${i} reads back what its first pod wrote`);
+    }
+  });
+
+  it('a restarted kubelet adopts the staged and published volume: no second stage or publish; deleting the pod then unpublishes and unstages', async function () {
+    const { node, kubelet: first, driver, rootDir } = await storageNode('pvrestart');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvrestart');
+    const { volumeHandle } = await boundClaim(driver, ns, 'data');
+    const globalMount = deviceMountPath(rootDir, DRIVER, volumeHandle);
+    await claimPod(node, ns, 'db', 'data', 'exec sleep 3600');
+    const before = await running(ns, 'db');
+    assert.equal((await exec(first, before, ['sh', '-c', 'echo before-restart > /data/f'])).code, 0);
+    const count = async (method: string) => (await driver.calls(method)).filter((c) => c.Request.volume_id === volumeHandle).length;
+    assert.deepEqual([await count('NodeStageVolume'), await count('NodePublishVolume')], [1, 1]);
+
+    // A kubelet that stops without tearing anything down (as after a crash), and a new one on the same root dir.
+    await first.stop();
+    const second = await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
+    await waitFor('the new kubelet runs the pod', () => second.kubelet.pods().some((p) => p.metadata?.name === 'db'), 30_000);
+    await new Promise((r) => setTimeout(r, 5000)); // a few syncs (syncFrequency 2 s)
+    const after = await readPod(ns, 'db');
+    assert.equal(after.status?.containerStatuses?.[0]?.containerID, before.status?.containerStatuses?.[0]?.containerID, 'the same container, adopted');
+    assert.deepEqual([await count('NodeStageVolume'), await count('NodePublishVolume')], [1, 1], 'neither staged nor published again');
+    assert.deepEqual(await exec(second, after, ['cat', '/data/f']), { out: 'before-restart', code: 0 });
+
+    await deletePod(ns, 'db');
+    assert.deepEqual(await mountsUnder(path.join(rootDir, 'pods')), [], 'no pod mount left');
+    await waitFor('unstaged by the new kubelet', async () => (await count('NodeUnstageVolume')) === 1 && !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
+  });
+
+  it('a pod deleted while the kubelet was down: the restarted kubelet stops it, unpublishes and unstages what it left', async function () {
+    const { node, kubelet: first, driver, rootDir } = await storageNode('pvgone');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvgone');
+    const { volumeHandle } = await boundClaim(driver, ns, 'data');
+    const globalMount = deviceMountPath(rootDir, DRIVER, volumeHandle);
+    await claimPod(node, ns, 'gone', 'data', 'exec sleep 3600');
+    const pod = await running(ns, 'gone');
+    const target = (await mountsUnder(path.join(rootDir, 'pods', pod.metadata!.uid!)))[0];
+    assert.ok(target, 'the publication is mounted');
+    await first.stop();
+    // Removed from the API at once (a force delete), while no kubelet runs the node.
+    await suite.core.deleteNamespacedPod({ name: 'gone', namespace: ns, gracePeriodSeconds: 0 });
+    await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
+    await waitFor('the orphaned pod\'s volume unpublished and unstaged', async () => {
+      const left = await mountsUnder(path.join(rootDir, 'pods'));
+      return left.length === 0 && !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false));
+    }, 60_000, 500);
+    assert.ok((await driver.calls('NodeUnpublishVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.target_path === target && c.Error === ''));
+    assert.ok((await driver.calls('NodeUnstageVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Error === ''));
+    await waitFor('its container stopped and removed', async () => (await suite.runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ns } })).length === 0, 30_000);
+  });
+
+  it('keeps a pod whose claim does not exist Pending, with upstream\'s FailedMount event and no container', async function () {
+    const { node } = await storageNode('pvmiss');
+    const ns = await suite.namespace('pvmiss');
+    await claimPod(node, ns, 'orphan', 'nope', 'exec sleep 3600');
+    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'orphan' && e.reason === 'FailedMount'), 60_000, 500);
+    assert.equal(event.type, 'Warning');
+    assert.equal(event.message, `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: error processing PVC ${ns}/nope: failed to fetch PVC from API server: persistentvolumeclaims "nope" not found`);
+    const p = await readPod(ns, 'orphan');
+    assert.equal(p.status?.phase, 'Pending');
+    assert.equal(p.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
+    const containers = await suite.runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ns } });
+    assert.deepEqual(containers, [], 'no container was created');
+  });
+});

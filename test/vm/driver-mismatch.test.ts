@@ -31,7 +31,9 @@ describe('node VM: cgroup driver mismatch', function () {
     const journal = await waitFor('the ConfigError line in the journal of kubelet-ts', async () => {
       const j = await t.journal('kubelet-ts', since);
       return j.includes(expected) ? j : undefined;
-    }, 300_000, 3000);
+    }, 420_000, 3000).catch(async (err: Error) => {
+      throw new Error(`${err.message}\nthe journal of kubelet-ts:\n${(await t.journal('kubelet-ts', since)).split('\n').slice(-12).join('\n')}`);
+    });
     const lines = journal.split('\n').filter((l) => l.includes(expected));
     process.stderr.write(`      ${lines[0]!.slice(0, 400)}\n`);
     // It exited (the unit restarts it, Restart=always): a failed process, not a running kubelet.

@@ -55,7 +55,7 @@ export class NodeVm {
     this.log = opts.log ?? noLog;
   }
 
-  /** Boots a VM and waits until ssh answers (bounded by bootTimeoutMs, default 240 s). */
+  /** Boots a VM and waits until ssh answers (bounded by bootTimeoutMs, default 600 s: with the host loaded, the guest's sshd took over 4 minutes). */
   static async boot(opts: NodeVmOptions): Promise<NodeVm> {
     const vm = new NodeVm(opts);
     try {
@@ -76,7 +76,7 @@ export class NodeVm {
     return [
       '-i', this.keyFile, '-p', String(this.sshPort),
       '-o', `UserKnownHostsFile=${join(this.dir, 'known_hosts')}`, '-o', 'StrictHostKeyChecking=yes',
-      '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10',
+      '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=45',
       '-o', `ControlPath=${join(this.dir, 'ssh.ctl')}`,
       '-o', 'ServerAliveInterval=10', '-o', 'ServerAliveCountMax=6',
     ];
@@ -115,13 +115,13 @@ export class NodeVm {
     ];
     this.log(`qemu-system-x86_64 ${args.join(' ')}`);
     await run('qemu-system-x86_64', args, { timeoutMs: 60_000 });
-    const deadline = Date.now() + (this.opts.bootTimeoutMs ?? 240_000);
+    const deadline = Date.now() + (this.opts.bootTimeoutMs ?? 600_000);
     // Up when root's key is in (kts-authorized-key ran) and sshd answers: bounded in time, one try every 2 s.
     for (let attempt = 1; ; attempt++) {
       if (!(await this.qemuAlive())) throw new Error('node VM: qemu exited during boot');
-      const r = await run('ssh', [...this.sshArgs(), '-o', 'ControlMaster=no', 'root@127.0.0.1', 'true'], { allowFailure: true, timeoutMs: 20_000 }).catch((e: Error) => ({ code: -1, stderr: e.message }) as RunResult);
+      const r = await run('ssh', [...this.sshArgs(), '-o', 'ControlMaster=no', 'root@127.0.0.1', 'true'], { allowFailure: true, timeoutMs: 60_000 }).catch((e: Error) => ({ code: -1, stderr: e.message }) as RunResult);
       if (r.code === 0) break;
-      if (Date.now() > deadline) throw new Error(`node VM: no ssh after ${this.opts.bootTimeoutMs ?? 240_000} ms (${attempt} tries; last: ${r.stderr.trim()})`);
+      if (Date.now() > deadline) throw new Error(`node VM: no ssh after ${this.opts.bootTimeoutMs ?? 600_000} ms (${attempt} tries; last: ${r.stderr.trim()})`);
       await sleep(2000);
     }
     await this.startMaster();

@@ -157,6 +157,8 @@ export class CriRuntime implements ContainerRuntime {
       id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0),
       ...(uid !== undefined && Number.isFinite(uid) ? { uid } : {}),
       ...(i.username ? { username: String(i.username) } : {}),
+      // As ListImages: the runtime keeps it (containerd's sandbox image), so must image GC.
+      ...(i.pinned ? { pinned: true } : {}),
     };
   }
 

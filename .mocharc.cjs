@@ -15,7 +15,8 @@ const cliHasSpec = args.some(
 // Mocha runs TypeScript through tsx's ESM loader (`--import=tsx` in the worker node
 // process), so spec files and the root hook plugin below are plain .ts modules.
 module.exports = {
-  ...(cliHasSpec ? {} : { spec: ['test/**/*.test.ts'] }),
+  // test/vm (the node VM suite, `npm run test:vm`) boots a qemu guest: not part of `npm test`.
+  ...(cliHasSpec ? {} : { spec: ['test/**/*.test.ts'], ignore: ['test/vm/**'] }),
   extension: ['ts'],
   // Every spec file is loaded with import(), never require(): Node 20.19+ lets mocha
   // require() a .ts file that tsx turns into CommonJS, falling back to import() only for a

@@ -157,6 +157,8 @@ export class CriRuntime implements ContainerRuntime {
       id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0),
       ...(uid !== undefined && Number.isFinite(uid) ? { uid } : {}),
       ...(i.username ? { username: String(i.username) } : {}),
+      // As ListImages: the runtime keeps it (containerd's sandbox image), so must image GC.
+      ...(i.pinned ? { pinned: true } : {}),
     };
   }
 
@@ -196,7 +198,7 @@ export class CriRuntime implements ContainerRuntime {
     await this.client.callImage('RemoveImage', { image: { image } }, this.timeouts.requestTimeoutMs);
   }
 
-  /** containerd says its sandbox image in the verbose Status (`info.config`, its CRI plugin config). */
+  /** containerd >= 2.0 says its cgroup driver (CRI RuntimeConfig). */
   async runtimeConfig(): Promise<RuntimeConfig | undefined> {
     let r: { linux?: { cgroupDriver?: string } };
     try {
@@ -219,11 +221,19 @@ export class CriRuntime implements ContainerRuntime {
     }));
   }
 
+  /**
+   * containerd 1.6/1.7 say their sandbox image in the verbose Status (`info.config`, the CRI
+   * plugin's config, `sandboxImage`). containerd 2.x split that plugin: `info.config` is the
+   * runtime half's config only, and the sandbox image (`pinned_images.sandbox` of the images
+   * half) is not in Status at all; there it is known by the `pinned` flag containerd sets on it
+   * (ImageInfo.pinned, which image GC keeps). A `pinnedImages.sandbox` is read if a version has it.
+   */
   async sandboxImage(): Promise<string | undefined> {
     const r = await this.rt('Status', { verbose: true });
     try {
-      const cfg = JSON.parse(r.info?.config ?? '{}') as { sandboxImage?: unknown };
-      return typeof cfg.sandboxImage === 'string' && cfg.sandboxImage ? cfg.sandboxImage : undefined;
+      const cfg = JSON.parse(r.info?.config ?? '{}') as { sandboxImage?: unknown; pinnedImages?: { sandbox?: unknown } };
+      const image = cfg.sandboxImage ?? cfg.pinnedImages?.sandbox;
+      return typeof image === 'string' && image ? image : undefined;
     } catch {
       return undefined;
     }

@@ -57,7 +57,18 @@ export async function importModule(file: string): Promise<Record<string, unknown
   }
 }
 
+/** TypeScript files: always through tsx, never Node's own type stripping (see load). */
+const TYPESCRIPT_FILE = /\.[cm]?ts$/;
+
 async function load(url: string): Promise<Record<string, unknown>> {
+  // Node 22.18+ and 24 strip types themselves, but only erasable syntax and only with explicit
+  // extensions, and they resolve 'kubelet-ts' as plain Node does: a config or plugin that loads
+  // under tsx (from the sources, or on Node 20) would fail on a newer Node. One loader for
+  // TypeScript, whatever the Node version.
+  if (TYPESCRIPT_FILE.test(new URL(url).pathname)) {
+    const { tsImport } = await import('tsx/esm/api');
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  }
   try {
     return (await import(url)) as Record<string, unknown>;
   } catch (err) {

@@ -72,6 +72,20 @@ describe('eviction on containerd', function () {
     assert.deepEqual(left.filter((m) => !m.endsWith('/disk')), [], 'no mount left under the test dirs but the loop filesystem itself');
   });
 
+  /** A loop-mounted ext4 of `size` (no reserved blocks) in a new dir, unmounted and removed in after(): the kubelet's small disk. */
+  async function smallFilesystem(prefix: string, size: string): Promise<string> {
+    const dir = await fs.mkdtemp(`/tmp/${prefix}`);
+    dirs.push(dir);
+    const img = path.join(dir, 'disk.img');
+    const mnt = path.join(dir, 'disk');
+    loopImages.push(img);
+    await fs.mkdir(mnt);
+    await run('truncate', ['-s', size, img]);
+    await run('mkfs.ext4', ['-q', '-F', '-m', '0', img]);
+    await run('mount', ['-o', 'loop', img, mnt]);
+    return mnt;
+  }
+
   const sh = (name: string, script: string, extra: object = {}) => ({ name, image: env.images.busybox, command: ['sh', '-c', script], ...extra });
   const pod = (name: string, containers: object[], spec: object = {}) => podManifest(name, containers, { hostNetwork: true, terminationGracePeriodSeconds: 5, ...spec }, { namespace: ns });
   const evicted = (t: TestKubelet, name: string) => t.waitForPod(name, (p) => p?.status?.phase === 'Failed' && p.status.reason === 'Evicted', 90_000, `${name} evicted`);
@@ -129,15 +143,7 @@ describe('eviction on containerd', function () {
   });
 
   it('disk: filling the kubelet filesystem (a loop-mounted ext4) raises DiskPressure and evicts the pod writing most', async function () {
-    const dir = await fs.mkdtemp('/tmp/h15-eviction-disk-');
-    dirs.push(dir);
-    const img = path.join(dir, 'disk.img');
-    const mnt = path.join(dir, 'disk');
-    loopImages.push(img);
-    await fs.mkdir(mnt);
-    await run('truncate', ['-s', '96M', img]);
-    await run('mkfs.ext4', ['-q', '-F', '-m', '0', img]);
-    await run('mount', ['-o', 'loop', img, mnt]);
+    const mnt = await smallFilesystem('h15-eviction-disk-', '96M');
     // The kubelet's root dir and pod logs on the small filesystem: a chatty container fills it.
     const t = await kubelet([['eviction-default']], {
       rootDir: path.join(mnt, 'root'), podLogsDir: path.join(mnt, 'logs'),
@@ -164,15 +170,7 @@ describe('eviction on containerd', function () {
   });
 
   it('disk: an eviction frees what it was for (the emptyDir goes, the round waits for it), so no innocent pod is evicted after it', async function () {
-    const dir = await fs.mkdtemp('/tmp/h15-eviction-reclaim-');
-    dirs.push(dir);
-    const img = path.join(dir, 'disk.img');
-    const mnt = path.join(dir, 'disk');
-    loopImages.push(img);
-    await fs.mkdir(mnt);
-    await run('truncate', ['-s', '64M', img]);
-    await run('mkfs.ext4', ['-q', '-F', '-m', '0', img]);
-    await run('mount', ['-o', 'loop', img, mnt]);
+    const mnt = await smallFilesystem('h15-eviction-reclaim-', '64M');
     const t = await kubelet([['eviction-default']], {
       rootDir: path.join(mnt, 'root'), podLogsDir: path.join(mnt, 'logs'),
       evictionHard: { 'nodefs.available': '16Mi' }, eviction: settings(),

@@ -11,12 +11,11 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { goOS } from '../node/machine-info.ts';
-import type { Rejection } from './admission.ts';
 
 export const OS_LABEL = 'kubernetes.io/os';
 
-/** Upstream's rejection for `pod` on a node running `nodeOS`, or undefined when the OS fits. */
-export function checkPodOS(pod: V1Pod, nodeOS: string = goOS()): Rejection | undefined {
+/** Upstream's rejection for `pod` on a node running `nodeOS` (an admission Rejection), or undefined when the OS fits. */
+export function checkPodOS(pod: V1Pod, nodeOS: string = goOS()): { reason: string; message: string } | undefined {
   const labels: unknown = pod.metadata?.labels;
   const wanted = labels && typeof labels === 'object' ? (labels as Record<string, unknown>)[OS_LABEL] : undefined;
   if (wanted !== undefined && wanted !== nodeOS) {

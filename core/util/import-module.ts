@@ -1,5 +1,6 @@
 import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { RUNS_COMPILED } from './package-root.ts';
 
 /** The package's public modules, as a config or plugin imports them. */
 const SELF_SPECIFIERS = ['kubelet-ts', 'kubelet-ts/testing'];
@@ -61,11 +62,13 @@ export async function importModule(file: string): Promise<Record<string, unknown
 const TYPESCRIPT_FILE = /\.[cm]?ts$/;
 
 async function load(url: string): Promise<Record<string, unknown>> {
-  // Node 22.18+ and 24 strip types themselves, but only erasable syntax and only with explicit
-  // extensions, and they resolve 'kubelet-ts' as plain Node does: a config or plugin that loads
-  // under tsx (from the sources, or on Node 20) would fail on a newer Node. One loader for
-  // TypeScript, whatever the Node version.
-  if (TYPESCRIPT_FILE.test(new URL(url).pathname)) {
+  // Compiled, Node 22.18+ and 24 would strip the types themselves, but only erasable syntax and
+  // only with explicit extensions, and resolve 'kubelet-ts' as plain Node does: a config or
+  // plugin that loads under tsx would fail there. So the compiled build takes tsx for
+  // TypeScript whatever the Node version. From the sources tsx is the process's loader already,
+  // and a plain import keeps one instance of each module (tsImport namespaces what it loads: a
+  // plugin would get its own copy of the SDK, and of the AsyncLocalStorage behind currentSignal).
+  if (RUNS_COMPILED && TYPESCRIPT_FILE.test(new URL(url).pathname)) {
     const { tsImport } = await import('tsx/esm/api');
     return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
   }

@@ -125,6 +125,19 @@ async function start(): Promise<ControlPlane> {
  * removed. Returns it with the env of its ports (for `up` again).
  */
 async function bringUp(base: string): Promise<{ cp: ControlPlane; env: Record<string, string> }> {
+  // A port free when picked can be taken before its component binds it (the script checks each
+  // just before it starts that component and names it): try again on fresh ports, twice.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await bringUpOnce(base);
+    } catch (err) {
+      if (attempt >= 3 || !/is in use by another process/.test((err as Error).message)) throw err;
+      log(`attempt ${attempt}: ${(err as Error).message.split('\n').at(-1)}; again on fresh ports`);
+    }
+  }
+}
+
+async function bringUpOnce(base: string): Promise<{ cp: ControlPlane; env: Record<string, string> }> {
   const dir = join(base, 'cp');
   await mkdir(base, { recursive: true });
   const ports = { API_PORT: await freePort(), ETCD_PORT: await freePort(), ETCD_PEER_PORT: await freePort(), KCM_PORT: await freePort(), SCHED_PORT: await freePort() };

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { delimiter, join } from 'node:path';
@@ -78,18 +78,61 @@ export function which(name: string): string | undefined {
   return undefined;
 }
 
-/** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * The kernel's ephemeral range (`ip_local_port_range`): the source ports of outgoing
+ * connections come from it, so a port picked there and bound a moment later can have been taken
+ * by a client meanwhile (a CI run lost its control plane that way: the scheduler's port was an
+ * API server's connection to etcd by the time the scheduler started).
+ */
+function ephemeralRange(): { low: number; high: number } {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low && high && low <= high) return { low, high };
+  } catch {
+    // not Linux: the IANA dynamic range
+  }
+  return { low: 49152, high: 65535 };
+}
+
+/** Ports this process handed out: never handed out twice, even after their listener closed. */
+const handedOut = new Set<number>();
+
+function tryListen(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.on('error', () => resolve(undefined));
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
+      const bound = typeof addr === 'object' && addr ? addr.port : undefined;
+      srv.close(() => resolve(bound));
     });
   });
+}
+
+/**
+ * Returns a TCP port on 127.0.0.1 that was free a moment ago, chosen at random below the
+ * ephemeral range (see ephemeralRange) and above 10000, so that no outgoing connection takes it
+ * before its server binds it. Falls back to one the kernel picks if 50 tries find none.
+ */
+export async function freePort(): Promise<number> {
+  const { low } = ephemeralRange();
+  const floor = 10_000;
+  if (low - floor > 1000) {
+    for (let i = 0; i < 50; i++) {
+      const candidate = floor + Math.floor(Math.random() * (low - floor));
+      if (handedOut.has(candidate)) continue;
+      const port = await tryListen(candidate);
+      if (port) {
+        handedOut.add(port);
+        return port;
+      }
+    }
+  }
+  const port = await tryListen(0);
+  if (!port) throw new Error('freePort: could not bind a port on 127.0.0.1');
+  handedOut.add(port);
+  return port;
 }
 
 /**

@@ -67,6 +67,7 @@ import type { CertificateManager } from './certificates/certificate-manager.ts';
 import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
 import type { KubeletOptions } from './kubelet-options.ts';
 import { DeviceManager } from './devices/device-manager.ts';
+import { GracefulNodeShutdown, NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON } from './node/graceful-shutdown.ts';
 import { withDevices } from './devices/container-devices.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
@@ -123,6 +124,9 @@ export class Kubelet {
   private puller: ImagePuller | undefined;
   /** The pod cgroup hierarchy (cgroupsPerQOS), through the node's cgroup driver. */
   private cgroups: PodCgroups | undefined;
+  /** Graceful node shutdown (shutdownGracePeriod), when configured; its start runs beside the kubelet's. */
+  private shutdown: GracefulNodeShutdown | undefined;
+  private shutdownStarting: Promise<void> | undefined;
   /** The sync loop: desired and terminating pods, admission, pod workers, housekeeping. */
   private loop!: SyncLoop;
   private pleg!: Pleg;
@@ -316,6 +320,7 @@ export class Kubelet {
       pressure: () => this.eviction,
       pulledMs: (uid) => puller.pulledMs(uid),
       devices: this.devices,
+      nodeAdmission: () => this.shutdown?.admission(),
     });
     this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
       this.loop.measureStart(pod, status);
@@ -417,6 +422,7 @@ export class Kubelet {
       this.sources.push(new StaticPodUrlSource({ url: config.staticPodURL, headers: config.staticPodURLHeader, nodeName: config.nodeName, periodMs: config.httpCheckFrequencyMs, logger }));
     }
     if (config.kubeconfig && apiNode) this.startApi(config.kubeconfig, apiNode.createApiNode, credentials);
+    this.startGracefulShutdown();
     if (certs && this.api) this.startCertificateRotation(certs, credentials, serving);
     this.sources.push(...this.extraSources);
     for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
@@ -475,6 +481,10 @@ export class Kubelet {
     await part('eviction manager', teardown, () => this.eviction?.stop());
     await part('image GC', teardown, () => this.imageGC?.stop());
     await part('log rotation', teardown, () => this.logRotation?.stop());
+    await part('graceful node shutdown', teardown, async () => {
+      await this.shutdownStarting;
+      await this.shutdown?.stop();
+    });
     await Promise.all(this.sources.map((s) => part(`pod source ${s.name}`, teardown, () => s.stop())));
     this.reporter?.stop();
     this.tokens?.stop();
@@ -526,6 +536,7 @@ export class Kubelet {
         plegLastRelist: () => this.pleg.lastSeen(),
         images: () => this.runtimeImpl.listImages(),
         volumesInUse: () => this.volumes?.volumesInUse() ?? [],
+        shuttingDown: () => this.shutdown?.isShuttingDown() ?? false,
       },
       onEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
     });
@@ -576,6 +587,32 @@ export class Kubelet {
         logger,
       });
     }
+  }
+
+  /**
+   * Graceful node shutdown when configured (core/node/graceful-shutdown.ts): logind tells it of a
+   * shutdown, it fails the pods for it by priority and lets the shutdown go on. Its start (logind's
+   * delay raised, the lock taken) runs beside the kubelet's; a failure is logged and the kubelet
+   * runs on without it, as upstream's.
+   */
+  private startGracefulShutdown(): void {
+    const { config, logger } = this;
+    if (config.shutdownGroups.length === 0) return;
+    this.shutdown = new GracefulNodeShutdown({
+      periods: config.shutdownGroups,
+      logind: async () => (await import('./systemd/logind.ts')).connectLogind(),
+      activePods: () => this.loop.activePods(),
+      terminate: (pod, grace) => this.loop.failPod(pod, { reason: NODE_SHUTDOWN_REASON, message: NODE_SHUTDOWN_MESSAGE, gracePeriodSeconds: grace, disruptionTarget: true }),
+      podStopped: (uid) => !this.loop.wanted(uid) || this.syncer.failedPodReclaimed(uid) !== undefined,
+      statusesPosted: () => (this.reporter?.statuses.backlog ?? 0) === 0,
+      onStateChange: () => this.api?.nodeStatus?.readinessChanged(),
+      nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
+      logger: logger.child({ component: 'node-shutdown' }),
+    });
+    this.shutdownStarting = this.shutdown.start().catch((err: unknown) => {
+      logger.error({ err: errorMessage(err), shutdownGroups: config.shutdownGroups }, 'graceful node shutdown is configured but could not start; a shutdown of the node will not wait for its pods');
+      this.events.record(nodeRef(config.nodeName), 'Warning', 'NodeShutdownUnavailable', `Graceful node shutdown could not start: ${errorMessage(err)}`);
+    });
   }
 
   /**

@@ -95,6 +95,8 @@ export interface SyncLoopDeps {
   pulledMs: (uid: string) => number;
   /** Device allocation at admission (core/devices), and its release when a pod is not admitted after all. */
   devices?: SyncLoopDevices;
+  /** A refusal of every new pod for the node's state (a node shutdown in progress), checked first. */
+  nodeAdmission?: () => { reason: string; message: string } | undefined;
 }
 
 /** What admission needs of the device manager. */
@@ -201,19 +203,30 @@ export class SyncLoop {
   }
 
   /**
-   * Evicts a pod the eviction manager chose: Failed with reason Evicted and the policy's
-   * message (upstream's wording), a Warning event, and its containers killed with `gracePeriodSeconds`
-   * by its worker (the path of a pod past its active deadline). False when it is no longer active.
-   * `disruptionTarget`: the status also carries upstream's DisruptionTarget condition (reason
-   * TerminationByKubelet, the eviction's message), as for a pressure eviction.
+   * Evicts a pod the eviction manager chose:
+   * Failed with reason Evicted and the policy's message (upstream's wording), a Warning event, and
+   * its containers killed with `gracePeriodSeconds` by its worker (the path of a pod past its
+   * active deadline). False when it is no longer active. `disruptionTarget`: the status also
+   * carries upstream's DisruptionTarget condition (reason TerminationByKubelet, the eviction's
+   * message), as for a pressure eviction.
    */
   evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number, disruptionTarget = true): boolean {
+    return this.failPod(pod, { reason: EVICTED_REASON, message, gracePeriodSeconds, disruptionTarget, event: 'Warning' });
+  }
+
+  /**
+   * Ends an active pod for the node's sake (an eviction, a node shutdown): Failed for good with
+   * `reason` and `message`, killed by its worker with `gracePeriodSeconds`; with
+   * `disruptionTarget`, its status carries DisruptionTarget; with `event`, the pod gets an event
+   * of that type with the reason and message. False when it is no longer active.
+   */
+  failPod(pod: V1Pod, f: { reason: string; message: string; gracePeriodSeconds: number; disruptionTarget: boolean; event?: 'Normal' | 'Warning' }): boolean {
     const uid = pod.metadata!.uid!;
     const current = this.desired.get(uid);
     if (!current || this.d.status.rejection(uid)) return false;
-    this.d.status.reject(uid, EVICTED_REASON, message, gracePeriodSeconds, disruptionTarget);
-    this.d.events.record(podRef(current), 'Warning', EVICTED_REASON, message);
-    this.d.logger.warn({ pod: podFullName(current), uid, gracePeriodSeconds, message }, 'pod evicted');
+    this.d.status.reject(uid, f.reason, f.message, f.gracePeriodSeconds, f.disruptionTarget);
+    if (f.event) this.d.events.record(podRef(current), f.event, f.reason, f.message);
+    this.d.logger.warn({ pod: podFullName(current), uid, reason: f.reason, gracePeriodSeconds: f.gracePeriodSeconds, message: f.message }, 'pod failed by the kubelet');
     this.workers.update(current);
     return true;
   }
@@ -413,11 +426,11 @@ export class SyncLoop {
   private async admit(pod: V1Pod, before: ReadonlySet<string>): Promise<'admitted' | 'rejected' | 'gone'> {
     const uid = pod.metadata!.uid!;
     const admitStart = Date.now();
-    // Upstream's order of admit handlers: node pressure, sysctls (and AppArmor), device
-    // allocation, then the general predicates against the pods admitted before it (terminating
-    // ones still hold their resources).
+    // A node shutting down refuses every pod first; then upstream's order of admit handlers: node
+    // pressure, sysctls (and AppArmor), device allocation, then the general predicates against the
+    // pods admitted before it (terminating ones still hold their resources).
     const pressure = this.d.pressure();
-    let rejection: { reason: string; message: string } | undefined = checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
+    let rejection: { reason: string; message: string } | undefined = this.d.nodeAdmission?.() ?? checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
     rejection ??= this.d.securityAdmission.admit(pod);
     const allocating = rejection ? undefined : this.d.devices?.admit(pod);
     if (allocating) rejection = await allocating;

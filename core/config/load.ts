@@ -1,3 +1,4 @@
+import { resolveShutdownGroups, shutdownConfigErrors } from './shutdown-config.ts';
 import { Ajv, type ValidateFunction } from 'ajv';
 import os from 'node:os';
 import path from 'node:path';
@@ -152,7 +153,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
   if (!validateConfig(input)) errors.push(...formatAjvErrors(validateConfig.errors, input, sourceOf).split('\n'));
   if (errors.length) throw new ConfigError(unique(errors).join('\n'));
   const c = input as KubeletConfigInput;
-  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...certificateFieldErrors(c, file), ...credentialProviderFieldErrors(c, file), ...evictionConfigErrors(c, file)];
+  const semantic = [...nodeFieldErrors(c, file), ...servingFieldErrors(c, file), ...certificateFieldErrors(c, file), ...credentialProviderFieldErrors(c, file), ...evictionConfigErrors(c, file), ...shutdownConfigErrors(c, file)];
   if (semantic.length) throw new ConfigError(unique(semantic).join('\n'));
 
   if (options.notices) {
@@ -287,6 +288,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     // default value will be set to nodeStatusUpdateFrequency for backward compatibility."
     nodeStatusReportFrequencyMs: parseDuration(c.nodeStatusReportFrequency ?? c.nodeStatusUpdateFrequency ?? '5m'),
     nodeLeaseDurationSeconds: c.nodeLeaseDurationSeconds,
+    shutdownGroups: resolveShutdownGroups(c),
     kubeAPIQPS: c.kubeAPIQPS,
     kubeAPIBurst: c.kubeAPIBurst,
     eventRecordQPS: c.eventRecordQPS,

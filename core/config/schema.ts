@@ -138,6 +138,22 @@ export const configSchema = {
     nodeStatusUpdateFrequency: duration('node status computation and post period (default 10s)'),
     nodeStatusReportFrequency: duration('longest time between node status posts (default 5m)'),
     nodeLeaseDurationSeconds: { type: 'integer', minimum: 1, default: 40, 'x-allowed': 'an integer number of seconds >= 1' },
+    shutdownGracePeriod: { ...duration('how long a node shutdown waits for the pods (0s: graceful node shutdown off)'), default: '0s' },
+    shutdownGracePeriodCriticalPods: { ...duration('of shutdownGracePeriod, the time for critical pods'), default: '0s' },
+    shutdownGracePeriodByPodPriority: {
+      type: 'array',
+      default: [],
+      'x-allowed': 'a list of {priority, shutdownGracePeriodSeconds}, e.g. [{priority: 0, shutdownGracePeriodSeconds: 20}, {priority: 2000000000, shutdownGracePeriodSeconds: 10}]',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['priority', 'shutdownGracePeriodSeconds'],
+        properties: {
+          priority: { type: 'integer', minimum: -2147483648, maximum: 2147483647, 'x-allowed': 'a pod priority (a 32-bit integer)' },
+          shutdownGracePeriodSeconds: { type: 'integer', minimum: 0, 'x-allowed': 'an integer number of seconds >= 0' },
+        },
+      },
+    },
     kubeAPIQPS: { type: 'number', exclusiveMinimum: 0, default: 50, 'x-allowed': 'a number of requests per second > 0' },
     kubeAPIBurst: { type: 'integer', minimum: 1, default: 100, 'x-allowed': 'an integer >= 1' },
     eventRecordQPS: { type: 'number', minimum: 0, default: 50, 'x-allowed': 'a number of events per second >= 0 (0: no limit)' },

@@ -17,6 +17,18 @@ export interface PluginObject {
  */
 export type PluginEntry = string | PluginObject | [string | PluginObject] | [string | PluginObject, unknown];
 
+/** One entry of shutdownGracePeriodByPodPriority, as upstream spells it. */
+export interface ShutdownGracePeriodByPodPriority {
+  priority: number;
+  shutdownGracePeriodSeconds: number;
+}
+
+/** A group of graceful node shutdown: pods from `priority` up (to the next group's) get `gracePeriodSeconds`. */
+export interface ShutdownGroup {
+  priority: number;
+  gracePeriodSeconds: number;
+}
+
 /** A taint as `registerWithTaints` takes it (upstream v1.Taint without timeAdded). */
 export interface NodeTaintInput { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }
 export type NodeTaint = NodeTaintInput;
@@ -144,6 +156,18 @@ export interface KubeletConfigInput {
   nodeStatusReportFrequency?: Duration;
   /** The node Lease's duration (upstream nodeLeaseDurationSeconds); it is renewed every quarter of it. Default 40. */
   nodeLeaseDurationSeconds?: number;
+  /**
+   * Graceful node shutdown (upstream shutdownGracePeriod): how long a shutdown of the node is held
+   * up (a systemd-logind delay lock) while the kubelet terminates its pods. '0s' (the default): off.
+   */
+  shutdownGracePeriod?: Duration;
+  /** Of shutdownGracePeriod, the time kept for critical pods (priority >= 2000000000), terminated last. Default '0s'. */
+  shutdownGracePeriodCriticalPods?: Duration;
+  /**
+   * Graceful node shutdown by pod priority (upstream shutdownGracePeriodByPodPriority): groups of
+   * pods from a priority up, terminated the lowest first, each with its seconds. Not with shutdownGracePeriod.
+   */
+  shutdownGracePeriodByPodPriority?: ShutdownGracePeriodByPodPriority[];
   /** Requests per second to the API server, as a token bucket (upstream kubeAPIQPS). Default 50. */
   kubeAPIQPS?: number;
   /** Burst of the API request token bucket (upstream kubeAPIBurst). Default 100. */
@@ -321,6 +345,8 @@ export interface KubeletConfig {
   nodeStatusUpdateFrequencyMs: number;
   nodeStatusReportFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
+  /** Graceful node shutdown's groups, lowest priority first; empty: off. */
+  shutdownGroups: ShutdownGroup[];
   kubeAPIQPS: number;
   kubeAPIBurst: number;
   eventRecordQPS: number;

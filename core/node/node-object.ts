@@ -120,6 +120,8 @@ export interface ReadinessInputs {
   plegLastRelistMs: number | undefined;
   /** Resource names present in capacity. */
   capacity: string[];
+  /** A graceful node shutdown is under way. */
+  shuttingDown?: boolean;
   now: number;
 }
 
@@ -153,6 +155,8 @@ export function readyCondition(inputs: ReadinessInputs): NodeConditionDraft {
   }
   const missing = ['cpu', 'memory', 'pods', 'ephemeral-storage'].filter((r) => !inputs.capacity.includes(r));
   if (missing.length) problems.push(`missing node capacity for resources: ${missing.join(', ')}`);
+  // Upstream's node shutdown manager's error, last of the ready condition's errors.
+  if (inputs.shuttingDown) problems.push('node is shutting down');
   const unique = [...new Set(problems)];
   if (!unique.length) return { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' };
   return { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]` };

@@ -76,6 +76,8 @@ export interface NodeStatusInputs {
    * (upstream's volume manager GetVolumesInUse: `kubernetes.io/csi/<driver>^<handle>`).
    */
   volumesInUse?(): string[];
+  /** True while a graceful node shutdown is under way: Ready is False, "node is shutting down". */
+  shuttingDown?(): boolean;
 }
 
 export interface NodeStatusOptions {
@@ -393,7 +395,7 @@ export class NodeStatusManager {
     } catch (err) {
       runtime = { error: errorMessage(err) };
     }
-    return readyCondition({ runtime, plegHealthy: inputs.plegHealthy(), plegLastRelistMs: inputs.plegLastRelist?.(), capacity, now: this.now() });
+    return readyCondition({ runtime, plegHealthy: inputs.plegHealthy(), plegLastRelistMs: inputs.plegLastRelist?.(), capacity, shuttingDown: inputs.shuttingDown?.() ?? false, now: this.now() });
   }
 
   /** Everything the kubelet posts about the node, after the `nodeStatus` taps. */

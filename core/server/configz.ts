@@ -45,6 +45,8 @@ export function configzBody(c: KubeletConfig): { kubeletconfig: Record<string, u
       nodeStatusUpdateFrequency: d(c.nodeStatusUpdateFrequencyMs),
       nodeStatusReportFrequency: d(c.nodeStatusReportFrequencyMs),
       nodeLeaseDurationSeconds: c.nodeLeaseDurationSeconds,
+      // The groups in force, in upstream's by-priority form (shutdownGracePeriod resolves to two of them).
+      ...(c.shutdownGroups.length ? { shutdownGracePeriodByPodPriority: c.shutdownGroups.map((g) => ({ priority: g.priority, shutdownGracePeriodSeconds: g.gracePeriodSeconds })) } : {}),
       runtimeRequestTimeout: d(c.runtimeRequestTimeoutMs),
       streamingConnectionIdleTimeout: d(c.streamingConnectionIdleTimeoutMs),
       maxPods: c.maxPods,

@@ -58,6 +58,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     nodeStatusUpdateFrequencyMs: 10_000,
     nodeStatusReportFrequencyMs: 300_000,
     nodeLeaseDurationSeconds: 40,
+    shutdownGroups: [],
     kubeAPIQPS: 50,
     kubeAPIBurst: 100,
     eventRecordQPS: 50,

@@ -147,11 +147,11 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
     it('are named once, in one line, only when their value asks for something kubelet-ts does not do', async function () {
       const quiet = { cpuManagerPolicy: 'none', featureGates: {}, enableServer: true, shutdownGracePeriod: '0s', volumeStatsAggPeriod: '1m', memorySwap: { swapBehavior: 'NoSwap' }, topologyManagerScope: 'pod', podPidsLimit: -1, cgroupDriver: 'cgroupfs', hairpinMode: 'hairpin-veth' };
       assert.deepEqual((await load(['--config', await upstream(quiet)])).warnings, []);
-      const loud = { cpuManagerPolicy: 'static', featureGates: { SidecarContainers: true }, shutdownGracePeriod: '30s', volumeStatsAggPeriod: '2m', memorySwap: { swapBehavior: 'LimitedSwap' } };
+      const loud = { cpuManagerPolicy: 'static', featureGates: { SidecarContainers: true }, volumeStatsAggPeriod: '2m', memorySwap: { swapBehavior: 'LimitedSwap' } };
       const { warnings } = await load(['--config', await upstream(loud)]);
       assert.equal(warnings.length, 1);
       assert.deepEqual(warnings[0]!.ignored!.map((i) => `${i.name}=${JSON.stringify(i.value)}`).sort(), [
-        'cpuManagerPolicy="static"', 'featureGates={"SidecarContainers":true}', 'memorySwap.swapBehavior="LimitedSwap"', 'shutdownGracePeriod="30s"', 'volumeStatsAggPeriod="2m"',
+        'cpuManagerPolicy="static"', 'featureGates={"SidecarContainers":true}', 'memorySwap.swapBehavior="LimitedSwap"', 'volumeStatsAggPeriod="2m"',
       ]);
       assert.match(warnings[0]!.msg, /cpuManagerPolicy: static \(would need a CPU manager \(exclusive CPUs for Guaranteed pods\)\)/);
     });

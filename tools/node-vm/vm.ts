@@ -143,6 +143,11 @@ export class NodeVm {
     if (!existsSync(ctl)) throw new Error(`node VM: ssh master not up in 20 s: ${err.trim()}`);
   }
 
+  /** True while the guest's qemu runs (a guest powered off from inside ends it). */
+  async running(): Promise<boolean> {
+    return this.qemuAlive();
+  }
+
   private async qemuAlive(): Promise<boolean> {
     const pid = Number(await readFile(join(this.dir, 'qemu.pid'), 'utf8').catch(() => '0'));
     return pid > 0 && pidAlive(pid);

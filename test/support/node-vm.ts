@@ -54,6 +54,8 @@ export interface TestNodeVm {
   kubeletPort: number;
   /** A CRI client of the guest's containerd (its socket forwarded over ssh to the host). */
   cri: CriRuntime;
+  /** That forwarded socket as a CRI endpoint (`unix:///...`), for a plugin of the test's own. */
+  criEndpoint: string;
   /** Figures of this run (seconds). */
   timings: { imageSeconds: number; imageBuilt: boolean; projectDiskSeconds: number; bootSeconds: number; kubeletReadySeconds?: number };
   ssh(cmd: string, opts?: SshOptions): Promise<{ code: number | null; stdout: string; stderr: string }>;
@@ -151,6 +153,7 @@ async function start(): Promise<TestNodeVm> {
     nodeName,
     kubeletPort: vm.ports.get(GUEST_KUBELET_PORT)!,
     cri,
+    criEndpoint: `unix://${criSocket}`,
     timings: { imageSeconds, imageBuilt: image.built, projectDiskSeconds: project.seconds, bootSeconds: vm.bootSeconds },
     ssh: (cmd, opts) => vm.ssh(cmd, opts),
     writeFile: (p, c, m) => vm.writeFile(p, c, m),

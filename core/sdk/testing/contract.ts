@@ -79,10 +79,11 @@ export function describeContract<S, C>(
   scenario: (subject: S) => C,
   sweep: (scenario: C) => Promise<void>,
   teardown?: () => Promise<void>,
+  opts: { timeoutMs?: number } = {},
 ): void {
   const { describe, it, before, after } = bdd();
   describe(title, function () {
-    this.timeout(60_000);
+    this.timeout(opts.timeoutMs ?? 60_000);
     let sc: C | undefined;
     before(async () => {
       sc = scenario(await make());

@@ -27,6 +27,12 @@ export interface RuntimeContractSubject {
   commands: { run(): string[]; exit(code: number): string[]; print(line: string): string[] };
   /** How long a container may take to reach a state (default 20 s). */
   stateTimeoutMs?: number;
+  /**
+   * How the contract reads and removes what the runtime wrote under workDir (containers' logs):
+   * by default this machine's filesystem; a runtime on another machine (a VM, a remote node)
+   * gives its own.
+   */
+  files?: { read(path: string): Promise<string>; remove(path: string): Promise<void> };
 }
 
 /** How far a finish time may read before the start time of a container that exits at once (two clocks of the runtime's). */
@@ -286,7 +292,7 @@ export const runtimeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
       const file = path.join(sb.config.logDirectory, 'talker', '0.log');
       let text = '';
       for (let i = 0; i < 40 && !text.includes('hello from the contract'); i++) {
-        text = await fs.readFile(file, 'utf8').catch(() => '');
+        text = await (sc.s.files ? sc.s.files.read(file) : fs.readFile(file, 'utf8')).catch(() => '');
         if (!text.includes('hello from the contract')) await sleep(50);
       }
       assert.match(text, /hello from the contract/, `${file} does not hold the container's output`);
@@ -362,7 +368,8 @@ async function sweep(sc: Scenario): Promise<void> {
     await r.stopPodSandbox(sb.id).catch(() => {});
     await r.removePodSandbox(sb.id).catch(() => {});
   }
-  await fs.rm(path.join(sc.s.workDir, `pods-${sc.run}`), { recursive: true, force: true });
+  const pods = path.join(sc.s.workDir, `pods-${sc.run}`);
+  await (sc.s.files ? sc.s.files.remove(pods) : fs.rm(pods, { recursive: true, force: true }));
 }
 
 const scenario = (s: RuntimeContractSubject): Scenario => ({ s, run: crypto.randomBytes(4).toString('hex'), n: 0 });
@@ -381,7 +388,8 @@ export async function checkRuntimeContract(subject: RuntimeContractSubject): Pro
  *     describeRuntimeContract('my-runtime', async () => ({ runtime, image, workDir, commands }));
  *
  * `subject` is called once, in a `before` hook; what the contract made is removed after.
+ * `opts.timeoutMs`: each rule's time (default 60 s; a slow runtime, one in an emulated VM, needs more).
  */
-export function describeRuntimeContract(title: string, subject: () => Promise<RuntimeContractSubject>, teardown?: () => Promise<void>): void {
-  describeContract(`runtime contract: ${title}`, runtimeContractRules, subject, scenario, sweep, teardown);
+export function describeRuntimeContract(title: string, subject: () => Promise<RuntimeContractSubject>, teardown?: () => Promise<void>, opts: { timeoutMs?: number } = {}): void {
+  describeContract(`runtime contract: ${title}`, runtimeContractRules, subject, scenario, sweep, teardown, opts);
 }

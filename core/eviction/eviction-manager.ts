@@ -15,6 +15,7 @@
  * Critical pods (critical-pods.ts) are never offered to the policy, and a decision naming one,
  * or a pod that was no candidate, is refused and logged.
  */
+import { roundedBinaryQuantity } from '../objects/quantity.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EvictionSettings, EvictionSignal } from '../config/types.ts';
 import { errorMessage } from '../errors.ts';
@@ -243,7 +244,7 @@ export class EvictionManager {
     if (disk) await this.deps.reclaimNodeLevel(signal).catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err) }, 'node-level reclaim after an eviction failed'));
     const after = observeSignals((await this.deps.stats.snapshot(0, { pods: false })).summary);
     const shown = signal ? [signal] : (['nodefs.available', 'imagefs.available'] as EvictionSignal[]).filter((s) => after.has(s));
-    const figures = shown.map((s) => `${s} ${formatBytes(before.get(s)?.available)} → ${formatBytes(after.get(s)?.available)}`).join(', ');
+    const figures = shown.map((s) => `${s} ${readable(before.get(s)?.available)} → ${readable(after.get(s)?.available)}`).join(', ');
     for (const { pod, volumes } of done.values()) {
       const what = [volumes.length > 0 ? `volumes ${volumes.join(', ')} torn down` : 'no volumes to tear down', 'pod cgroup removed', ...(disk ? ['dead containers and their logs removed'] : [])].join(', ');
       const message = `Reclaimed after the eviction in ${Math.round((performance.now() - t0) / 100) / 10}s: ${what}${figures ? `; ${figures}` : ''}`;
@@ -279,16 +280,7 @@ export class EvictionManager {
   }
 }
 
-
-/** Bytes as a person reads them in an event: 58.2Mi, 1.5Gi. */
-function formatBytes(n: number | undefined): string {
-  if (n === undefined) return '?';
-  const units = ['', 'Ki', 'Mi', 'Gi', 'Ti'];
-  let v = n;
-  let i = 0;
-  while (Math.abs(v) >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)}${units[i]}`;
+/** Bytes as a person reads them in an event: 58.2Mi, 1.5Gi ('?' when unknown). */
+function readable(n: number | undefined): string {
+  return n === undefined ? '?' : roundedBinaryQuantity(n);
 }

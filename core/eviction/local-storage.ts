@@ -8,6 +8,7 @@
  * These are limits the pod set itself, not node pressure: the core enforces them without asking
  * a policy, with upstream's messages.
  */
+import { binaryQuantity } from '../objects/quantity.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { quantityValue } from '../objects/quantity.ts';
 import type { PodStats } from '../stats/summary-types.ts';
@@ -62,7 +63,7 @@ function podLimitViolation(pod: V1Pod, s: PodStats): string | undefined {
   let used = 0;
   for (const c of s.containers) used += (c.rootfs?.usedBytes ?? 0) + (c.logs?.usedBytes ?? 0);
   for (const v of s.volume ?? []) if (emptyDirs.has(v.name)) used += v.usedBytes ?? 0;
-  return used > total ? `Pod ephemeral local storage usage exceeds the total limit of containers ${formatBytes(total)}. ` : undefined;
+  return used > total ? `Pod ephemeral local storage usage exceeds the total limit of containers ${binaryQuantity(total)}. ` : undefined;
 }
 
 function containerLimitViolation(pod: V1Pod, s: PodStats): string | undefined {
@@ -74,12 +75,4 @@ function containerLimitViolation(pod: V1Pod, s: PodStats): string | undefined {
     if (used > limit) return `Container ${c.name} exceeded its local ephemeral storage limit "${text(c.resources!.limits!['ephemeral-storage'])}". `;
   }
   return undefined;
-}
-
-/** Bytes as the shortest binary-suffixed quantity upstream would print ('3Mi', '1536Ki', '100'). */
-export function formatBytes(n: number): string {
-  for (const [suffix, size] of [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
-    if (n >= size && n % size === 0) return `${n / size}${suffix}`;
-  }
-  return String(Math.round(n));
 }

@@ -50,3 +50,26 @@ export function milliCPU(q: string | number): number {
 export function bytes(q: string | number): number {
   return Math.ceil(parseQuantity(q) - 1e-9);
 }
+
+const BINARY_SUFFIXES = [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const;
+
+/**
+ * A byte count as apimachinery prints a BinarySI quantity, for messages in upstream's words: the
+ * largest binary suffix that divides it exactly ('100Mi', '87004Ki'), else the plain number.
+ */
+export function binaryQuantity(n: number): string {
+  const v = Math.round(n);
+  if (v === 0) return '0';
+  for (const [suffix, size] of BINARY_SUFFIXES) {
+    if (Math.abs(v) >= size && v % size === 0) return `${v / size}${suffix}`;
+  }
+  return String(v);
+}
+
+/** A byte count for people, one decimal in the largest binary unit it reaches ('58.2Mi', '1.5Gi', '512'). */
+export function roundedBinaryQuantity(n: number): string {
+  for (const [suffix, size] of BINARY_SUFFIXES) {
+    if (Math.abs(n) >= size) return `${(n / size).toFixed(1)}${suffix}`;
+  }
+  return String(Math.round(n));
+}

@@ -68,7 +68,7 @@ export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 export { isMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, removeUnmounted, isWithin } from '../volumes/mount-utils.ts';
 export type { MountInfo } from '../volumes/mount-utils.ts';
 export { expandVars } from '../pod/expansion.ts';
-export { parseQuantity, quantityValue, milliCPU, bytes, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
+export { parseQuantity, quantityValue, milliCPU, bytes, binaryQuantity, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';

@@ -5,17 +5,7 @@
  *   + "Container hog was using 612Mi, request is 10Mi, has larger consumption of memory. "
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import type { PressureEvent } from 'kubelet-ts';
-
-/** A byte count as apimachinery prints a BinarySI quantity: the largest exact binary suffix ('100Mi', '87004Ki', '1234567'). */
-export function binaryQuantity(n: number): string {
-  const v = Math.round(n);
-  if (v === 0) return '0';
-  for (const [suffix, size] of [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
-    if (Math.abs(v) >= size && v % size === 0) return `${v / size}${suffix}`;
-  }
-  return String(v);
-}
+import { binaryQuantity, type PressureEvent } from 'kubelet-ts';
 
 export function evictionMessage(event: PressureEvent, pod: V1Pod): string {
   const bytes = event.resource === 'memory' || event.resource === 'ephemeral-storage';

@@ -97,6 +97,18 @@ export async function nodeVmOrSkip(ctx: Mocha.Context): Promise<TestNodeVm> {
   return getNodeVm();
 }
 
+/**
+ * The run's VM as kubeadm's node of 2026 (containerd's runc with `SystemdCgroup = true`), and,
+ * unless `kubelet` is false, kubelet-ts running on it with `cgroupDriver: systemd` and the
+ * given fields: the `before` of most VM tests. Skips or fails as nodeVmOrSkip.
+ */
+export async function systemdNodeVmOrSkip(ctx: Mocha.Context, kubelet: Omit<KubeletStartOptions, 'cgroupDriver'> | false = {}): Promise<TestNodeVm> {
+  const t = await nodeVmOrSkip(ctx);
+  await t.configureContainerd({ systemdCgroup: true });
+  if (kubelet) await t.startKubelet({ cgroupDriver: 'systemd', ...kubelet });
+  return t;
+}
+
 /** Boots the run's VM once (memoized; a failed start is not retried). */
 export function getNodeVm(): Promise<TestNodeVm> {
   vmPromise ??= start();

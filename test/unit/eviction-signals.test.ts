@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { formatBytes, localStorageViolations } from '../../core/eviction/local-storage.ts';
+import { localStorageViolations } from '../../core/eviction/local-storage.ts';
 import { observeSignals } from '../../core/eviction/signals.ts';
 import type { PodStats } from '../../core/stats/summary-types.ts';
-import { binaryQuantity } from '../../plugins/eviction-default/eviction-message.ts';
+import { binaryQuantity } from '../../core/objects/quantity.ts';
 
 const time = new Date().toISOString();
 const Mi = 2 ** 20;
@@ -71,7 +71,7 @@ describe('eviction signals and local storage limits', function () {
   });
 
   it('prints byte counts as apimachinery prints BinarySI quantities', function () {
-    for (const f of [formatBytes, binaryQuantity]) {
+    for (const f of [binaryQuantity]) {
       assert.equal(f(100 * Mi), '100Mi');
       assert.equal(f(1536 * 1024), '1536Ki');
       assert.equal(f(2 ** 30), '1Gi');

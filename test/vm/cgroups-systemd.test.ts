@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { milliCPUToShares, sharesToWeight } from '../../core/cgroups/cgroup-resources.ts';
 import { clusterSuite } from '../support/cluster-suite.ts';
 import { kubeletRequest } from '../support/kubelet-https.ts';
-import { nodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 import { containerPid, deleteVmPod, podSliceDir, runVmPod } from '../support/node-vm-pods.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -23,9 +23,7 @@ describe('node VM: cgroupDriver systemd on cgroup v2', function () {
 
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
-    await t.startKubelet({ cgroupDriver: 'systemd' });
+    t = await systemdNodeVmOrSkip(this);
   });
   beforeEach(async function () {
     ns = await suite.namespace('vm-cg');

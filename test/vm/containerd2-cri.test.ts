@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { nodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 
 /**
  * What a CRI client sees of containerd 2.x that differs from 1.6/1.7 (plugins/cri-containerd
@@ -11,8 +11,7 @@ describe('node VM: containerd 2.1 through the cri-containerd plugin', function (
 
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
+    t = await systemdNodeVmOrSkip(this, false);
   });
 
   it("the sandbox image containerd's config pins is pinned over CRI (image GC keeps it); Status no longer names it", async function () {

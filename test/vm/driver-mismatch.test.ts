@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { nodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
@@ -14,8 +14,7 @@ describe('node VM: cgroup driver mismatch', function () {
 
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
+    t = await systemdNodeVmOrSkip(this, false);
   });
   after(async function () {
     this.timeout(600_000);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { clusterSuite } from '../support/cluster-suite.ts';
-import { nodeVmOrSkip, stopNodeVm, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, stopNodeVm, type TestNodeVm } from '../support/node-vm.ts';
 import { runVmPod } from '../support/node-vm-pods.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -19,9 +19,7 @@ describe('node VM: graceful node shutdown (shutdownGracePeriod, a logind delay l
 
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
-    await t.startKubelet({ cgroupDriver: 'systemd', extra: { shutdownGracePeriod: '90s', shutdownGracePeriodCriticalPods: '30s' } });
+    t = await systemdNodeVmOrSkip(this, { extra: { shutdownGracePeriod: '90s', shutdownGracePeriodCriticalPods: '30s' } });
   });
   after(async function () {
     // Powered off: the run's VM is gone; a later test boots another.

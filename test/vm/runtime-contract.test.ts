@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describeRuntimeContract, startPluginsForTest, type PluginsUnderTest } from '../../core/sdk/testing/index.ts';
 import { shellQuote } from '../../tools/node-vm/vm.ts';
-import { nodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 
 /**
  * The runtime contract (kubelet-ts/testing), rule by rule, against the built-in cri-containerd
@@ -17,8 +17,7 @@ describe('node VM: cri-containerd keeps the runtime contract on containerd 2.1',
   let hostDir: string | undefined;
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
+    t = await systemdNodeVmOrSkip(this, false);
   });
   describeRuntimeContract(
     'cri-containerd on containerd 2.1 in the node VM',

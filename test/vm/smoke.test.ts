@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { clusterSuite } from '../support/cluster-suite.ts';
-import { nodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 import { deleteVmPod, runVmPod } from '../support/node-vm-pods.ts';
 
 /**
@@ -15,9 +15,7 @@ describe('node VM: systemd + cgroup v2 + containerd 2.1 node running kubelet-ts'
 
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
-    await t.startKubelet({ cgroupDriver: 'systemd' });
+    t = await systemdNodeVmOrSkip(this);
     process.stderr.write(`      node VM: image ${t.image.key} (${t.timings.imageBuilt ? `built in ${t.timings.imageSeconds.toFixed(0)} s` : 'cached'}), project disk ${t.timings.projectDiskSeconds.toFixed(0)} s, boot ${t.timings.bootSeconds.toFixed(0)} s, kubelet Ready ${t.timings.kubeletReadySeconds?.toFixed(0) ?? 'n/a'} s\n`);
   });
 

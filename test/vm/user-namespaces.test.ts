@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { clusterSuite } from '../support/cluster-suite.ts';
-import { nodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 import { containerPid, deleteVmPod, runVmPod } from '../support/node-vm-pods.ts';
 
 /**
@@ -15,9 +15,7 @@ describe('node VM: user namespaces (hostUsers: false)', function () {
 
   before(async function () {
     this.timeout(1_200_000);
-    t = await nodeVmOrSkip(this);
-    await t.configureContainerd({ systemdCgroup: true });
-    await t.startKubelet({ cgroupDriver: 'systemd' });
+    t = await systemdNodeVmOrSkip(this);
   });
 
   it("a hostUsers: false pod's container has uid_map '0 <N >= 131072> 65536', a host-users pod the identity", async function () {

@@ -21,7 +21,7 @@ import type { SecurityAdmission } from './pod/security-admission.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
 import { isMirrorPod } from './objects/pod-origin.ts';
-import { objectRefsOf, type ObjectRef } from './apiserver/object-cache.ts';
+import { objectRefsOf, type ObjectRef } from './objects/object-refs.ts';
 import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */

@@ -1,4 +1,5 @@
 import { parseDuration } from '../util/duration.ts';
+import { SYSTEM_CRITICAL_PRIORITY } from '../objects/critical-pods.ts';
 import type { KubeletConfigInput, ShutdownGroup } from './types.ts';
 
 /**
@@ -6,8 +7,6 @@ import type { KubeletConfigInput, ShutdownGroup } from './types.ts';
  * and shutdownGracePeriodByPodPriority): upstream's validation, and the groups the kubelet uses.
  */
 
-/** The priority of system-critical pods (upstream scheduling.SystemCriticalPriority). */
-export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
 
 /** What is wrong with the three fields together, each naming the file and fields (upstream's rules). */
 export function shutdownConfigErrors(c: KubeletConfigInput, file: string): string[] {

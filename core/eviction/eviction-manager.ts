@@ -12,7 +12,7 @@
  * is met: upstream collects every pod's stats each round; the decisions are the same, and a
  * steady node does not pay for 110 pods' stats every 10 s that nothing reads.
  *
- * Critical pods (critical-pods.ts) are never offered to the policy, and a decision naming one,
+ * Critical pods (core/objects/critical-pods.ts) are never offered to the policy, and a decision naming one,
  * or a pod that was no candidate, is refused and logged.
  */
 import { roundedBinaryQuantity } from '../objects/quantity.ts';
@@ -22,7 +22,7 @@ import { errorMessage } from '../errors.ts';
 import type { EvictionDecision, PressureEvent } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
 import type { StatsSnapshot } from '../stats/stats-provider.ts';
-import { isCriticalPod } from './critical-pods.ts';
+import { isCriticalPod } from '../objects/critical-pods.ts';
 import { hasLocalStorageLimit, localStorageViolations } from './local-storage.ts';
 import { podUsages } from './pod-usage.ts';
 import { PressureState, isCrossed, type PressureCondition } from './pressure-state.ts';

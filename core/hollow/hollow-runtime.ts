@@ -1,4 +1,4 @@
-import { MemoryRuntime } from '../sdk/testing/memory-runtime.ts';
+import { MemoryRuntime } from '../runtime/memory-runtime.ts';
 import type { ExecResult, PodSandboxConfig, RuntimeVersion, SandboxStatus } from '../runtime/types.ts';
 import type { KubeletPlugin } from '../plugins/plugin-api.ts';
 import { KUBELET_TS_VERSION } from '../version.ts';

@@ -5,7 +5,7 @@ import type { ContainerConfig, KeyValue, LinuxContainerResources, LinuxContainer
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { containerHash, gracePeriodSeconds, isSidecar } from '../objects/pod-util.ts';
 import { CPU_PERIOD_US, milliCPUToQuota, milliCPUToShares } from '../cgroups/cgroup-resources.ts';
-import { isCriticalPod } from '../eviction/critical-pods.ts';
+import { isCriticalPod } from '../objects/critical-pods.ts';
 import { qosClass } from '../status/pod-status.ts';
 import { namespaceModes } from './sandbox-config.ts';
 import { expandVars } from './expansion.ts';

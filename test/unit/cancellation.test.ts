@@ -11,7 +11,7 @@ import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import { instrumentRuntime } from '../../core/runtime/instrumented-runtime.ts';
 import type { ContainerRuntime } from '../../core/runtime/types.ts';
 import { currentSignal, runWithSignal } from '../../core/util/abort-scope.ts';
-import { MemoryRuntime } from '../../core/sdk/testing/memory-runtime.ts';
+import { MemoryRuntime } from '../../core/runtime/memory-runtime.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import { FakeCriServer } from '../fakes/fake-cri-server.ts';

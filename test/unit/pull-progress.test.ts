@@ -15,7 +15,7 @@ import { formatBytes, formatPullProgress, pulledNote, pullingMessage, pullProgre
 import { withPullProgress } from '../../core/pod/pull-progress-status.ts';
 import { podStatusColumns } from '../../core/commands/pod-columns.ts';
 import { EventRecorder } from '../../core/events/event-recorder.ts';
-import { MemoryRuntime } from '../../core/sdk/testing/memory-runtime.ts';
+import { MemoryRuntime } from '../../core/runtime/memory-runtime.ts';
 import type { PodSandboxConfig, PullProgress } from '../../core/runtime/types.ts';
 import { PodTimelines } from '../../core/timeline/pod-timeline.ts';
 import { renderWaterfall } from '../../core/timeline/waterfall.ts';

@@ -12,7 +12,7 @@
  * contract an image credential provider (a plugin tapping `imageCredentials`), the device
  * provider contract a plugin that registers a device provider (`ctx.devices()`).
  */
-export { MemoryRuntime } from './memory-runtime.ts';
+export { MemoryRuntime } from '../../runtime/memory-runtime.ts';
 export { startPluginsForTest, type PluginsUnderTest, type RecordedDeviceProvider } from './plugin-harness.ts';
 export type { ContractFailure, ContractRule } from './contract.ts';
 export { describeRuntimeContract, checkRuntimeContract, runtimeContractRules, type RuntimeContractSubject } from './runtime-contract.ts';

@@ -7,7 +7,7 @@ import type { KubeletHooks } from '../../hooks.ts';
 import { silentLogger, type Logger } from '../../logger.ts';
 import { definePlugin, type Capabilities, type PluginEvent } from '../../plugins/plugin-api.ts';
 import { createPluginHost } from '../../plugins/create-plugin-host.ts';
-import { MemoryRuntime } from './memory-runtime.ts';
+import { MemoryRuntime } from '../../runtime/memory-runtime.ts';
 import { DeviceManager } from '../../devices/device-manager.ts';
 import type { DeviceManagerView, DeviceProvider } from '../../devices/device-types.ts';
 

@@ -6,8 +6,7 @@
  * all static, treat static pods like API pods.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { isMirrorPod } from '../objects/pod-origin.ts';
-import { isStaticPod } from '../objects/pod-origin.ts';
+import { isMirrorPod, isStaticPod } from './pod-origin.ts';
 
 /** Upstream scheduling.SystemCriticalPriority: the lowest priority of the system-critical classes. */
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { KubeletError, errorMessage, notFound, invalidInput } from '../../errors.ts';
-import { currentSignal } from '../../util/abort-scope.ts';
+import { KubeletError, errorMessage, notFound, invalidInput } from '../errors.ts';
+import { currentSignal } from '../util/abort-scope.ts';
 import type {
   ContainerConfig,
   ContainerRuntime,
@@ -17,7 +17,7 @@ import type {
   RuntimeVersion,
   SandboxStatus,
   SandboxSummary,
-} from '../../runtime/types.ts';
+} from './types.ts';
 
 /**
  * A container runtime held in memory: the `runtime` slot without containerd, for fast tests of

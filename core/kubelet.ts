@@ -43,6 +43,7 @@ import { isApiPod } from './objects/pod-origin.ts';
 import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
 import { ApiStorageObjects } from './apiserver/api-storage-objects.ts';
 import { PersistentVolumeStats } from './volumes/persistent-volume-stats.ts';
+import { registerVolumeStatsMetrics } from './metrics/volume-stats-metrics.ts';
 import { ServiceCache } from './apiserver/service-cache.ts';
 import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
@@ -354,6 +355,10 @@ export class Kubelet {
     });
     this.hooks.podRemoved.tapPromise({ name: 'kubelet:volume-stats', stage: STAGE.OBSERVE }, async (pod) => {
       if (pod.metadata?.uid) pvStats.forget(pod.metadata.uid);
+    });
+    registerVolumeStatsMetrics(this.metrics.registry, async () => {
+      const perPod = await Promise.all(this.pods().map((p) => pvStats.claimsOf(p.metadata!.uid!, p.metadata?.namespace ?? 'default')));
+      return perPod.flat();
     });
     this.stats = new StatsProvider({
       nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroups,

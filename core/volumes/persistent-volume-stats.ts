@@ -3,6 +3,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { VolumeStats } from '../stats/summary-types.ts';
 import type { MountedVolume } from './volume-manager.ts';
+import type { ClaimUsage } from '../metrics/volume-stats-metrics.ts';
 
 /** How long a volume's figures are reused: upstream's volumeStatsAggPeriod default (a driver call per volume per minute at most). */
 const STATS_TTL_MS = 60_000;
@@ -27,7 +28,23 @@ export class PersistentVolumeStats {
   }) {}
 
   async forPod(uid: string, namespace: string, time: string): Promise<VolumeStats[]> {
-    const out: VolumeStats[] = [];
+    return (await this.usageOf(uid)).map(({ name, claim, usage }) => {
+      const { abnormal: _abnormal, ...figures } = usage;
+      return { name, pvcRef: { name: claim, namespace }, time, ...figures };
+    });
+  }
+
+  /** The pod's claims with their figures (kubelet_volume_stats_*), from the same minute-long cache. */
+  async claimsOf(uid: string, namespace: string): Promise<ClaimUsage[]> {
+    return (await this.usageOf(uid)).map(({ claim, usage }) => {
+      const { abnormal, ...figures } = usage;
+      return { namespace, claim, ...figures, abnormal: abnormal !== undefined };
+    });
+  }
+
+  /** The pod's set-up claim volumes whose provider reported figures, asked again when a minute old. */
+  private async usageOf(uid: string): Promise<Array<{ name: string; claim: string; usage: VolumeUsage }>> {
+    const out: Array<{ name: string; claim: string; usage: VolumeUsage }> = [];
     const now = (this.deps.now ?? Date.now)();
     for (const mv of this.deps.mounted(uid)) {
       if (!mv.claim) continue;
@@ -38,10 +55,7 @@ export class PersistentVolumeStats {
         this.cache.set(key, entry);
         if (entry.usage?.abnormal) this.deps.onAbnormal?.(uid, mv.name, entry.usage.abnormal);
       }
-      const u = entry.usage;
-      if (!u) continue;
-      const { abnormal: _abnormal, ...figures } = u;
-      out.push({ name: mv.name, pvcRef: { name: mv.claim, namespace }, time, ...figures });
+      if (entry.usage) out.push({ name: mv.name, claim: mv.claim, usage: entry.usage });
     }
     for (const key of this.cache.keys()) if (key.startsWith(`${uid}/`) && !this.deps.mounted(uid).some((m) => key === `${uid}/${m.name}`)) this.cache.delete(key);
     return out;

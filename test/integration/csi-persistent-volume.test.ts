@@ -160,6 +160,10 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     const bytes = statsCall.Response.usage.find((u: { unit: number }) => u.unit === 1);
     assert.deepEqual([vol.capacityBytes, vol.availableBytes, vol.usedBytes], [bytes.total, bytes.available, bytes.used ?? 0]);
     assert.ok(vol.inodes! > 0);
+    // The same figures as upstream's kubelet_volume_stats_* gauges on /metrics, by claim.
+    const metrics = await kubelet.kubelet.metrics.registry.metrics();
+    const series = (name: string) => new RegExp(`^${name}\\{namespace="${ns}",persistentvolumeclaim="data"\\} (\\d+)$`, 'm').exec(metrics)?.[1];
+    assert.deepEqual([series('kubelet_volume_stats_capacity_bytes'), series('kubelet_volume_stats_available_bytes'), series('kubelet_volume_stats_health_status_abnormal')].map(Number), [vol.capacityBytes, vol.availableBytes, 0]);
     const inUse = `kubernetes.io/csi/${DRIVER}^${volumeHandle}`;
     await waitFor('the Node reports the volume in volumesInUse', async () => (await suite.core.readNode({ name: node.name })).status?.volumesInUse?.includes(inUse), 20_000, 300);
 

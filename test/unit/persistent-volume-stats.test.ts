@@ -3,6 +3,8 @@ import { createHooks } from '../../core/hooks.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { PersistentVolumeStats } from '../../core/volumes/persistent-volume-stats.ts';
 import type { MountedVolume } from '../../core/volumes/volume-manager.ts';
+import { Registry } from 'prom-client';
+import { registerVolumeStatsMetrics } from '../../core/metrics/volume-stats-metrics.ts';
 
 describe('persistent volume stats for /stats/summary', function () {
   it('asks the provider of each claim\'s volume at most once a minute, names it with its pvcRef, and reports an abnormal condition once per answer', async function () {
@@ -27,5 +29,37 @@ describe('persistent volume stats for /stats/summary', function () {
     assert.equal(calls, 2);
     assert.deepEqual(abnormal, ['u1 data disk gone']);
     assert.equal('abnormal' in (await stats.forPod('u1', 'ns', 't3'))[0]!, false, 'the condition is an event, not a summary field');
+  });
+});
+
+describe('kubelet_volume_stats_* metrics', function () {
+  it("one series per claim (a claim two pods mount once), with upstream's names and labels; the abnormal gauge 1 for a volume its provider found abnormal", async function () {
+    const hooks = createHooks();
+    hooks.volumeStats.for('csi').tapPromise('t', async ({ volumeName }) => (volumeName === 'bad'
+      ? { capacityBytes: 50, abnormal: 'gone' }
+      : { capacityBytes: 1024, availableBytes: 1000, usedBytes: 24, inodes: 64, inodesFree: 60, inodesUsed: 4 }));
+    const mounted: Record<string, MountedVolume[]> = {
+      a: [{ name: 'data', type: 'csi', dir: '/a', claim: 'shared', result: { path: '/a/m' } }],
+      b: [{ name: 'data', type: 'csi', dir: '/b', claim: 'shared', result: { path: '/b/m' } }, { name: 'bad', type: 'csi', dir: '/b2', claim: 'broken', result: { path: '/b2/m' } }],
+    };
+    const stats = new PersistentVolumeStats({ hooks, mounted: (uid) => mounted[uid] ?? [], logger: silentLogger() });
+    const registry = new Registry();
+    registerVolumeStatsMetrics(registry, async () => [...(await stats.claimsOf('a', 'ns')), ...(await stats.claimsOf('b', 'ns'))]);
+    const text = await registry.metrics();
+    const lines = text.split('\n').filter((l) => l.startsWith('kubelet_volume_stats_'));
+    assert.deepEqual(lines.sort(), [
+      'kubelet_volume_stats_available_bytes{namespace="ns",persistentvolumeclaim="shared"} 1000',
+      'kubelet_volume_stats_capacity_bytes{namespace="ns",persistentvolumeclaim="broken"} 50',
+      'kubelet_volume_stats_capacity_bytes{namespace="ns",persistentvolumeclaim="shared"} 1024',
+      'kubelet_volume_stats_health_status_abnormal{namespace="ns",persistentvolumeclaim="broken"} 1',
+      'kubelet_volume_stats_health_status_abnormal{namespace="ns",persistentvolumeclaim="shared"} 0',
+      'kubelet_volume_stats_inodes_free{namespace="ns",persistentvolumeclaim="shared"} 60',
+      'kubelet_volume_stats_inodes_used{namespace="ns",persistentvolumeclaim="shared"} 4',
+      'kubelet_volume_stats_inodes{namespace="ns",persistentvolumeclaim="shared"} 64',
+      'kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="shared"} 24',
+    ]);
+    // A claim no longer mounted is gone from the next scrape.
+    mounted.b = [];
+    assert.equal((await registry.metrics()).includes('persistentvolumeclaim="broken"'), false);
   });
 });

@@ -67,6 +67,7 @@ export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 // Helpers.
 export { isMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, removeUnmounted, isWithin } from '../volumes/mount-utils.ts';
 export type { MountInfo } from '../volumes/mount-utils.ts';
+export { podFsGroup, setVolumeOwnership } from '../volumes/volume-ownership.ts';
 export { expandVars } from '../pod/expansion.ts';
 export { parseQuantity, quantityValue, milliCPU, bytes, binaryQuantity, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
 export { resolvePort } from '../pod/container-ports.ts';

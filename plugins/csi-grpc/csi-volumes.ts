@@ -1,7 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from 'kubelet-ts';
+import type { Logger, VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from 'kubelet-ts';
 import { ephemeralVolumeHandle, inlinePublishRequest } from './inline-volume.ts';
+import { applyFsGroup, fsGroupPlan, fsGroupPolicyOf } from './fs-group.ts';
 import type { PersistentCsiVolumes, PersistentVolumeData } from './persistent-volume.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
 import type { CsiDriver } from './registration.ts';
@@ -29,6 +30,7 @@ export class CsiVolumes {
     podInfoOnMount: (driver: string) => boolean;
     /** PersistentVolumes with a csi source (a pod's claim). */
     persistent: PersistentCsiVolumes;
+    logger: Logger;
   }) {}
 
   private driver(name: string): CsiDriver {
@@ -48,6 +50,8 @@ export class CsiVolumes {
     // What can fail without touching the disk comes first: a failure here leaves nothing to undo.
     const secrets = await this.secrets(r, src.nodePublishSecretRef?.name);
     const nodeCapabilities = await driver.client.nodeCapabilities();
+    const csiDriver = r.storage ? await r.storage.csiDriver(src.driver) : undefined;
+    const fsGroup = fsGroupPlan({ pod: r.pod, nodeCapabilities, policy: fsGroupPolicyOf(csiDriver), fsType: src.fsType ?? '', readOnly: src.readOnly === true });
     // What an earlier failed set-up of this target left is settled first, never raced.
     await this.deps.cleanup.beforeSetUp(targetPath);
     // The CO makes the target's parent; the driver makes the target itself.
@@ -57,7 +61,9 @@ export class CsiVolumes {
     try {
       await driver.client.nodePublishVolume(inlinePublishRequest({
         pod: r.pod, source: src, volumeId: volumeHandle, targetPath, nodeCapabilities, podInfoOnMount: this.deps.podInfoOnMount(src.driver), secrets,
+        ...(fsGroup.kind === 'driver' ? { volumeMountGroup: fsGroup.volumeMountGroup } : {}),
       }));
+      await applyFsGroup(fsGroup, targetPath, { readOnly: src.readOnly === true, logger: this.deps.logger, pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name });
     } catch (err) {
       // The volume manager keeps no record of a failed set-up, so nothing else would undo it.
       await this.deps.cleanup.afterFailure(publication, uid, err);

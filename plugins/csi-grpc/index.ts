@@ -33,7 +33,7 @@ export default definePlugin<CsiGrpcOptions>({
     sweepStaged = () => {
       for (const d of drivers.list()) void persistent.sweepStaged(ctx.config.rootDir, d.name);
     };
-    const volumes = new CsiVolumes({ drivers, cleanup, podInfoOnMount, persistent });
+    const volumes = new CsiVolumes({ drivers, cleanup, podInfoOnMount, persistent, logger: ctx.logger });
     ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));
     // Inline volumes are local ephemeral storage upstream measures itself; only PersistentVolumes are asked.

@@ -54,6 +54,8 @@ export function inlinePublishRequest(args: {
   nodeCapabilities: ReadonlySet<string>;
   podInfoOnMount: boolean;
   secrets: Record<string, string>;
+  /** The pod's fsGroup for a driver with VOLUME_MOUNT_GROUP (it mounts with that group). */
+  volumeMountGroup?: string;
 }): Record<string, unknown> {
   const { pod, source } = args;
   return {
@@ -61,7 +63,7 @@ export function inlinePublishRequest(args: {
     publishContext: {},
     stagingTargetPath: '',
     targetPath: args.targetPath,
-    volumeCapability: { mount: { fsType: source.fsType ?? '', mountFlags: [] }, accessMode: { mode: inlineAccessMode(args.nodeCapabilities) } },
+    volumeCapability: { mount: { fsType: source.fsType ?? '', mountFlags: [], ...(args.volumeMountGroup ? { volumeMountGroup: args.volumeMountGroup } : {}) }, accessMode: { mode: inlineAccessMode(args.nodeCapabilities) } },
     readonly: source.readOnly === true,
     secrets: args.secrets,
     volumeContext: { ...(source.volumeAttributes ?? {}), ...(args.podInfoOnMount ? podInfo(pod) : {}) },

@@ -1,4 +1,5 @@
 import type { V1CSIDriver, V1CSIPersistentVolumeSource, V1PersistentVolume } from '@kubernetes/client-node';
+import { applyFsGroup, fsGroupPlan, fsGroupPolicyOf } from './fs-group.ts';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
@@ -82,7 +83,11 @@ export class PersistentCsiVolumes {
     const nodeCapabilities = await driver.client.nodeCapabilities();
     const publishContext = await this.attached(r, src, csiDriver);
     const readOnly = claimReadOnly || src.readOnly === true;
-    const volumeCapability = { mount: { fsType: src.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [] }, accessMode: { mode: persistentAccessMode(pv, nodeCapabilities) } };
+    const fsGroup = fsGroupPlan({ pod: r.pod, nodeCapabilities, policy: fsGroupPolicyOf(csiDriver), fsType: src.fsType ?? '', readOnly, persistentVolume: pv });
+    const volumeCapability = {
+      mount: { fsType: src.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [], ...(fsGroup.kind === 'driver' ? { volumeMountGroup: fsGroup.volumeMountGroup } : {}) },
+      accessMode: { mode: persistentAccessMode(pv, nodeCapabilities) },
+    };
     const secrets = (ref: { name?: string; namespace?: string } | undefined, field: string) => this.secrets(r.objects, ref, field);
     const publishSecrets = await secrets(src.nodePublishSecretRef, 'nodePublishSecretRef');
     const stage = nodeCapabilities.has('STAGE_UNSTAGE_VOLUME');
@@ -112,6 +117,8 @@ export class PersistentCsiVolumes {
           secrets: publishSecrets,
           volumeContext: { ...(src.volumeAttributes ?? {}), ...(podInfoOnMount ? podInfo(r.pod, false) : {}) },
         });
+        // Published: the pod's fsGroup where the kubelet applies it (a failure unpublishes, and the next sync tries again).
+        await applyFsGroup(fsGroup, targetPath, { readOnly, logger: this.deps.logger, pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name });
       } catch (err) {
         await this.deps.cleanup.afterFailure(publication, r.pod.metadata!.uid!, err);
         throw err;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { AppsV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, StorageV1Api, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
 import { deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
@@ -48,10 +48,10 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
   }
 
   /** The CSIDriver object as the driver's deployment makes it (no attach: there is no external-attacher here). */
-  async function csiDriverObject(): Promise<void> {
+  async function csiDriverObject(more: { fsGroupPolicy?: string } = {}): Promise<void> {
     const storage = suite.cp.admin.makeApiClient(StorageV1Api);
     await storage.deleteCSIDriver({ name: DRIVER }).catch(() => {});
-    await storage.createCSIDriver({ body: { metadata: { name: DRIVER }, spec: { attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] } } });
+    await storage.createCSIDriver({ body: { metadata: { name: DRIVER }, spec: { attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'], ...more } } });
     suite.onCleanup(() => storage.deleteCSIDriver({ name: DRIVER }));
   }
 
@@ -83,13 +83,13 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
   }
 
   /** A busybox pod on `node` running `script` with the claim at /data; deleted (and waited for) after the test. */
-  async function claimPod(node: SuiteNode, ns: string, name: string, claim: string, script: string): Promise<void> {
+  async function claimPod(node: SuiteNode, ns: string, name: string, claim: string, script: string, securityContext?: V1PodSecurityContext): Promise<void> {
     await suite.core.createNamespacedPod({
       namespace: ns,
       body: {
         metadata: { name },
         spec: {
-          nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+          nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, ...(securityContext ? { securityContext } : {}),
           containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
         },
@@ -301,6 +301,30 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     assert.ok((await driver.calls('NodeUnpublishVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.target_path === target && c.Error === ''));
     assert.ok((await driver.calls('NodeUnstageVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Error === ''));
     await waitFor('its container stopped and removed', async () => (await suite.runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ns } })).length === 0, 30_000);
+  });
+
+  it("fsGroup: with the CSIDriver's fsGroupPolicy File a non-root container writes to the claim as the pod's group; with the default policy and no fsType the volume keeps the driver's group", async function () {
+    const { node, kubelet, driver } = await storageNode('fsgroup');
+    const ns = await suite.namespace('csi-fsgroup');
+    await csiDriverObject({ fsGroupPolicy: 'File' });
+    await boundClaim(driver, ns, 'shared');
+    const writer = { runAsUser: 1000, runAsGroup: 1000, fsGroup: 2345 };
+    await claimPod(node, ns, 'grouped', 'shared', 'echo ok > /data/by-1000 && exec sleep 3600', writer);
+    const grouped = await running(ns, 'grouped');
+    // The volume's root: the group, group rwx and setgid; what user 1000 wrote inherits the group.
+    const st = await exec(kubelet, grouped, ['stat', '-c', '%g %A', '/data', '/data/by-1000']);
+    assert.equal(st.code, 0, st.out);
+    const [root, file] = st.out.split('\n');
+    assert.match(root!, /^2345 drwxrws/);
+    assert.match(file!, /^2345 -/);
+    await deletePod(ns, 'grouped');
+
+    await csiDriverObject();
+    await boundClaim(driver, ns, 'plain');
+    await claimPod(node, ns, 'ungrouped', 'plain', 'exec sleep 3600', writer);
+    const ungrouped = await running(ns, 'ungrouped');
+    const [gid] = (await exec(kubelet, ungrouped, ['stat', '-c', '%g', '/data'])).out.split('\n');
+    assert.equal(gid, '0', 'the default policy without an fsType changes nothing (upstream)');
   });
 
   it('keeps a pod whose claim does not exist Pending, with upstream\'s FailedMount event and no container', async function () {

@@ -6,11 +6,12 @@ import type { KubeletHooks, VolumeMountRequest, VolumeMountResult, VolumeUnmount
 import { STAGE } from '../../hooks.ts';
 import { bytes } from '../../objects/quantity.ts';
 import { writeAtomic, type Payload } from '../atomic-writer.ts';
-import { isMountPoint, isWithin, mountTmpfs, mountsUnder, removeUnmounted, unmount } from '../mount-utils.ts';
+import { bindMount, isMountPoint, isWithin, mountTmpfs, mountsUnder, removeUnmounted, unmount } from '../mount-utils.ts';
 import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
 import type { TokenSource } from '../../objects/object-source.ts';
 import { checkHostPath } from './host-path.ts';
+import { checkLocalVolume } from './local-volume.ts';
 import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
 import { podFullName } from '../../objects/pod-util.ts';
 
@@ -21,7 +22,8 @@ const CORE = { name: 'kubelet', stage: STAGE.DEFAULT };
  * The built-in volume types, served by the core as ordinary providers on the volume
  * HookMaps (a vendor plugin tapping `mountVolume.for('emptyDir')` at STAGE.POLICY comes first):
  *  - emptyDir: a directory in the pod's volume dir; `medium: Memory` is a tmpfs sized by `sizeLimit`;
- *  - hostPath: the host path itself, after its `type` check;
+ *  - hostPath: the host path itself, after its `type` check (a pod's, or a hostPath PersistentVolume's);
+ *  - local: a `local` PersistentVolume's directory, bind-mounted into the pod's volume dir;
  *  - configMap, secret, downwardAPI, projected: files written atomically (`..data` swap),
  *    again on every sync so edits reach running pods; secret and projected live on tmpfs;
  *    always read-only in containers.
@@ -72,13 +74,37 @@ export function tapBuiltinVolumes(
   unmountWith('emptyDir', tearDown);
 
   mount('hostPath', async (r) => {
-    const src = r.volume.hostPath!;
+    // A pod's own hostPath volume, or a hostPath PersistentVolume its claim is bound to.
+    const src = r.persistentVolume?.volume.spec?.hostPath ?? r.volume.hostPath;
+    if (!src) throw new Error(`volume ${r.volume.name}: no hostPath source`);
     // Without host mounts nothing on this host uses the path: the pod's node is not this host.
     if (hostMounts) await checkHostPath(src.path, src.type ?? '');
     return { path: src.path };
   });
   // The host's path is the host's: nothing to unmount or remove.
   unmountWith('hostPath', async () => true);
+
+  mount('local', async (r) => {
+    const pv = r.persistentVolume?.volume;
+    const src = pv?.spec?.local;
+    if (!pv || !src) throw new Error(`volume ${r.volume.name}: a local volume comes only from a PersistentVolume`);
+    const pvName = pv.metadata?.name ?? '';
+    const readOnly = r.persistentVolume!.readOnly;
+    await checkLocalVolume(pvName, src);
+    // Without host mounts the pod's node is not this host: the path is handed over as it is.
+    if (!hostMounts) return { path: src.path, readOnly };
+    await fs.mkdir(r.dir, { recursive: true, mode: 0o750 });
+    if (!(await isMountPoint(r.dir))) await bindMount(src.path, r.dir, readOnly);
+    const own = podFsGroup(r.pod);
+    if (own && !readOnly) {
+      await setVolumeOwnership(r.dir, {
+        fsGroup: own.fsGroup, readOnly: false, changePolicy: own.changePolicy,
+        onSkip: (why) => deps.logger.warn({ pod: podFullName(r.pod), volume: r.volume.name, why }, 'fsGroup: part of the volume left unchanged'),
+      });
+    }
+    return { path: r.dir, mountPoint: true, readOnly };
+  });
+  unmountWith('local', tearDown);
 
   const projection = (type: string, tmpfs: boolean, payload: (pod: V1Pod, v: V1Volume) => Promise<Payload>) => {
     mount(type, async (r) => {

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { V1PersistentVolumeSpec, V1Pod } from '@kubernetes/client-node';
+import { clusterSuite } from '../support/cluster-suite.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { isMountPoint } from '../../core/volumes/mount-utils.ts';
+
+/**
+ * PersistentVolumes whose source the kubelet mounts itself: `local` (a directory of the node,
+ * bind-mounted into the pod, given to its fsGroup) and `hostPath` (the host path itself), each
+ * claimed by a pod of a real API server on kubelet-ts with real containerd.
+ */
+describe('local and hostPath PersistentVolumes on the real control plane', function () {
+  this.timeout(180_000);
+  const suite = clusterSuite('kts-localpv-');
+
+  /** A PV of `source` pre-bound to claim `claim` of `ns`, the claim Bound; both deleted after the test. */
+  async function boundClaim(ns: string, claim: string, source: Partial<V1PersistentVolumeSpec>, nodeName: string): Promise<string> {
+    const pv = suite.uniqueName('pv');
+    await suite.core.createPersistentVolume({
+      body: {
+        metadata: { name: pv },
+        spec: {
+          capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '',
+          claimRef: { namespace: ns, name: claim },
+          ...(source.local ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [nodeName] }] }] } } } : {}),
+          ...source,
+        },
+      },
+    });
+    suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
+    await suite.core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, volumeName: pv, storageClassName: '' } },
+    });
+    await waitFor(`PVC ${ns}/${claim} Bound`, async () => (await suite.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase === 'Bound', 60_000, 300);
+    return pv;
+  }
+
+  async function runClaimPod(ns: string, name: string, nodeName: string, claim: string, script: string, fsGroup?: number): Promise<V1Pod> {
+    await suite.core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: {
+          nodeName, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, restartPolicy: 'Never',
+          ...(fsGroup !== undefined ? { securityContext: { runAsUser: 1000, runAsGroup: 1000, fsGroup } } : {}),
+          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
+        },
+      },
+    });
+    return waitFor(`pod ${ns}/${name} Succeeded`, async () => {
+      const p = await suite.core.readNamespacedPod({ name, namespace: ns });
+      if (p.status?.phase === 'Failed') throw new Error(`pod ${name} failed: ${JSON.stringify(p.status.containerStatuses?.[0]?.state)}`);
+      return p.status?.phase === 'Succeeded' ? p : undefined;
+    }, 90_000, 300);
+  }
+
+  async function deletePod(ns: string, name: string): Promise<void> {
+    await suite.core.deleteNamespacedPod({ name, namespace: ns }).catch(() => {});
+    await waitFor(`pod ${ns}/${name} gone`, async () => (await suite.core.readNamespacedPod({ name, namespace: ns }).then(() => false, () => true)), 60_000, 300);
+  }
+
+  it("a local PV: the pod writes into the node's directory through a bind mount, as its fsGroup; the mount goes with the pod, the data stays", async function () {
+    const node = suite.node('localpv');
+    const kubelet = await suite.kubelet(node);
+    const ns = await suite.namespace('localpv');
+    const hostDir = path.join(suite.dir, `${node.name}-disk`);
+    await fs.mkdir(hostDir, { recursive: true, mode: 0o755 });
+    suite.onCleanup(() => fs.rm(hostDir, { recursive: true, force: true }));
+    await boundClaim(ns, 'data', { local: { path: hostDir } }, node.name);
+    const pod = await runClaimPod(ns, 'writer', node.name, 'data', 'echo from-the-pod > /data/f && stat -c %g /data', 4321);
+    const uid = pod.metadata!.uid!;
+    assert.equal(await fs.readFile(path.join(hostDir, 'f'), 'utf8'), 'from-the-pod\n');
+    const st = await fs.stat(hostDir);
+    assert.deepEqual([st.gid, (st.mode & 0o2070).toString(8)], [4321, '2070'], "the node's directory belongs to the pod's fsGroup: group rwx, setgid");
+    const volumeDirs = path.join(kubelet.config.rootDir, 'pods', uid, 'volumes');
+    await deletePod(ns, 'writer');
+    assert.equal(await fs.stat(volumeDirs).then(() => true, () => false), false, "the pod's volume dirs (and the bind mount) are gone");
+    assert.equal(await fs.readFile(path.join(hostDir, 'f'), 'utf8'), 'from-the-pod\n', 'the data stays on the node');
+    assert.equal(await isMountPoint(hostDir), false);
+  });
+
+  it('a local PV whose path is missing: the pod waits with a FailedMount event naming the PV and the path', async function () {
+    const node = suite.node('localpv-missing');
+    await suite.kubelet(node);
+    const ns = await suite.namespace('localpv-missing');
+    const missing = path.join(suite.dir, `${node.name}-nothing-here`);
+    const pv = await boundClaim(ns, 'data', { local: { path: missing } }, node.name);
+    await suite.core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'waits' }, spec: { nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: suite.env.images.busybox, command: ['true'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }] } },
+    });
+    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.reason === 'FailedMount' && e.involvedObject.name === 'waits'), 60_000, 500);
+    assert.match(event.message ?? '', new RegExp(`local PersistentVolume ${pv}: path "${missing}" does not exist on this node`));
+    assert.equal((await suite.core.readNamespacedPod({ name: 'waits', namespace: ns })).status?.phase, 'Pending');
+    await deletePod(ns, 'waits');
+  });
+
+  it('a hostPath PV: the pod reads and writes the host path itself', async function () {
+    const node = suite.node('hostpathpv');
+    await suite.kubelet(node);
+    const ns = await suite.namespace('hostpathpv');
+    const hostDir = path.join(suite.dir, `${node.name}-hostpath`);
+    await fs.mkdir(hostDir, { recursive: true });
+    await fs.writeFile(path.join(hostDir, 'in'), 'from-the-node');
+    suite.onCleanup(() => fs.rm(hostDir, { recursive: true, force: true }));
+    await boundClaim(ns, 'data', { hostPath: { path: hostDir, type: 'Directory' } }, node.name);
+    await runClaimPod(ns, 'rw', node.name, 'data', 'cat /data/in > /data/out');
+    assert.equal(await fs.readFile(path.join(hostDir, 'out'), 'utf8'), 'from-the-node');
+    await deletePod(ns, 'rw');
+  });
+});

@@ -10,7 +10,8 @@ import { PACKAGE_ROOT } from '../util/package-root.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
 import { withTimeout } from '../util/with-timeout.ts';
-import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
+import { nearestName } from '../util/nearest-name.ts';
+import { PLUGIN_KINDS, REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
 import { orderPlugins } from './plugin-order.ts';
@@ -218,6 +219,7 @@ export class PluginHost {
       }
       if (!ok) throw new PluginError(name, `works with kubelet-ts ${plugin.kubeletTs}; this is kubelet-ts ${HOST_VERSION}`, { code: 'InvalidInput', hostCode: 'PLUGIN_VERSION_MISMATCH' });
     }
+    checkKind(plugin);
     const kindSlot = Object.entries(SLOT_KINDS).find(([, kind]) => kind === plugin.kind)?.[0];
     const declared = (plugin.provides as string[] | undefined) ?? [];
     const provides = plugin.provides ? declared : kindSlot ? [kindSlot] : [];
@@ -438,4 +440,15 @@ function checkShape(value: unknown, label: string): KubeletPlugin<any> {
   if (typeof p.name !== 'string' || p.name.length === 0) throw new PluginError(label, "the plugin object has no 'name' string", NOT_FOUND);
   if (typeof p.apply !== 'function') throw new PluginError(p.name, "the plugin object has no 'apply(ctx, options)' function", NOT_FOUND);
   return p as KubeletPlugin<any>;
+}
+
+/**
+ * A `kind` outside PLUGIN_KINDS is refused: a misspelt `'runtim'` would otherwise load as a
+ * plugin of no slot, and the start would fail later saying no plugin provides the runtime.
+ */
+function checkKind(plugin: KubeletPlugin<any>): void {
+  const kind: unknown = plugin.kind;
+  if (kind === undefined || (PLUGIN_KINDS as readonly unknown[]).includes(kind)) return;
+  const near = typeof kind === 'string' ? nearestName(kind, PLUGIN_KINDS) : undefined;
+  throw new PluginError(plugin.name, `kind is ${JSON.stringify(kind)}; allowed: ${PLUGIN_KINDS.join(', ')}${near !== undefined ? ` (did you mean '${near}'?)` : ''}`, { code: 'InvalidInput', hostCode: 'PLUGIN_BAD_KIND' });
 }

@@ -35,8 +35,8 @@
 // Defining plugins and configs.
 export { defineConfig } from '../config/types.ts';
 export type { KubeletConfig, KubeletConfigInput, PluginEntry } from '../config/types.ts';
-export { definePlugin, REQUIRED_SLOTS } from '../plugins/plugin-api.ts';
-export type { Capabilities, KubeletPlugin, PluginContext, PluginEvent, ProbeRun } from '../plugins/plugin-api.ts';
+export { definePlugin, PLUGIN_KINDS, REQUIRED_SLOTS } from '../plugins/plugin-api.ts';
+export type { Capabilities, KubeletPlugin, PluginContext, PluginEvent, PluginKind, ProbeRun } from '../plugins/plugin-api.ts';
 export type { Logger } from '../logger.ts';
 
 // Hooks and their events.

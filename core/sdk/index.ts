@@ -5,7 +5,8 @@
  * npm package can copy line for line.
  *
  * What is here, by what a plugin does with it:
- * - define a plugin or a config: `definePlugin`, `defineConfig`, their types;
+ * - define a plugin or a config: `definePlugin`, `defineConfig`, their types, `PLUGIN_KINDS`
+ *   (the kinds the host accepts);
  * - tap the hooks: their event types, `STAGE` (tap order), the hook kinds (documented in
  *   hooks.ts, hook by hook: what a tap may change and what a throw does);
  * - provide the runtime slot: the CRI-shaped `ContainerRuntime` interface and its types, the

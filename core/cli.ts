@@ -141,9 +141,13 @@ async function main(): Promise<number> {
     notices,
   };
   if (args.command === 'plugins') {
-    const code = await pluginsCommand(loadOptions);
-    for (const n of notices) process.stderr.write(`kubelet-ts: ${n.level === 'warn' ? 'warning' : 'note'}: ${n.msg}\n`);
-    return code;
+    try {
+      return await pluginsCommand(loadOptions);
+    } finally {
+      // Said before a failure too: a plugins file leaving out the bundle's runtime fails the load,
+      // and the note says what the file replaced.
+      for (const n of notices) process.stderr.write(`kubelet-ts: ${n.level === 'warn' ? 'warning' : 'note'}: ${n.msg}\n`);
+    }
   }
   const config = await loadConfig(loadOptions);
   const logger = createLogger({ level: config.logLevel });

@@ -64,6 +64,10 @@ export type PluginHostErrorCode =
   | 'PLUGIN_CYCLE'
   /** An entry that is no `'name'`, `['name', {options}]` or plugin object; `requires` that is no list of names; `ctx.skip` after a tap or provide. */
   | 'PLUGIN_MISUSE'
+  /** It taps a hook that does not exist (`ctx.hooks.beforeSandbx`), or with a method the hook lacks (`tapPromise` on a sync hook). */
+  | 'PLUGIN_UNKNOWN_HOOK'
+  /** Its `kind` is none of the plugin kinds. */
+  | 'PLUGIN_BAD_KIND'
   /** Its apply or start threw. */
   | 'PLUGIN_FAILED'
   /** Its apply or start did not finish within hookTimeout. */

@@ -74,9 +74,11 @@ writeFileSync(
       description: pkg.description,
       license: pkg.license,
       type: 'module',
+      // `default` serves require() too: Node 22.12+ requires these ES modules (no top-level
+      // await in them: test/unit/sdk-commonjs.test.ts).
       exports: {
-        '.': { types: './core/sdk/index.d.ts', import: './core/sdk/index.js' },
-        './testing': { types: './core/sdk/testing/index.d.ts', import: './core/sdk/testing/index.js' },
+        '.': { types: './core/sdk/index.d.ts', import: './core/sdk/index.js', default: './core/sdk/index.js' },
+        './testing': { types: './core/sdk/testing/index.d.ts', import: './core/sdk/testing/index.js', default: './core/sdk/testing/index.js' },
       },
       engines: pkg.engines,
       dependencies: pkg.dependencies,

@@ -16,7 +16,7 @@ import { KUBELET_FLAGS, type FlagSetting } from './upstream-flags.ts';
 import { UPSTREAM_FIELDS, isZero } from './upstream-fields.ts';
 import { readConfigFile, structuredCloneConfig } from './config-file.ts';
 import { PATH_FIELDS, getPath, setPath } from './field-paths.ts';
-import { readPluginsConfig } from './plugins-config.ts';
+import { leftOutDefaultsNotice, readPluginsConfig } from './plugins-config.ts';
 import { configFlagSettings, flagConflicts, type ConfigFlags } from './flag-settings.ts';
 
 export { readConfigFile } from './config-file.ts';
@@ -106,6 +106,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
         input[k] = v;
         sources.set(k, pluginsConfigFile);
       }
+      const leftOut = leftOutDefaultsNotice(pluginsConfigFile, own.input.plugins, ((await readConfigFile(DEFAULT_CONFIG_FILE)).plugins ?? []) as unknown[], DEFAULT_CONFIG_FILE);
+      if (leftOut !== undefined) infos.push(leftOut);
     } else {
       pluginsConfigFile = DEFAULT_CONFIG_FILE;
       input.plugins = (await readConfigFile(DEFAULT_CONFIG_FILE)).plugins ?? [];

@@ -29,3 +29,24 @@ export async function readPluginsConfig(file: string, configFile: string): Promi
   }
   return { input: raw, errors };
 }
+
+/** The plugin name an entry names: `'name'`, `['name', {options}]` or an inline `{ name }`. */
+export function pluginEntryName(entry: unknown): string | undefined {
+  const ref = Array.isArray(entry) ? entry[0] : entry;
+  if (typeof ref === 'string') return ref;
+  const name = ref && typeof ref === 'object' ? (ref as { name?: unknown }).name : undefined;
+  return typeof name === 'string' ? name : undefined;
+}
+
+/**
+ * What the start should say when a --plugins-config file leaves out plugins of the default
+ * bundle: its `plugins` replace the bundle's (they are not added to it), so a file listing
+ * `[cri-containerd, my-plugin]` runs without probes, eviction, CSI ...; an operator who meant
+ * to add one plugin learns it here instead of from pods whose probes never run.
+ */
+export function leftOutDefaultsNotice(file: string, plugins: unknown, defaults: unknown[], defaultsFile: string): string | undefined {
+  const listed = new Set((Array.isArray(plugins) ? plugins : []).map(pluginEntryName));
+  const leftOut = defaults.map(pluginEntryName).filter((name): name is string => name !== undefined && !listed.has(name));
+  if (leftOut.length === 0) return undefined;
+  return `${file}: its plugins replace the default bundle's (they are not added to it); left out, so not running: ${leftOut.join(', ')} (add those wanted to plugins in ${file}; the bundle: ${defaultsFile})`;
+}

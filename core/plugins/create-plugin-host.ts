@@ -13,6 +13,8 @@ export interface PluginHostSetup {
    * tap's run; without them the plugins can be applied and listed, not run.
    */
   services?: HostServices;
+  /** Where plugin paths and npm names are resolved from (PluginHostDeps.resolveFrom); default: the plugins file's directory. */
+  resolveFrom?: string;
 }
 
 /**
@@ -23,13 +25,13 @@ export interface PluginHostSetup {
  * the plugins.
  */
 export function createPluginHost(setup: PluginHostSetup): { hooks: KubeletHooks; host: PluginHost } {
-  const { config, logger, services } = setup;
+  const { config, logger, services, resolveFrom } = setup;
   const hooks = createHooks();
   isolateTaps(hooks, logger, {
     timeoutMs: config.hookTimeoutMs,
     notifications: NOTIFICATION_HOOKS,
     ...(services?.observeTap ? { observe: services.observeTap } : {}),
   });
-  const host = new PluginHost({ hooks, config, logger, ...(services ? { services } : {}) });
+  const host = new PluginHost({ hooks, config, logger, ...(services ? { services } : {}), ...(resolveFrom !== undefined ? { resolveFrom } : {}) });
   return { hooks, host };
 }

@@ -49,6 +49,10 @@ export const REQUIRED_SLOTS: ReadonlyArray<keyof Capabilities> = ['runtime'];
  */
 export const SLOT_KINDS: Readonly<Record<string, NonNullable<KubeletPlugin['kind']>>> = Object.freeze({ runtime: 'runtime', network: 'network' });
 
+/** The kinds a plugin may be; the host refuses any other `kind` at load. */
+export const PLUGIN_KINDS = Object.freeze(['runtime', 'network', 'storage', 'device', 'policy', 'probe', 'observability', 'other'] as const);
+export type PluginKind = (typeof PLUGIN_KINDS)[number];
+
 /** What a plugin's `apply` receives: its own view of the host. */
 export interface PluginContext {
   /** The plugin's name; every tap it makes is attributed to it. */
@@ -115,8 +119,8 @@ export interface PluginContext {
 export interface KubeletPlugin<Options = Record<string, unknown>> {
   /** A unique name, used in logs, errors and `kubelet-ts plugins`. */
   name: string;
-  /** What the plugin is, for people reading `kubelet-ts plugins`. */
-  kind?: 'runtime' | 'network' | 'storage' | 'device' | 'policy' | 'probe' | 'observability' | 'other';
+  /** What the plugin is, for people reading `kubelet-ts plugins` (one of PLUGIN_KINDS; checked at load). */
+  kind?: PluginKind;
   /**
    * The capability slots this plugin fills (checked: it must fill exactly these in apply).
    * Default: its kind's slot, for the kinds that have one (`runtime`, `network`).

@@ -10,7 +10,8 @@ import { PACKAGE_ROOT } from '../util/package-root.ts';
 import { formatAjvErrors } from '../config/ajv-errors.ts';
 import { importModule } from '../util/import-module.ts';
 import { withTimeout } from '../util/with-timeout.ts';
-import { REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
+import { nearestName } from '../util/nearest-name.ts';
+import { PLUGIN_KINDS, REQUIRED_SLOTS, SLOT_KINDS, type Capabilities, type HostServices, type KubeletPlugin, type PluginEvent, type ProbeRun, type PluginContext } from './plugin-api.ts';
 import { pluginHooksView, type TapRecord } from './plugin-hooks.ts';
 import { isolateTaps } from './tap-isolation.ts';
 import { orderPlugins } from './plugin-order.ts';
@@ -45,6 +46,20 @@ export interface LoadedPlugin {
 
 /** A plugin that declined to load (`ctx.skip`), for logs and `kubelet-ts plugins`. */
 export interface SkippedPlugin { name: string; reason: string }
+
+/** What the host is built over. */
+export interface PluginHostDeps {
+  hooks: KubeletHooks;
+  config: KubeletConfig;
+  logger: Logger;
+  services?: HostServices;
+  /**
+   * The directory a plugin path (`./my-plugin.ts`) and an npm name are resolved from. Default:
+   * the plugins file's (`pluginsConfigFile`, else `configFile`), where an operator installs
+   * them; the test harness passes the caller's project, as its config file is a temporary one.
+   */
+  resolveFrom?: string;
+}
 
 /** A resolved entry, before it is applied. */
 interface ResolvedEntry {
@@ -106,7 +121,7 @@ export class PluginHost {
   private readonly closers: Array<{ plugin: string; fn: () => void | Promise<void> }> = [];
   private readonly ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
 
-  constructor(private readonly deps: { hooks: KubeletHooks; config: KubeletConfig; logger: Logger; services?: HostServices }) {}
+  constructor(private readonly deps: PluginHostDeps) {}
 
   /** Resolves every entry, orders the plugins by what they require, applies them, then checks the required slots. */
   async loadAll(entries: PluginEntry[]): Promise<void> {
@@ -218,6 +233,7 @@ export class PluginHost {
       }
       if (!ok) throw new PluginError(name, `works with kubelet-ts ${plugin.kubeletTs}; this is kubelet-ts ${HOST_VERSION}`, { code: 'InvalidInput', hostCode: 'PLUGIN_VERSION_MISMATCH' });
     }
+    checkKind(plugin);
     const kindSlot = Object.entries(SLOT_KINDS).find(([, kind]) => kind === plugin.kind)?.[0];
     const declared = (plugin.provides as string[] | undefined) ?? [];
     const provides = plugin.provides ? declared : kindSlot ? [kindSlot] : [];
@@ -343,7 +359,7 @@ export class PluginHost {
     if (typeof ref !== 'string') return { plugin: checkShape(ref, `plugins[${index}]`), origin: 'inline', location: 'config', root: undefined };
 
     const pluginsFile = this.deps.config.pluginsConfigFile ?? this.deps.config.configFile;
-    const configDir = pluginsFile ? path.dirname(pluginsFile) : process.cwd();
+    const configDir = this.deps.resolveFrom ?? (pluginsFile ? path.dirname(pluginsFile) : process.cwd());
     let file: string;
     let origin: LoadedPlugin['origin'];
     let root: string;
@@ -390,8 +406,9 @@ function packageDir(file: string): string {
 }
 
 /**
- * Resolves an npm module from `dir`. `require.resolve` finds most packages; an ESM-only
- * package (whose `exports` has only an `import` condition) is found through that condition.
+ * Resolves an npm module from `dir`. `require.resolve` finds most packages (and the package
+ * `dir` is in, by its own name, when its package.json has `exports`); an ESM-only package
+ * (whose `exports` has only an `import` condition) is found through that condition.
  */
 function resolveModule(ref: string, dir: string): string {
   const require = createRequire(path.join(dir, 'noop.js'));
@@ -399,7 +416,7 @@ function resolveModule(ref: string, dir: string): string {
     return require.resolve(ref);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const esm = code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' ? esmEntry(ref, require.resolve.paths(ref) ?? []) : undefined;
+    const esm = code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' ? (esmEntry(ref, require.resolve.paths(ref) ?? []) ?? selfEsmEntry(ref, dir)) : undefined;
     if (esm) return esm;
     if (code !== 'MODULE_NOT_FOUND') throw new PluginError(ref, `cannot resolve npm module '${ref}' from ${dir}: ${errorMessage(err)}`, { ...NOT_FOUND, cause: err });
     throw new PluginError(ref, `unknown plugin: not a built-in (${builtinPluginNames().join(', ')}), not a path, and no npm module '${ref}' is installed where ${dir} can import it`, NOT_FOUND);
@@ -407,20 +424,32 @@ function resolveModule(ref: string, dir: string): string {
 }
 
 /** The file a package's root export names for `import` (first matching condition, as Node picks). */
-function esmEntry(pkg: string, lookupDirs: string[]): string | undefined {
+function importExport(pkgDir: string): string | undefined {
   const pick = (e: unknown): string | undefined => {
     if (typeof e === 'string') return e;
     if (!e || typeof e !== 'object') return undefined;
     const key = Object.keys(e).find((k) => k === '.' || k === 'import' || k === 'node' || k === 'default');
     return key === undefined ? undefined : pick((e as Record<string, unknown>)[key]);
   };
+  const entry = pick(JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')).exports);
+  return entry ? path.join(pkgDir, entry) : undefined;
+}
+
+/** An ESM-only package `pkg` in one of `lookupDirs` (node_modules directories): its `import` entry. */
+function esmEntry(pkg: string, lookupDirs: string[]): string | undefined {
   for (const dir of lookupDirs) {
     const pkgDir = path.join(dir, pkg);
-    if (!fs.existsSync(path.join(pkgDir, 'package.json'))) continue;
-    const entry = pick(JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')).exports);
-    return entry ? path.join(pkgDir, entry) : undefined;
+    if (fs.existsSync(path.join(pkgDir, 'package.json'))) return importExport(pkgDir);
   }
   return undefined;
+}
+
+/** The ESM-only package `dir` is in, when it is named `pkg` (a package's own tests name it so): its `import` entry. */
+function selfEsmEntry(pkg: string, dir: string): string | undefined {
+  const own = packageDir(path.join(dir, 'noop.js'));
+  const file = path.join(own, 'package.json');
+  if (!fs.existsSync(file) || (JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: unknown }).name !== pkg) return undefined;
+  return importExport(own);
 }
 
 function normalizeEntry(entry: PluginEntry, index: number): { ref: string | KubeletPlugin<any>; options: unknown } {
@@ -438,4 +467,15 @@ function checkShape(value: unknown, label: string): KubeletPlugin<any> {
   if (typeof p.name !== 'string' || p.name.length === 0) throw new PluginError(label, "the plugin object has no 'name' string", NOT_FOUND);
   if (typeof p.apply !== 'function') throw new PluginError(p.name, "the plugin object has no 'apply(ctx, options)' function", NOT_FOUND);
   return p as KubeletPlugin<any>;
+}
+
+/**
+ * A `kind` outside PLUGIN_KINDS is refused: a misspelt `'runtim'` would otherwise load as a
+ * plugin of no slot, and the start would fail later saying no plugin provides the runtime.
+ */
+function checkKind(plugin: KubeletPlugin<any>): void {
+  const kind: unknown = plugin.kind;
+  if (kind === undefined || (PLUGIN_KINDS as readonly unknown[]).includes(kind)) return;
+  const near = typeof kind === 'string' ? nearestName(kind, PLUGIN_KINDS) : undefined;
+  throw new PluginError(plugin.name, `kind is ${JSON.stringify(kind)}; allowed: ${PLUGIN_KINDS.join(', ')}${near !== undefined ? ` (did you mean '${near}'?)` : ''}`, { code: 'InvalidInput', hostCode: 'PLUGIN_BAD_KIND' });
 }

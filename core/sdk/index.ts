@@ -5,7 +5,8 @@
  * npm package can copy line for line.
  *
  * What is here, by what a plugin does with it:
- * - define a plugin or a config: `definePlugin`, `defineConfig`, their types;
+ * - define a plugin or a config: `definePlugin`, `defineConfig`, their types, `PLUGIN_KINDS`
+ *   (the kinds the host accepts);
  * - tap the hooks: their event types, `STAGE` (tap order), the hook kinds (documented in
  *   hooks.ts, hook by hook: what a tap may change and what a throw does);
  * - provide the runtime slot: the CRI-shaped `ContainerRuntime` interface and its types, the
@@ -35,8 +36,8 @@
 // Defining plugins and configs.
 export { defineConfig } from '../config/types.ts';
 export type { KubeletConfig, KubeletConfigInput, PluginEntry } from '../config/types.ts';
-export { definePlugin, REQUIRED_SLOTS } from '../plugins/plugin-api.ts';
-export type { Capabilities, KubeletPlugin, PluginContext, PluginEvent, ProbeRun } from '../plugins/plugin-api.ts';
+export { definePlugin, PLUGIN_KINDS, REQUIRED_SLOTS } from '../plugins/plugin-api.ts';
+export type { Capabilities, KubeletPlugin, PluginContext, PluginEvent, PluginKind, ProbeRun } from '../plugins/plugin-api.ts';
 export type { Logger } from '../logger.ts';
 
 // Hooks and their events.

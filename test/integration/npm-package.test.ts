@@ -231,6 +231,27 @@ try {
       }
     });
 
+    it('is required from CommonJS (require(esm), Node 22.12+): a .cjs plugin and its test', async function () {
+      await fs.mkdir(path.join(vendor, 'cjs'), { recursive: true });
+      await fs.writeFile(
+        path.join(vendor, 'cjs', 'refuse-all.cjs'),
+        `const { definePlugin, STAGE } = require('kubelet-ts');
+module.exports = definePlugin({ name: 'refuse-all', kind: 'policy', apply(ctx) { ctx.hooks.admitPod.tap({ name: 'refuse-all', stage: STAGE.POLICY }, () => 'refused'); } });
+`,
+      );
+      await fs.writeFile(
+        path.join(vendor, 'cjs', 'check.cjs'),
+        `const { startPluginsForTest } = require('kubelet-ts/testing');
+startPluginsForTest([require('./refuse-all.cjs')], { rootDir: process.argv[2] }).then(async (plugins) => {
+  console.log(JSON.stringify({ answer: await plugins.hooks.admitPod.promise({ metadata: { name: 'a' } }), sdk: require.resolve('kubelet-ts') }));
+  await plugins.close();
+});
+`,
+      );
+      const r = ok(await run(process.execPath, [path.join(vendor, 'cjs', 'check.cjs'), path.join(vendor, 'cjs-root')], { cwd: vendor, timeoutMs: 30_000 }), 'check.cjs');
+      assert.deepEqual(JSON.parse(r.stdout), { answer: 'refused', sdk: path.join(vendor, 'node_modules', 'kubelet-ts', 'dist', 'core', 'sdk', 'index.js') });
+    });
+
     it('passes the ramdisk-volume example\'s contract tests against the installed package', async function () {
       if (process.getuid?.() !== 0) unavailable(this, 'the ramdisk contract mounts tmpfs, which needs root');
       const resolved = ok(await run(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('kubelet-ts/testing'))"], { cwd: example, timeoutMs: 10_000 }), 'resolve');

@@ -111,7 +111,7 @@ describe('hooks', function () {
       for (const name of Object.keys(createHooks()) as HookName[]) {
         let hook = view[name] as unknown as Record<string, unknown>;
         assert.ok(hook, `view lacks ${name}`);
-        if (typeof hook.for === 'function') {
+        if ('for' in hook) {
           // A HookMap: only `for(key)`, whose hook is tap-only in turn.
           assert.deepEqual(Object.keys(hook), ['for']);
           hook = (hook.for as (k: string) => Record<string, unknown>)('someType');

@@ -7,6 +7,9 @@ import { loadConfig, readConfigFile, DEFAULT_CONFIG_FILE, type ConfigNotice, typ
 import { parseKubeletCommandLine } from '../../core/commands/kubelet-command-line.ts';
 import { UsageError } from '../../core/commands/command-args.ts';
 import { ConfigError } from '../../core/errors.ts';
+import { createHooks } from '../../core/hooks.ts';
+import { silentLogger } from '../../core/logger.ts';
+import { PluginHost } from '../../core/plugins/plugin-host.ts';
 import { KUBELET_FLAGS } from '../../core/config/upstream-flags.ts';
 import { UPSTREAM_FIELDS, verbosityToLevel } from '../../core/config/upstream-fields.ts';
 import { notImplementedMarkdown, readmeBlock, README } from '../../tools/readme-upstream-fields.ts';
@@ -202,6 +205,26 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       const plugins = await write('plugins.yaml', 'plugins:\n  - probes\n  - ./my-plugin.mjs\nmaxParallelSandboxCreations: 3\nkubeconfig: node.kubeconfig\n');
       const { config: c } = await load(['--config', await upstream({ clusterDomain: 'example.local' }), '--plugins-config', plugins]);
       assert.deepEqual([c.plugins, c.maxParallelSandboxCreations, c.clusterDomain, c.pluginsConfigFile, c.kubeconfig], [['probes', './my-plugin.mjs'], 3, 'example.local', plugins, path.join(dir, 'node.kubeconfig')]);
+    });
+
+    it('says at start which plugins of the default bundle it leaves out (its plugins replace the bundle\'s)', async function () {
+      const plugins = await write('plugins.yaml', 'plugins:\n  - cri-containerd\n  - [./my-plugin.mjs, {}]\n  - [probes, {}]\n');
+      const { infos } = await load(['--config', await upstream({}), '--plugins-config', plugins]);
+      assert.deepEqual(infos.map((n) => n.msg), [
+        `${plugins}: its plugins replace the default bundle's (they are not added to it); left out, so not running: csi-grpc, eviction-default, credential-provider-exec, device-plugins, pod-resources (add those wanted to plugins in ${plugins}; the bundle: ${DEFAULT_CONFIG_FILE})`,
+      ]);
+      const bundle = ((await readConfigFile(DEFAULT_CONFIG_FILE)).plugins as unknown[]).map((e) => (Array.isArray(e) ? e[0] : e));
+      const all = await write('all.yaml', `plugins: [${bundle.join(', ')}, ./my-plugin.mjs]\n`);
+      assert.deepEqual((await load(['--config', await upstream({}), '--plugins-config', all])).infos, [], 'nothing left out, nothing said');
+      assert.deepEqual((await load(['--config', await upstream({})])).infos, [], 'no --plugins-config: the bundle itself');
+    });
+
+    it('a plugins file without a runtime fails the load naming the file and a runtime plugin to add', async function () {
+      const plugins = await write('plugins.yaml', `plugins: [probes]\nrootDir: ${JSON.stringify(path.join(dir, 'root'))}\n`);
+      const { config, infos } = await load(['--config', await upstream({}), '--plugins-config', plugins]);
+      assert.match(infos[0]!.msg, /left out, so not running: cri-containerd, csi-grpc, /);
+      const host = new PluginHost({ hooks: createHooks(), config, logger: silentLogger() });
+      await assert.rejects(host.loadAll(config.plugins), { message: `plugin 'host': no plugin provides the 'runtime' slot: add a runtime plugin (for example 'cri-containerd') to plugins in ${plugins}` });
     });
 
     it('a KubeletConfiguration field in it is refused naming where it belongs; so is the wrong pairing', async function () {

@@ -319,6 +319,50 @@ describe('PluginHost', function () {
   });
 
   /** Issue 24 item 8: what the host bounds, what it runs at close, and the codes its refusals carry. */
+  describe("a plugin author's mistakes, named", function () {
+    /** A plugin (JavaScript: no types to catch it) whose apply does `tap(ctx.hooks)`. */
+    const tapping = (name: string, tap: (hooks: any) => void) => definePlugin({ name, apply: (ctx) => tap(ctx.hooks) });
+
+    it('refuses a tap of a hook that does not exist, naming the plugin, the hook and the nearest one', async function () {
+      const err = await pluginError(load([stubRuntimePlugin(), tapping('x', (h) => h.beforeSandbx.tap('x', () => {}))]));
+      assert.equal(err.message, "plugin 'x': taps hook 'beforeSandbx', which does not exist (did you mean 'beforeSandbox'?)");
+      assert.deepEqual([err.plugin, err.code, err.hostCode], ['x', 'InvalidInput', 'PLUGIN_UNKNOWN_HOOK']);
+      const far = await pluginError(load([stubRuntimePlugin(), tapping('y', (h) => h.whenever.tap('y', () => {}))]));
+      assert.match(far.message, /^plugin 'y': taps hook 'whenever', which does not exist \(the hooks are: started, shutdown, admitPod, beforeSandbox, .*podRemoved\)$/);
+    });
+
+    it('refuses a tap method the hook lacks, and a per-key hook tapped without for(key)', async function () {
+      const sync = await pluginError(load([stubRuntimePlugin(), tapping('z', (h) => h.podStatusChanged.tapPromise('z', async () => {}))]));
+      assert.equal(sync.message, "plugin 'z': uses 'tapPromise' of hook 'podStatusChanged', which has no such method (a sync hook: its taps use tap)");
+      const keyed = await pluginError(load([stubRuntimePlugin(), tapping('v', (h) => h.mountVolume.tapPromise('v', async () => undefined))]));
+      assert.equal(keyed.message, "plugin 'v': uses 'tapPromise' of hook 'mountVolume', a hook per key: tap mountVolume.for(key), the key a volume type (mountVolume.for('csi').tapPromise(...))");
+      const inKey = await pluginError(load([stubRuntimePlugin(), tapping('w', (h) => h.mountVolume.for('csi').tapPromis('w', async () => undefined))]));
+      assert.equal(inKey.message, "plugin 'w': uses 'tapPromis' of hook 'mountVolume[csi]', which has no such method (its taps use tap, tapAsync, tapPromise)");
+    });
+
+    it('still reads the hooks as an object: existing hooks, symbols, await and JSON see nothing unusual', async function () {
+      let seen: unknown[] = [];
+      const host = await load([stubRuntimePlugin(), definePlugin({
+        name: 'reader',
+        async apply(ctx) {
+          const hooks = await Promise.resolve(ctx.hooks); // reads `then`
+          seen = [typeof hooks.admitPod.tap, Object.keys(hooks).includes('podRemoved'), String(ctx.hooks), typeof JSON.stringify(ctx.hooks), (ctx.hooks as any)[Symbol.iterator]];
+          hooks.admitPod.tap('reader', () => undefined);
+        },
+      })]);
+      assert.deepEqual(seen, ['function', true, '[object Object]', 'string', undefined]);
+      assert.deepEqual(host.loaded[1]!.taps.map((t) => t.hook), ['admitPod']);
+    });
+
+    it('refuses a kind that is none of the kinds, listing them with the nearest', async function () {
+      const err = await pluginError(load([stubRuntimePlugin(), definePlugin({ name: 'my-runtime', kind: 'runtim' as never, apply() {} })]));
+      assert.equal(err.message, "plugin 'my-runtime': kind is \"runtim\"; allowed: runtime, network, storage, device, policy, probe, observability, other (did you mean 'runtime'?)");
+      assert.deepEqual([err.code, err.hostCode], ['InvalidInput', 'PLUGIN_BAD_KIND']);
+      const odd = await pluginError(load([stubRuntimePlugin(), definePlugin({ name: 'odd', kind: 7 as never, apply() {} })]));
+      assert.equal(odd.message, "plugin 'odd': kind is 7; allowed: runtime, network, storage, device, policy, probe, observability, other");
+    });
+  });
+
   describe('bounds, cleanups and codes', function () {
     it('fails an apply or a start that hangs past hookTimeout, naming the plugin and the phase', async function () {
       const config = await tempConfig({ hookTimeout: '200ms' });

@@ -82,17 +82,40 @@ export interface PluginsUnderTest {
   close(): Promise<void>;
 }
 
+/** How `startPluginsForTest` sets up the kubelet the plugins see. */
+export interface PluginTestOptions {
+  /** The kubelet's root dir (plugin state, volumes, the device checkpoint); a temporary directory of the test. */
+  rootDir: string;
+  /**
+   * Where plugin paths (`'./index.ts'`) and npm package names (`'my-plugin'`) are resolved
+   * from, as a kubelet resolves them from its config file's directory. Default:
+   * `process.cwd()`, the project mocha (or npm test) runs in.
+   */
+  projectDir?: string;
+  /** Config fields, as in a config file (`rootDir` and `plugins` come from here). */
+  config?: Omit<KubeletConfigInput, 'plugins' | 'rootDir'>;
+  logger?: Logger;
+  /** The pods the "kubelet" runs (`ctx.pods()`, the device manager's active pods). */
+  pods?: () => V1Pod[];
+  /** false: no in-memory runtime first (to test a runtime plugin, which then must provide it). */
+  memoryRuntime?: boolean;
+}
+
 /**
  * Loads and applies plugin entries (a built-in name, a path, an npm package name, or a plugin
  * object, with options, exactly as in `plugins` of a config) with a config of `config`'s
- * fields under `rootDir`. An in-memory runtime fills the runtime slot first, unless
- * `memoryRuntime: false` (to test a runtime plugin, which then must provide it). Call again
- * with the same rootDir to see what a plugin does after a kubelet restart.
+ * fields under `rootDir`. Paths and package names are resolved from `projectDir` (default: the
+ * working directory), so a package's own test names it as an operator would:
+ *
+ *     // in the package my-plugin (its package.json "name"), run by mocha from its directory
+ *     const plugins = await startPluginsForTest([['my-plugin', { size: 1 }]], { rootDir });
+ *     const plugins = await startPluginsForTest([['./index.ts', { size: 1 }]], { rootDir });
+ *
+ * An in-memory runtime fills the runtime slot first, unless `memoryRuntime: false` (to test a
+ * runtime plugin, which then must provide it). Call again with the same rootDir to see what a
+ * plugin does after a kubelet restart.
  */
-export async function startPluginsForTest(
-  entries: PluginEntry[],
-  options: { rootDir: string; config?: Omit<KubeletConfigInput, 'plugins' | 'rootDir'>; logger?: Logger; pods?: () => V1Pod[]; memoryRuntime?: boolean },
-): Promise<PluginsUnderTest> {
+export async function startPluginsForTest(entries: PluginEntry[], options: PluginTestOptions): Promise<PluginsUnderTest> {
   await fs.mkdir(options.rootDir, { recursive: true });
   const file = path.join(options.rootDir, 'kubelet-ts-test.config.json');
   await fs.writeFile(file, JSON.stringify({ nodeName: 'plugin-test-node', ...options.config, rootDir: options.rootDir, plugins: [] }));
@@ -112,6 +135,7 @@ export async function startPluginsForTest(
   const { hooks, host } = createPluginHost({
     config,
     logger,
+    resolveFrom: path.resolve(options.projectDir ?? process.cwd()),
     services: {
       runtime: () => host.slot('runtime'),
       pods,

@@ -32,9 +32,9 @@ const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [--uid PREFIX] [-f] [--previous] [--tail N] [--timestamps] [--root-dir DIR]
                                       a container's logs, from the local kubelet (its socket <rootDir>/kubelet-ts.sock, as root);
                                       POD is a name or a UID prefix (two pods share a name while an edited pod replaces the old)
-       kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [--json]
+       kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [-o json]
                                       where the pod's start spent its time, as a waterfall
-       kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
+       kubelet-ts events [-n NAMESPACE] [-w] [-o json|yaml] [--root-dir DIR]
                                       the local kubelet's events (pods and node), newest last
        kubelet-ts hollow --nodes N --kubeconfig FILE --node-name-prefix P [flags]
                                       N hollow nodes in one process on an in-memory runtime, against a real

@@ -1,5 +1,4 @@
-import { loadConfig, type ConfigNotice, type LoadConfigOptions } from './config/load.ts';
-import { configSchema } from './config/schema.ts';
+import { loadConfig, type ConfigNotice } from './config/load.ts';
 import { ConfigError, isPluginError, errorMessage } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { Kubelet } from './kubelet.ts';
@@ -7,9 +6,12 @@ import { logsCommand } from './commands/logs.ts';
 import { explainCommand } from './commands/explain.ts';
 import { eventsCommand } from './commands/events.ts';
 import { podsCommand } from './commands/pods.ts';
-import { pluginsCommand } from './commands/plugins.ts';
+import { pluginsCommand, PLUGINS_USAGE } from './commands/plugins.ts';
+import { configCommand } from './commands/config-command.ts';
+import { writeConfigNotices } from './commands/config-notices.ts';
 import { UsageError } from './commands/command-args.ts';
-import { parseKubeletCommandLine, type KubeletCommandLine } from './commands/kubelet-command-line.ts';
+import { loadOptionsOf, parseKubeletCommandLine, type KubeletCommandLine } from './commands/kubelet-command-line.ts';
+import { KUBELET_FLAGS_USAGE } from './commands/kubelet-flags-usage.ts';
 import { KUBELET_VERSION } from './version.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server/read-only-server.ts';
@@ -17,67 +19,29 @@ import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
 import { exitOnUncaughtErrors, stopOnSignals } from './process-lifecycle.ts';
 
 
-/** The log levels the config schema accepts, so the help can never list fewer or others. */
-const LOG_LEVELS = (configSchema.properties.logging.properties.level.enum as readonly string[]).join('|');
-
 const USAGE = `Usage: kubelet-ts [run] [flags]
        kubelet-ts plugins [flags]     load the plugins and print what each provides and taps
                                       (with the runtime endpoint of the kubelet running with this root dir, if any)
+       kubelet-ts config validate [flags]
+                                      load the configuration as a start with these flags would, touching nothing;
+                                      one line if it is valid, else the error a start would stop with
+       kubelet-ts config view [-o yaml|json] [flags]
+                                      the configuration a start with these flags would run with, as /configz serves it
        kubelet-ts pods [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [-w] [--root-dir DIR]
                                       the local kubelet's pods, as kubectl get pods shows them (alias: get pods)
        kubelet-ts logs POD [-c CONTAINER] [-n NAMESPACE] [--uid PREFIX] [-f] [--previous] [--tail N] [--timestamps] [--root-dir DIR]
                                       a container's logs, from the local kubelet (its socket <rootDir>/kubelet-ts.sock, as root);
                                       POD is a name or a UID prefix (two pods share a name while an edited pod replaces the old)
-       kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [--json]
+       kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [-o json]
                                       where the pod's start spent its time, as a waterfall
-       kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
+       kubelet-ts events [-n NAMESPACE] [-w] [-o json|yaml] [--root-dir DIR]
                                       the local kubelet's events (pods and node), newest last
        kubelet-ts hollow --nodes N --kubeconfig FILE --node-name-prefix P [flags]
                                       N hollow nodes in one process on an in-memory runtime, against a real
                                       API server: for testing a control plane, a scheduler or an autoscaler at scale
 
-Each command takes -h for its own flags. Flags of run and plugins (they mirror the upstream kubelet's and override the config file):
-  --config FILE                     kubelet-ts's config (kubelet.config.ts|js|json|yaml), or upstream's KubeletConfiguration
-                                    (kind: KubeletConfiguration, as kubeadm writes /var/lib/kubelet/config.yaml); default:
-                                    the package's kubelet.config.ts
-  --plugins-config FILE             with a KubeletConfiguration --config: kubelet-ts's own file for plugins (and the fields
-                                    upstream has no place for); default: the package's plugin bundle
-  --kubeconfig FILE                 join the cluster of this kubeconfig's API server (kubeconfig); unset: standalone
-  --bootstrap-kubeconfig FILE       TLS bootstrap: get a client certificate with this kubeconfig's token when
-                                    --kubeconfig is missing or expired, and write --kubeconfig (bootstrapKubeconfig)
-  --pod-manifest-path DIR           directory of static pod manifests (staticPodPath)
-  --manifest-url URL                URL of static pods, a Pod or a PodList (staticPodURL)
-  --manifest-url-header 'a:x,b:y'   headers for --manifest-url, repeatable (staticPodURLHeader)
-  --container-runtime-endpoint EP   CRI endpoint, unix:///path (containerRuntimeEndpoint)
-  --root-dir DIR                    kubelet state directory (rootDir)
-  --hostname-override NAME          node name (nodeName); --node-name NAME is the same
-  --node-ip IP                      node IP reported as hostIP (nodeIP)
-  --node-labels k=v,...             labels the Node registers with (nodeLabels)
-  --register-with-taints k=v:Effect,...  taints the Node registers with (registerWithTaints)
-  --cluster-dns IP,...              DNS servers of ClusterFirst pods (clusterDNS)
-  --cluster-domain DOMAIN           the cluster's DNS domain (clusterDomain)
-  --resolv-conf FILE                the resolver config pods inherit (resolvConf)
-  --port N                          the main HTTPS port, authenticated (port, default 10250)
-  --tls-cert-file FILE              the main port's serving certificate (tlsCertFile)
-  --tls-private-key-file FILE       its key (tlsPrivateKeyFile)
-  --cert-dir DIR                    where a self-signed pair is made when no certificate is given (certDirectory)
-  --image-credential-provider-config FILE
-                                    the exec image credential providers' CredentialProviderConfig, a file or
-                                    a directory (imageCredentialProviderConfig; needs the credential-provider-exec plugin)
-  --image-credential-provider-bin-dir DIR
-                                    the directory of their executables (imageCredentialProviderBinDir)
-  --read-only-port N                read-only HTTP port, 0 disables (readOnlyPort)
-  --healthz-port N                  plain-HTTP /healthz on --healthz-bind-address, 0 disables (healthzPort)
-  --rotate-certificates             renew the client certificate before it expires (rotateCertificates)
-  --cgroup-driver cgroupfs          kubelet-ts drives cgroupfs only: systemd is accepted with a warning (cgroupDriver)
-  --pod-infra-container-image IMG   accepted and ignored: the sandbox image comes from the runtime
-  -v, --v N                         log verbosity as upstream's: 0-2 info, 3-4 debug, 5+ trace
-  --log-level LEVEL                 ${LOG_LEVELS} (logging.level, default info)
-  --version                         print the version (Kubernetes vX.Y.Z+kubelet-ts.V) and exit
-  -h, --help                        this help
-Every other flag of the upstream kubelet (v1.28) is accepted: --flag=value or --flag value, a
-boolean as --flag or --flag=false. One warning line at start names those kubelet-ts ignores.
-`;
+Each command takes -h for its own flags. Flags of run, plugins and config (they mirror the upstream kubelet's and override the config file):
+${KUBELET_FLAGS_USAGE}`;
 
 /** Commands that talk to a running kubelet over its local socket; each parses its own flags. */
 const CLIENT_COMMANDS: Record<string, (argv: string[], opts: { socketPath: string }) => Promise<number>> = {
@@ -90,6 +54,8 @@ const CLIENT_COMMANDS: Record<string, (argv: string[], opts: { socketPath: strin
 /** `get pods ...` (kubectl's spelling) is `pods ...`. */
 function clientCommand(argv: string[]): { run: (argv: string[], opts: { socketPath: string }) => Promise<number>; argv: string[] } | undefined {
   if (argv[0] === 'get' && ['pods', 'pod', 'po'].includes(argv[1] ?? '')) return { run: podsCommand, argv: argv.slice(2) };
+  // `get -h`: pods are all `get` knows, so its help is theirs.
+  if (argv[0] === 'get' && ['-h', '--help'].includes(argv[1] ?? '')) return { run: podsCommand, argv: argv.slice(1) };
   if (argv[0] === 'get') return { run: async () => (process.stderr.write(`kubelet-ts get: only 'get pods' is known here (got '${argv[1] ?? ''}')\n`), 2), argv: [] };
   const name = argv[0] ?? '';
   return Object.hasOwn(CLIENT_COMMANDS, name) ? { run: CLIENT_COMMANDS[name]!, argv: argv.slice(1) } : undefined;
@@ -112,16 +78,18 @@ async function main(): Promise<number> {
     const rootDir = await loadConfig().then((c) => c.rootDir, () => '/var/lib/kubelet');
     return client.run(client.argv, { socketPath: localSocketPath(rootDir) });
   }
+  // The configuration a start would use, checked or shown: the kubelet's flags, and its own subcommands.
+  if (process.argv[2] === 'config') return configCommand(process.argv.slice(3));
   let args: KubeletCommandLine;
   try {
     args = parseKubeletCommandLine(process.argv.slice(2));
   } catch (err) {
     if (!(err instanceof UsageError || err instanceof ConfigError)) throw err;
-    process.stderr.write(`kubelet-ts: ${errorMessage(err)}\n\n${USAGE}`);
+    process.stderr.write(`kubelet-ts: ${errorMessage(err)}\n\n${process.argv[2] === 'plugins' ? PLUGINS_USAGE : USAGE}`);
     return 2;
   }
   if (args.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(args.command === 'plugins' ? PLUGINS_USAGE : USAGE);
     return 0;
   }
   if (args.version !== undefined && args.version !== 'false') {
@@ -134,19 +102,14 @@ async function main(): Promise<number> {
     return 2;
   }
   const notices: ConfigNotice[] = [];
-  const loadOptions: LoadConfigOptions = {
-    ...(args.configFile !== undefined ? { configFile: args.configFile } : {}),
-    ...(args.pluginsConfig !== undefined ? { pluginsConfig: args.pluginsConfig } : {}),
-    settings: args.settings,
-    notices,
-  };
+  const loadOptions = loadOptionsOf(args, notices);
   if (args.command === 'plugins') {
     try {
       return await pluginsCommand(loadOptions);
     } finally {
       // Said before a failure too: a plugins file leaving out the bundle's runtime fails the load,
       // and the note says what the file replaced.
-      for (const n of notices) process.stderr.write(`kubelet-ts: ${n.level === 'warn' ? 'warning' : 'note'}: ${n.msg}\n`);
+      writeConfigNotices(notices, process.stderr);
     }
   }
   const config = await loadConfig(loadOptions);

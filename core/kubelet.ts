@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.ts';
-import { ConfigError, errorMessage, pluginOf } from './errors.ts';
+import { errorMessage, pluginOf } from './errors.ts';
 import { STAGE, type KubeletHooks } from './hooks.ts';
 import { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { KubeletConfig } from './config/types.ts';
@@ -60,7 +60,8 @@ import { StatsProvider } from './stats/stats-provider.ts';
 import { readOnlyRoutes, type KubeletRouteDeps } from './server/kubelet-routes.ts';
 import { startMainServer } from './server/start-main-server.ts';
 import type { MainServer } from './server/main-server.ts';
-import { SecurityAdmission } from './pod/security-admission.ts';
+import type { SecurityAdmission } from './pod/security-admission.ts';
+import { checkAppliedPlugins, securityAdmissionOf } from './config/start-checks.ts';
 import { RuntimeClasses } from './apiserver/runtime-classes.ts';
 import { withTerminationMessage } from './pod/termination-message.ts';
 // TLS bootstrap and certificate rotation, loaded with the API side (they use its client).
@@ -239,11 +240,7 @@ export class Kubelet {
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
     if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides, this.options.api?.kubeconfig);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
-    try {
-      this.securityAdmission = new SecurityAdmission({ allowedUnsafeSysctls: config.allowedUnsafeSysctls });
-    } catch (err) {
-      throw new ConfigError(`${config.configFile ?? 'config'}: ${errorMessage(err)}`);
-    }
+    this.securityAdmission = securityAdmissionOf(config);
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
     this.nodeResources = await readNodeResources(config, this.options.machineInfo);
@@ -265,10 +262,7 @@ export class Kubelet {
     await this.devices.start();
     this.tapDevices();
     await this.plugins.loadAll(config.plugins);
-    // The flags must not be ignored silently by a config whose plugins leave out the one that reads them.
-    if (config.imageCredentialProviderConfig && this.hooks.imageCredentials.taps.length === 0) {
-      throw new ConfigError(`${config.configFile ?? 'config'}: imageCredentialProviderConfig (--image-credential-provider-config) is set but no plugin provides image credentials: add 'credential-provider-exec' to plugins`);
-    }
+    checkAppliedPlugins(config, this.hooks);
     // Registration done; now what touches the node: runtime connections, sockets, watchers.
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });

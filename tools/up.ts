@@ -23,6 +23,7 @@ import { KubeletWarningFollower } from './up/kubelet-warnings.ts';
 import { parseUpOptions, UP_USAGE, type UpOptions } from './up/options.ts';
 import { podUidsUnder, removePodCgroups } from './up/pod-cgroup-cleanup.ts';
 import { KubeletSupervisor } from './up/kubelet-supervisor.ts';
+import { upKubeletArgs } from './up/kubelet-args.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const POLL_MS = 500;
@@ -148,13 +149,7 @@ async function main(): Promise<void> {
   await mkdir(kubeletRootDir, { recursive: true });
   const out = createWriteStream(kubeletLog, { flags: 'w' });
   await once(out, 'open');
-  const args = [
-    '--pod-manifest-path', kubeletPath(opts.manifests),
-    '--container-runtime-endpoint', env.containerdEndpoint,
-    '--root-dir', kubeletPath(kubeletRootDir),
-    '--read-only-port', String(opts.readOnlyPort),
-    '--node-ip', '127.0.0.1',
-  ];
+  const args = upKubeletArgs({ manifests: kubeletPath(opts.manifests), containerdEndpoint: env.containerdEndpoint, rootDir: kubeletPath(kubeletRootDir), readOnlyPort: opts.readOnlyPort });
   // Executed, not `node FILE`: its shebang carries the kubelet's node flags. Detached: Ctrl-C
   // reaches only us, and we stop the kubelet before containerd. Started again when it exits
   // (tools/up/kubelet-supervisor.ts), writing on to the same log.

@@ -59,3 +59,37 @@ function closestFlag(given: string, options: Options): string | undefined {
   const near = nearestName(given.replace(/^-+/, '').split('=')[0]!, Object.keys(options));
   return near === undefined ? undefined : `--${near}`;
 }
+
+/** The -o, --output flag of a command that prints objects, as kubectl's. */
+export const OUTPUT_OPTION = { output: { type: 'string', short: 'o' } } as const;
+
+/** An -o value checked against the formats a command prints: undefined when not given; UsageError naming them otherwise. */
+export function outputFormat<F extends string>(value: string | undefined, allowed: readonly F[]): F | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--output: '${value}' is not a format; allowed: ${allowed.join(', ')}`);
+  return value as F;
+}
+
+/**
+ * Takes -o, --output out of a command line that another parser reads (the kubelet's flags for
+ * `config view`): `-o json`, `-ojson`, `-o=json`, `--output json`, `--output=json`; the last
+ * one given wins, as a repeated flag does. Throws UsageError for one without its value.
+ */
+export function takeOutputFlag(argv: string[]): { output: string | undefined; rest: string[] } {
+  const rest: string[] = [];
+  let output: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === '--') {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    const inline = /^(?:--output=|-o=?)(.+)$/.exec(token);
+    if (inline) output = inline[1]!;
+    else if (token === '-o' || token === '--output') {
+      if (i + 1 >= argv.length) throw new UsageError('flag --output needs a value');
+      output = argv[++i]!;
+    } else rest.push(token);
+  }
+  return { output, rest };
+}

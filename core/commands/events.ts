@@ -1,13 +1,26 @@
 import type { Writable } from 'node:stream';
+import yaml from 'js-yaml';
 import type { KubeletEvent } from '../events/event-recorder.ts';
+import { OUTPUT_OPTION, outputFormat, UsageError } from './command-args.ts';
 import { startClientCommand } from './client-command.ts';
 import { localGet, unreachableMessage } from './local-kubelet.ts';
 
-export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [--root-dir DIR] [--json]
+export const EVENTS_USAGE = `Usage: kubelet-ts events [-n NAMESPACE] [-w] [-o json|yaml] [--root-dir DIR]
 The events of the local kubelet (pods and the node), newest last, as \`kubectl get events\`
 shows them: pulls, starts, kills, back-offs, failed mounts and probes. -w keeps following.
 It asks the local kubelet on its socket (<rootDir>/kubelet-ts.sock, as root).
+
+Flags:
+  -n, --namespace NS       events of this namespace only (default: every namespace)
+  -w, --watch              after the list, print each new event as it comes (Ctrl-C to stop)
+  -o, --output FORMAT      json or yaml: the events as objects (with -w, json is one line per event
+                           and yaml one document per event)
+      --json               the same as -o json
+      --root-dir DIR       the kubelet's root dir, where its socket is (default: the configured rootDir)
+  -h, --help               this help
 `;
+
+const OUTPUTS = ['json', 'yaml'] as const;
 
 /** `12s`, `5m3s`, `2h`: how long ago, as kubectl prints an age. */
 export function shortAge(ms: number): string {
@@ -42,11 +55,16 @@ export async function eventsCommand(argv: string[], opts: { socketPath: string; 
   const start = startClientCommand({
     name: 'events',
     usage: EVENTS_USAGE,
-    options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, json: { type: 'boolean' } },
+    options: { namespace: { type: 'string', short: 'n' }, watch: { type: 'boolean', short: 'w' }, ...OUTPUT_OPTION, json: { type: 'boolean' } },
     maxPositionals: 0,
+    check: ({ values }) => {
+      const o = outputFormat(values.output, OUTPUTS);
+      if (values.json && o !== undefined && o !== 'json') throw new UsageError(`--json and -o ${o} exclude each other`);
+    },
   }, argv, opts);
   if ('exit' in start) return start.exit;
   const { values, socketPath, out, err } = start;
+  const output = values.json ? 'json' : outputFormat(values.output, OUTPUTS);
   const ns = values.namespace;
   const keep = (e: KubeletEvent) => !ns || e.namespace === ns;
   const watch = values.watch === true;
@@ -73,7 +91,9 @@ export async function eventsCommand(argv: string[], opts: { socketPath: string; 
         res.on('data', (d: string) => (body += d));
         res.on('end', () => {
           const items = ((JSON.parse(body) as { items: KubeletEvent[] }).items ?? []).filter(keep);
-          out.write(values.json ? `${JSON.stringify(items, null, 2)}\n` : items.length ? formatEvents(items) : 'No events found.\n');
+          if (output === 'json') out.write(`${JSON.stringify(items, null, 2)}\n`);
+          else if (output === 'yaml') out.write(yaml.dump(items, { noRefs: true }));
+          else out.write(items.length ? formatEvents(items) : 'No events found.\n');
           resolve(0);
         });
         return;
@@ -89,7 +109,8 @@ export async function eventsCommand(argv: string[], opts: { socketPath: string; 
           buf = buf.slice(nl + 1);
           const e = JSON.parse(lineText) as KubeletEvent;
           if (!keep(e)) continue;
-          if (values.json) out.write(`${lineText}\n`);
+          if (output === 'json') out.write(`${lineText}\n`);
+          else if (output === 'yaml') out.write(`---\n${yaml.dump(e, { noRefs: true })}`);
           else {
             const table = formatEvents([e], Date.now(), WATCH_WIDTHS).split('\n');
             if (!headerDone) out.write(`${table[0]}\n`);

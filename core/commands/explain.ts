@@ -2,11 +2,12 @@ import type { Writable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodStartTimeline } from '../timeline/pod-timeline.ts';
 import { renderWaterfall } from '../timeline/waterfall.ts';
+import { OUTPUT_OPTION, outputFormat } from './command-args.ts';
 import { startClientCommand } from './client-command.ts';
 import { lookupPod } from './pod-lookup.ts';
 import { localGet, readBody, unreachableMessage } from './local-kubelet.ts';
 
-export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [--json]
+export const EXPLAIN_USAGE = `Usage: kubelet-ts explain POD [-n NAMESPACE] [--uid PREFIX] [--root-dir DIR] [-o json | --json]
 Shows where the pod's start spent its time: every step from the kubelet seeing the pod to
 its first Ready (admission, volumes, image, sandbox, network, each container, each plugin
 hook tap), as a waterfall; a step tried again and again (an image pull in back-off) is one
@@ -14,7 +15,8 @@ row with its count, and a failed step says why. A step running now shows its tim
 image pull its progress (pulling: 45.1 / 300 MB (15%), 12 MB/s), then what it pulled. POD is the pod's name, for a static pod the
 name in its manifest (the node name suffix is found), or a prefix of its UID (--uid PREFIX
 picks one of two pods of one name). It asks the local kubelet on its socket
-(<rootDir>/kubelet-ts.sock, as root); --root-dir names the kubelet's root dir.
+(<rootDir>/kubelet-ts.sock, as root); --root-dir names the kubelet's root dir. -o json (or
+--json) prints the timeline itself.
 `;
 
 async function getJSON(socketPath: string, path: string): Promise<{ status: number; body: string }> {
@@ -27,7 +29,8 @@ export async function explainCommand(argv: string[], opts: { socketPath: string;
   const start = startClientCommand({
     name: 'explain',
     usage: EXPLAIN_USAGE,
-    options: { namespace: { type: 'string', short: 'n' }, uid: { type: 'string' }, json: { type: 'boolean' } },
+    options: { namespace: { type: 'string', short: 'n' }, uid: { type: 'string' }, ...OUTPUT_OPTION, json: { type: 'boolean' } },
+    check: ({ values }) => void outputFormat(values.output, ['json']),
     maxPositionals: 1,
     required: 'a pod name (or UID prefix)',
   }, argv, opts);
@@ -54,6 +57,6 @@ export async function explainCommand(argv: string[], opts: { socketPath: string;
     return 1;
   }
   const timeline = JSON.parse(r.body) as PodStartTimeline;
-  out.write(values.json ? `${JSON.stringify(timeline, null, 2)}\n` : renderWaterfall(timeline, { color: (out as NodeJS.WriteStream).isTTY === true }));
+  out.write(values.json || values.output === 'json' ? `${JSON.stringify(timeline, null, 2)}\n` : renderWaterfall(timeline, { color: (out as NodeJS.WriteStream).isTTY === true }));
   return 0;
 }

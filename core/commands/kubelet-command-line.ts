@@ -7,6 +7,7 @@
  * is not of the flag's type is refused naming the flag, the value and what is allowed.
  */
 import { ConfigError } from '../errors.ts';
+import type { ConfigNotice, LoadConfigOptions } from '../config/load.ts';
 import { UsageError } from './command-args.ts';
 import { parseDuration } from '../util/duration.ts';
 import { nearestName } from '../util/nearest-name.ts';
@@ -16,6 +17,8 @@ import { KUBELET_FLAGS, longNameOf, type FlagSetting, type FlagSpec } from '../c
 export interface KubeletCommandLine {
   /** The command word (`run` when none). */
   command: string;
+  /** The words that are not flags, in order (the command word first); `config` reads its subcommand here. */
+  positionals: string[];
   help: boolean;
   /** `--version` (`true`, `raw`, ...), when given. */
   version?: string;
@@ -80,7 +83,7 @@ export function parseKubeletCommandLine(argv: string[], maxPositionals = 1): Kub
     throw new UsageError(`unexpected argument${extra.length > 1 ? 's' : ''} ${extra.map((a) => `'${a}'`).join(', ')}`);
   }
 
-  const out: KubeletCommandLine = { command: positionals[0] ?? 'run', help: false, settings: [] };
+  const out: KubeletCommandLine = { command: positionals[0] ?? 'run', positionals, help: false, settings: [] };
   const settings = new Map<string, FlagSetting>();
   for (const { flag, value } of raw) {
     const spec = KUBELET_FLAGS[flag]!;
@@ -100,6 +103,19 @@ export function parseKubeletCommandLine(argv: string[], maxPositionals = 1): Kub
   }
   out.settings = [...settings.values()];
   return out;
+}
+
+/**
+ * What loadConfig takes from a parsed command line: the same for `run`, `plugins` and `config
+ * validate|view`, so they read one configuration alike. `notices` is filled by the load.
+ */
+export function loadOptionsOf(args: KubeletCommandLine, notices: ConfigNotice[]): LoadConfigOptions {
+  return {
+    ...(args.configFile !== undefined ? { configFile: args.configFile } : {}),
+    ...(args.pluginsConfig !== undefined ? { pluginsConfig: args.pluginsConfig } : {}),
+    settings: args.settings,
+    notices,
+  };
 }
 
 function mergeMaps(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {

@@ -6,24 +6,28 @@
  */
 import type { Writable } from 'node:stream';
 import { loadConfig, type LoadConfigOptions } from '../config/load.ts';
-import { createLogger } from '../logger.ts';
-import { createPluginHost } from '../plugins/create-plugin-host.ts';
+import { withAppliedPlugins } from '../plugins/applied-plugins.ts';
+import { KUBELET_FLAGS_USAGE } from './kubelet-flags-usage.ts';
+
+export const PLUGINS_USAGE = `Usage: kubelet-ts plugins [flags]
+Loads the configuration as \`kubelet-ts run\` would with the same flags, applies its plugins
+(options checked against each plugin's schema, slots, taps) and prints what each provides and
+which hooks it taps, with its apply time; a plugin that skipped itself says why. It never runs
+the plugins' start phase: nothing of the node is touched (no runtime connection, no socket).
+
+Flags (those of kubelet-ts run):
+${KUBELET_FLAGS_USAGE}`;
 
 /** Prints the plugin tree; returns the exit code. Load errors propagate (the CLI names them). */
 export async function pluginsCommand(args: LoadConfigOptions, out: Writable = process.stdout): Promise<number> {
   const config = await loadConfig(args);
-  // The host alone, as the kubelet builds it, without services: plugins are applied, never run.
-  const { host } = createPluginHost({ config, logger: createLogger({ level: 'warn' }) });
-  try {
-    await host.loadAll(config.plugins);
+  await withAppliedPlugins(config, (host) => {
     for (const p of host.loaded) {
       out.write(`${p.name}  (${p.kind}, ${p.origin}: ${p.location})  apply ${p.applyMs.toFixed(1)} ms\n`);
       if (p.slots.length) out.write(`  provides: ${p.slots.join(', ')}\n`);
       for (const t of p.taps) out.write(`  taps: ${t.hook}${t.stage ? ` (stage ${t.stage})` : ''}\n`);
     }
     for (const s of host.skipped) out.write(`${s.name}  skipped: ${s.reason}\n`);
-  } finally {
-    await host.close();
-  }
+  });
   return 0;
 }

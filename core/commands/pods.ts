@@ -11,7 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import yaml from 'js-yaml';
-import { UsageError } from './command-args.ts';
+import { OUTPUT_OPTION, outputFormat, UsageError } from './command-args.ts';
 import { startClientCommand } from './client-command.ts';
 import { localGet, readBody, unreachableMessage } from './local-kubelet.ts';
 import { podRow, type PodRow } from './pod-columns.ts';
@@ -67,19 +67,18 @@ export async function podsCommand(argv: string[], opts: PodsCommandOptions): Pro
     options: {
       namespace: { type: 'string', short: 'n' },
       'all-namespaces': { type: 'boolean', short: 'A' },
-      output: { type: 'string', short: 'o' },
+      ...OUTPUT_OPTION,
       watch: { type: 'boolean', short: 'w' },
     },
     maxPositionals: Infinity,
     check: ({ values }) => {
-      const o = values.output;
-      if (o !== undefined && !(OUTPUTS as readonly string[]).includes(o)) throw new UsageError(`--output: '${o}' is not a format; allowed: ${OUTPUTS.join(', ')}`);
+      outputFormat(values.output, OUTPUTS);
       if (values['all-namespaces'] && values.namespace !== undefined) throw new UsageError('-A and -n exclude each other');
     },
   }, argv, opts);
   if ('exit' in start) return start.exit;
   const { values, socketPath, out, err } = start;
-  const output = (values.output ?? 'table') as Output;
+  const output: Output = outputFormat(values.output, OUTPUTS) ?? 'table';
   const allNamespaces = values['all-namespaces'] === true;
   const namespace = values.namespace ?? 'default';
   const names = start.positionals;

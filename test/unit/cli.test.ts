@@ -157,6 +157,45 @@ describe('kubelet-ts CLI', function () {
     assert.equal(existsSync(socketPath), false, 'no delegate socket bound');
   });
 
+  it('each command\'s -h prints its own usage, not the global one; plugins\' usage errors show its usage', async function () {
+    this.timeout(6 * RUN_TIMEOUT_MS);
+    const { PLUGINS_USAGE } = await import('../../core/commands/plugins.ts');
+    const { CONFIG_USAGE } = await import('../../core/commands/config-command.ts');
+    const { PODS_USAGE } = await import('../../core/commands/pods.ts');
+    const { LOGS_USAGE } = await import('../../core/commands/logs.ts');
+    const { EXPLAIN_USAGE } = await import('../../core/commands/explain.ts');
+    const { EVENTS_USAGE } = await import('../../core/commands/events.ts');
+    const { HOLLOW_USAGE } = await import('../../core/hollow/hollow-args.ts');
+    const cases: Array<[string[], string]> = [
+      [['plugins', '-h'], PLUGINS_USAGE], [['plugins', '--help'], PLUGINS_USAGE], [['config', '-h'], CONFIG_USAGE], [['config', 'validate', '-h'], CONFIG_USAGE],
+      [['pods', '-h'], PODS_USAGE], [['get', 'pods', '-h'], PODS_USAGE], [['get', '-h'], PODS_USAGE], [['logs', '-h'], LOGS_USAGE],
+      [['explain', '-h'], EXPLAIN_USAGE], [['events', '-h'], EVENTS_USAGE], [['hollow', '-h'], HOLLOW_USAGE],
+    ];
+    // Three at a time: each start compiles with tsx, and the machine may have two cores.
+    const runs: RunResult[] = [];
+    for (let i = 0; i < cases.length; i += 3) runs.push(...(await Promise.all(cases.slice(i, i + 3).map(([args]) => kubeletTs(args)))));
+    for (const [i, [args, usage]] of cases.entries()) assert.deepEqual([runs[i]!.code, runs[i]!.stdout, runs[i]!.stderr], [0, usage, ''], args.join(' '));
+    assert.match(PLUGINS_USAGE, /^Usage: kubelet-ts plugins \[flags\]\n[^]*\n {2}--hostname-override NAME /);
+    const bad = await kubeletTs(['plugins', '--pod-manifest-dir', '/x']);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr, `kubelet-ts: unknown flag '--pod-manifest-dir' (did you mean --pod-manifest-path?)\n\n${PLUGINS_USAGE}`);
+  });
+
+  it('`config validate` and `config view -o json` through the binary; the global usage lists them', async function () {
+    const config = path.join(dir, 'config.yaml');
+    await fs.writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: /etc/kubernetes/manifests\n');
+    const [valid, view, help] = await Promise.all([
+      kubeletTs(['config', 'validate', '--config', config, '--root-dir', dir]),
+      kubeletTs(['config', 'view', '-o', 'json', '--config', config, '--node-name', 'node-a']),
+      kubeletTs(['--help']),
+    ]);
+    assert.equal(valid.code, 0, valid.stderr);
+    assert.match(valid.stdout, new RegExp(`^${config} with --root-dir: valid; plugins of .*kubelet\\.config\\.ts: \\d+ applied`));
+    assert.equal(view.code, 0, view.stderr);
+    assert.deepEqual(Object.entries(JSON.parse(view.stdout)).filter(([k]) => ['kind', 'staticPodPath', 'nodeName'].includes(k)), [['kind', 'KubeletConfiguration'], ['staticPodPath', '/etc/kubernetes/manifests'], ['nodeName', 'node-a']]);
+    assert.match(help.stdout, /\n {7}kubelet-ts config validate \[flags\]\n[^]*\n {7}kubelet-ts config view \[-o yaml\|json\] \[flags\]\n/);
+  });
+
   it('an unknown command exits 2 naming it', async function () {
     const r = await kubeletTs(['frobnicate']);
     assert.equal(r.code, 2);

@@ -215,5 +215,11 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
     const extra = new TextSink();
     assert.equal(await explainCommand(['hello', 'world'], { socketPath: kubelet.socketPath, stdout: new TextSink(), stderr: extra }), 2);
     assert.match(extra.text, /^kubelet-ts explain: unexpected argument 'world'/);
+    // -o json, as pods and events take it, is --json: the timeline itself.
+    for (const flags of [['-o', 'json'], ['--json']]) {
+      const json = new TextSink();
+      assert.equal(await explainCommand(['9f8e7d6c', ...flags], { socketPath: kubelet.socketPath, stdout: json, stderr: err }), 0, err.text);
+      assert.deepEqual(JSON.parse(json.text), JSON.parse(JSON.stringify(kubelet.timelines.get('9f8e7d6c-bbbb'))), flags.join(' '));
+    }
   });
 });

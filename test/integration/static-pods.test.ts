@@ -6,6 +6,7 @@ import { freePort } from '../../tools/node-env/util.ts';
 import { containerdSuite } from '../support/containerd-suite.ts';
 import { httpGet } from '../support/http.ts';
 import { isRunning, podManifest } from '../support/test-kubelet.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
 
@@ -59,7 +60,8 @@ describe('static pods on containerd', function () {
     await fs.access(logFile);
 
     // The pod really serves on its IP, and /pods shows it as the upstream read-only port does.
-    const page = await get(`http://${st.podIP}:8080/`);
+    // Running is the container's process started, not httpd listening yet (no readiness probe here).
+    const page = await waitFor(`httpd on ${st.podIP}:8080`, () => get(`http://${st.podIP}:8080/`), 15_000, 200);
     assert.equal(page.body.trim(), 'served-by-pod');
     const list = JSON.parse((await get(`http://127.0.0.1:${suite.t.kubelet.readOnlyPort}/pods`)).body);
     assert.equal(list.kind, 'PodList');

@@ -32,7 +32,7 @@ import type { TerminationGrace } from './termination-grace.ts';
 import { PodKiller, type PodKillerDeps } from './pod-kill.ts';
 import { containerKillGraceSeconds } from './container-kill-grace.ts';
 import { ContainerGC, type ContainerGCDeps } from './container-gc.ts';
-import { FailedPodReclaim } from './failed-pod-reclaim.ts';
+import { TerminalPodReclaim } from './terminal-pod-reclaim.ts';
 import { PodTermination, type PodTerminationDeps } from './pod-termination.ts';
 import { podLogger, recordPodEvent } from './pod-reporting.ts';
 import { inLanes } from '../util/in-lanes.ts';
@@ -104,11 +104,11 @@ export class PodSyncer {
     this.killer = new PodKiller(deps);
     this.gc = new ContainerGC(deps);
     this.termination = new PodTermination(deps, this.killer, this.gc);
-    this.failedReclaim = new FailedPodReclaim(deps);
+    this.reclaim = new TerminalPodReclaim(deps);
   }
 
   /** What a pod the kubelet failed gives back once it stopped (volumes, cgroup). */
-  private readonly failedReclaim: FailedPodReclaim;
+  private readonly reclaim: TerminalPodReclaim;
 
   /** The kill path (containers and sandboxes within the grace period). */
   private readonly killer: PodKiller;
@@ -155,7 +155,14 @@ export class PodSyncer {
         log.info({ createSandbox: actions.createSandbox }, actions.createSandbox ? 'sandbox changed, killing pod to recreate it' : 'pod finished, stopping its sandbox');
         await this.killer.killPod(pod, rs, gracePeriodSeconds(pod));
       }
-      if (!actions.createSandbox && !actions.sandboxId) return this.finish(pod, waiting, requeueAfterMs, acts);
+      if (!actions.createSandbox && (actions.killPod || !actions.sandboxId)) {
+        // Finished for good (its restartPolicy restarts nothing) and nothing of it runs now: it
+        // gives back its volumes and cgroup at once, while it stays known as Succeeded or Failed
+        // (upstream SyncTerminatedPod; the API server deletes a terminal pod without waiting for
+        // the kubelet, so nothing may be left for that delete).
+        await this.reclaim.reclaim(pod);
+        return this.finish(pod, waiting, requeueAfterMs, acts);
+      }
 
       // Volumes before the sandbox and any container; again on each sync (for content that follows its source).
       try {
@@ -306,7 +313,7 @@ export class PodSyncer {
     }
     // Nothing of it runs now (the kill waited for the containers): what it held on the node's
     // filesystems and in cgroups goes, so an eviction frees what it was for.
-    await this.failedReclaim.reclaim(pod);
+    await this.reclaim.reclaim(pod);
     return this.finish(pod, new Map(), undefined, live);
   }
 
@@ -511,13 +518,13 @@ export class PodSyncer {
     const uid = podUID(pod);
     this.sandboxConfigs.delete(uid);
     this.actedAt.delete(uid);
-    this.failedReclaim.forget(uid);
+    this.reclaim.forget(uid);
     await this.termination.terminate(pod, grace);
   }
 
-  /** Whether a pod the kubelet failed has stopped and given back its volumes and cgroup (the eviction manager waits for it). */
-  failedPodReclaimed(uid: string): { volumes: string[] } | undefined {
-    return this.failedReclaim.reclaimedOf(uid);
+  /** Whether a terminal pod (failed by the kubelet, or finished) has stopped and given back its volumes and cgroup (eviction and node shutdown wait for it). */
+  podReclaimed(uid: string): { volumes: string[] } | undefined {
+    return this.reclaim.reclaimedOf(uid);
   }
 
   /** Removes a dead container and its log file, for the node-wide container GC. */

@@ -25,8 +25,10 @@ describe('package exports: the sources for the repository, the build for an inst
     for (const [subpath, target] of entries) {
       assert.equal(typeof target, 'object', `${subpath}: conditions`);
       const conditions = target as Record<string, string>;
-      // Node and TypeScript take the first condition they know: the source one must come first, `types` before `import`.
-      assert.deepEqual(Object.keys(conditions), [SOURCE_CONDITION, 'types', 'import'], subpath);
+      // Node and TypeScript take the first condition they know: the source one must come first, `types` before `import`;
+      // `default` last, the same module for require() (require(esm)).
+      assert.deepEqual(Object.keys(conditions), [SOURCE_CONDITION, 'types', 'import', 'default'], subpath);
+      assert.equal(conditions.default, conditions.import, `${subpath}: default is the ES module require() loads`);
       const source = conditions[SOURCE_CONDITION]!;
       await fs.access(path.join(REPO, source));
       // tsconfig.build.json compiles the repository's root into dist/, keeping the layout.

@@ -2,14 +2,17 @@
 /**
  * One-off (issue 38 part 4): moves the README's sections, unchanged, into docs/ by reader and
  * fixes the relative links and anchors that moved. Kept in history so a README edited in
- * parallel can be split again the same way: `node tools/split-readme.mjs` on the old README
- * (it reads README.md, writes docs/ and the short README's head is left to the caller).
+ * parallel can be split again the same way: `node tools/split-readme.mjs OLD-README.md` (the
+ * README as it was before the split, with the parallel edits) writes docs/ again (the
+ * handwritten docs/operating/README.md and troubleshooting.md stay, the latter with the moved
+ * explain text replaced), fixes the plugins' READMEs, and leaves the README's own part (the
+ * intro and "Two commands") in README.head.md, for the short README's head.
  */
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { dirname, join, relative, resolve, posix } from 'node:path';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
-const src = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n');
+const src = readFileSync(resolve(process.argv[2] ?? join(ROOT, 'README.md')), 'utf8').split('\n');
 
 /** Where each top section goes: its heading text, the file, how many levels its headings go up. */
 const MOVES = [
@@ -37,7 +40,40 @@ const INSERTS = [
   ['**Install the package**', '### Installing the SDK'],
   ['The walk-through is [', '### A walk-through: a volume plugin and its contract suites'],
   ['**Providing image credentials**', '### Providing image credentials'],
+  ['**A config file of the node\'s own**', '## A config file of the node\'s own'],
+  ['**As a systemd service**', '## As a systemd service'],
+  ['**After an etcd restore (or wipe)**', '## After an etcd restore (or wipe)'],
+  ['**Kubeconfig credentials**', '## Kubeconfig credentials'],
+  ['**Build before running it on a node:**', '### Build before running it on a node'],
+  ['**Swapping the binary**', '## Swapping the binary'],
+  ['**The plugins**', '## The plugins'],
+  ['**What it says at start.**', '## What it says at start'],
+  ['**Cgroup drivers and versions.**', '## Cgroup drivers and versions'],
+  ['**Graceful node shutdown**', '## Graceful node shutdown'],
+  ['**Joining with a bootstrap token, to Ready**', '## Joining with a bootstrap token, to Ready'],
+  ['**Upstream settings kubelet-ts does not implement yet**', '## Upstream settings kubelet-ts does not implement yet'],
+  ['**The main port**', '## The main port'],
+  ['**Turning the main port off.**', '## Turning the main port off'],
+  ['**The read-only port**', '## The read-only port'],
+  ['**The local socket**', '## The local socket'],
+  ['`kubelet-ts pods [NAME...]', '## `kubelet-ts pods`'],
+  ['**Image pull progress**', '## Image pull progress'],
+  ['`kubelet-ts logs POD [-c CONTAINER]', '## `kubelet-ts logs`'],
+  ['**Persistent volumes**', '## Persistent volumes'],
+  ['**A device provider in-process**', '## A device provider in-process'],
+  ['**The podresources API**', '## The podresources API'],
 ];
+/**
+ * Text moved out of its section to the handwritten troubleshooting page: from the line that
+ * starts so to the end of its section, replacing what that page's heading holds.
+ */
+const DIVERT = {
+  start: '`kubelet-ts explain POD [-n NAMESPACE]',
+  from: 'docs/operating/kubelet-api.md',
+  to: 'docs/operating/troubleshooting.md',
+  heading: '## Where the pod\'s start spent its time (`kubelet-ts explain`)',
+  pointer: '`kubelet-ts explain` (where a pod\'s start spent its time) and `kubelet-ts events`: see\n[Troubleshooting](docs/operating/troubleshooting.md).', // a link from the root, as the README's are
+};
 
 export function anchor(heading) {
   return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
@@ -59,6 +95,7 @@ for (const line of src) {
     text = `${'#'.repeat(Math.max(1, h[1].length - (file === 'README.md' ? 0 : shift)))} ${h[2]}`;
     where.set(anchor(h[2]), file);
   }
+  if (!fence && file === DIVERT.from && line.startsWith(DIVERT.start)) file = DIVERT.to;
   if (!out.has(file)) out.set(file, []);
   const ins = !fence && INSERTS.find(([start]) => line.startsWith(start));
   if (ins && ins[1]) {
@@ -81,7 +118,9 @@ function relink(from, target) {
   return `${rel}${frag !== undefined ? `#${frag}` : ''}`;
 }
 
-const rewrite = (from, text) => text.replace(/\]\(([^)\s]+)\)/g, (_, t) => `](${relink(from, t)})`);
+function rewrite(from, text) {
+  return text.replace(/\]\(([^)\s]+)\)/g, (_, t) => `](${relink(from, t)})`);
+}
 
 const TITLES = { 'docs/contributing.md': 'Contributing' };
 
@@ -98,6 +137,19 @@ function withContents(f, text) {
   }
   if (toc.length === 0) return text;
   return [lines[0], '', 'Contents:', '', ...toc, ...lines.slice(1)].join('\n');
+}
+
+const diverted = out.get(DIVERT.to) ?? [];
+out.delete(DIVERT.to);
+if (diverted.length > 0) out.get(DIVERT.from).push('', DIVERT.pointer);
+const page = join(ROOT, DIVERT.to);
+if (diverted.length > 0 && existsSync(page)) {
+  const text = readFileSync(page, 'utf8');
+  const a = text.indexOf(`${DIVERT.heading}\n`);
+  const b = text.indexOf('\n## ', a + 1);
+  if (a < 0 || b < 0) throw new Error(`${DIVERT.to}: no section ${DIVERT.heading}`);
+  const moved = rewrite(DIVERT.to, diverted.join('\n').replace(/\n+$/, ''));
+  writeFileSync(page, `${text.slice(0, a)}${DIVERT.heading}\n\n${moved}\n${text.slice(b)}`);
 }
 
 for (const [f, lines] of out) {

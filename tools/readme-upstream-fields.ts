@@ -1,7 +1,8 @@
 /**
- * The README's list of upstream kubelet settings kubelet-ts does not implement, made from the
- * same tables as the start warning (core/config/upstream-fields.ts, upstream-flags.ts), so the
- * two cannot drift: test/unit/kubeadm-config.test.ts fails when the README differs, and
+ * The docs' list of upstream kubelet settings kubelet-ts does not implement (in
+ * docs/operating/kubeadm.md, once the README's), made from the same tables as the start warning
+ * (core/config/upstream-fields.ts, upstream-flags.ts), so the two cannot drift:
+ * test/unit/kubeadm-config.test.ts fails when the docs differ, and
  * `npx tsx tools/readme-upstream-fields.ts` writes it again.
  */
 import { readFile, writeFile } from 'node:fs/promises';
@@ -10,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { UPSTREAM_FIELDS } from '../core/config/upstream-fields.ts';
 import { CADVISOR_NEEDS, KUBELET_FLAGS } from '../core/config/upstream-flags.ts';
 
-export const README = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
+/** The file that holds the block between the markers. */
+export const UPSTREAM_SETTINGS_DOC = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'operating', 'kubeadm.md');
+const DOC_NAME = 'docs/operating/kubeadm.md';
 export const BEGIN = '<!-- upstream-settings-not-implemented: made by tools/readme-upstream-fields.ts -->';
 export const END = '<!-- /upstream-settings-not-implemented -->';
 
@@ -38,19 +41,19 @@ export function notImplementedMarkdown(): string {
   ].join('\n');
 }
 
-/** The README's text between the markers, or undefined without them. */
-export function readmeBlock(readme: string): string | undefined {
-  const a = readme.indexOf(BEGIN);
-  const b = readme.indexOf(END);
+/** The doc's text between the markers, or undefined without them. */
+export function readmeBlock(doc: string): string | undefined {
+  const a = doc.indexOf(BEGIN);
+  const b = doc.indexOf(END);
   if (a < 0 || b < a) return undefined;
-  return readme.slice(a + BEGIN.length, b).trim();
+  return doc.slice(a + BEGIN.length, b).trim();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const readme = await readFile(README, 'utf8');
-  const a = readme.indexOf(BEGIN);
-  const b = readme.indexOf(END);
-  if (a < 0 || b < a) throw new Error(`README.md has no ${BEGIN} ... ${END} block`);
-  await writeFile(README, `${readme.slice(0, a + BEGIN.length)}\n${notImplementedMarkdown()}\n${readme.slice(b)}`);
-  process.stdout.write('README.md: the list of upstream settings not implemented is written\n');
+  const doc = await readFile(UPSTREAM_SETTINGS_DOC, 'utf8');
+  const a = doc.indexOf(BEGIN);
+  const b = doc.indexOf(END);
+  if (a < 0 || b < a) throw new Error(`${DOC_NAME} has no ${BEGIN} ... ${END} block`);
+  await writeFile(UPSTREAM_SETTINGS_DOC, `${doc.slice(0, a + BEGIN.length)}\n${notImplementedMarkdown()}\n${doc.slice(b)}`);
+  process.stdout.write(`${DOC_NAME}: the list of upstream settings not implemented is written\n`);
 }

@@ -1,8 +1,8 @@
 /**
  * Every field of upstream's KubeletConfiguration (kubelet.config.k8s.io/v1beta1, v1.28 to
  * v1.36) and what kubelet-ts does with it: the one table that the config reader
- * (kubelet-configuration.ts), the flags (upstream-flags.ts), the start warning and the README's
- * list of fields not implemented yet are all made from, so they cannot drift apart.
+ * (kubelet-configuration.ts), the flags (upstream-flags.ts), the start warning and the docs'
+ * list of fields not implemented yet (docs/operating/kubeadm.md) are all made from, so they cannot drift apart.
  *
  * An implemented field sets a kubelet-ts field (most have the same name) and takes effect. Its
  * value is read with upstream's defaulting: a Go field without a pointer (`syncFrequency`,
@@ -53,7 +53,7 @@ export interface UnimplementedField {
   needs: string;
   /** True for the values at which kubelet-ts already does what upstream does (no warning). */
   honoured: (value: unknown) => boolean;
-  /** Those values in words, for the README. */
+  /** Those values in words, for the docs. */
   honouredText: string;
 }
 

@@ -41,7 +41,7 @@ export interface FlagSpec {
   needs?: string;
   /** With `needs`: the values at which kubelet-ts already does what upstream does. Default: the zero value. */
   honoured?: (value: unknown) => boolean;
-  /** Those values in words, for the README. Default: unset or empty. */
+  /** Those values in words, for the docs. Default: unset or empty. */
   honouredText?: string;
   /** Accepted without effect; the info line at start says why. */
   info?: string;

@@ -68,7 +68,7 @@ export interface DeviceProvider {
   resourceName: string;
   /**
    * Prepares `deviceIds` for one container and answers what the container must get. Called at
-   * admission; a rejection (or an answer the kubelet refuses: see the README) refuses the pod
+   * admission; a rejection (or an answer the kubelet refuses: see docs/operating/device-plugins.md) refuses the pod
    * with `UnexpectedAdmissionError`. Bounded by the kubelet (30 s).
    */
   allocate(deviceIds: string[]): Promise<Partial<ContainerAllocation>>;

@@ -78,7 +78,7 @@ export interface PluginContext {
   /**
    * The device manager: register a device provider of an extended resource (in `onStart`, as it
    * touches the node's capacity), read the resources and their allocations. See
-   * `DeviceProvider` and the README ("Device plugins").
+   * `DeviceProvider` and docs/operating/device-plugins.md.
    */
   devices(): DeviceManagerView;
   /**

@@ -19,8 +19,8 @@ import { waitFor } from './wait-for.ts';
 
 /**
  * The node VM of a mocha run (test/vm): a systemd + cgroup v2 + containerd 2.1 Debian node
- * booted once per run under qemu (tools/node-vm), with kubelet-ts installed as the README's
- * systemd unit and joined to the run's control plane on the host. It starts lazily on the first
+ * booted once per run under qemu (tools/node-vm), with kubelet-ts installed as the systemd
+ * unit of docs/operating/node.md and joined to the run's control plane on the host. It starts lazily on the first
  * getNodeVm() and is powered off by the root afterAll hook (stopNodeVm, test/support/root-hooks.ts).
  * Tests share the VM: they restart the kubelet with their configuration rather than reboot
  * (a boot is 1-2 minutes under TCG), use their own namespaces, and delete their pods.
@@ -219,7 +219,7 @@ function vmSshControlArgs(vm: NodeVm): string[] {
   return ['-o', `ControlPath=${join(vm.dir, 'ssh.ctl')}`, '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
 }
 
-/** The README's unit ("As a systemd service"), with the node's own flags and Node.js flags for a guest without KVM. */
+/** The unit of docs/operating/node.md ("As a systemd service"), with the node's own flags and Node.js flags for a guest without KVM. */
 function kubeletUnit(nodeName: string): string {
   return `[Unit]
 Description=kubelet-ts, a Kubernetes node agent

@@ -12,7 +12,7 @@ import { silentLogger } from '../../core/logger.ts';
 import { PluginHost } from '../../core/plugins/plugin-host.ts';
 import { KUBELET_FLAGS } from '../../core/config/upstream-flags.ts';
 import { UPSTREAM_FIELDS, verbosityToLevel } from '../../core/config/upstream-fields.ts';
-import { notImplementedMarkdown, readmeBlock, README } from '../../tools/readme-upstream-fields.ts';
+import { notImplementedMarkdown, readmeBlock, UPSTREAM_SETTINGS_DOC } from '../../tools/readme-upstream-fields.ts';
 
 const CASES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cases');
 const KUBEADM_128 = path.join(CASES, 'kubeadm-1.28', 'config.yaml');
@@ -95,10 +95,10 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       });
     }
 
-    it('the README lists the settings not implemented exactly as the warning\'s table has them', async function () {
-      const block = readmeBlock(await fs.readFile(README, 'utf8'));
-      assert.ok(block !== undefined, 'README.md has the generated block');
-      assert.equal(block, notImplementedMarkdown(), 'README.md is out of date: run `npx tsx tools/readme-upstream-fields.ts`');
+    it('the docs list the settings not implemented exactly as the warning\'s table has them', async function () {
+      const block = readmeBlock(await fs.readFile(UPSTREAM_SETTINGS_DOC, 'utf8'));
+      assert.ok(block !== undefined, 'docs/operating/kubeadm.md has the generated block');
+      assert.equal(block, notImplementedMarkdown(), 'docs/operating/kubeadm.md is out of date: run `npx tsx tools/readme-upstream-fields.ts`');
     });
   });
 

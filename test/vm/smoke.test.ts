@@ -6,7 +6,7 @@ import { deleteVmPod, runVmPod } from '../support/node-vm-pods.ts';
 /**
  * The node VM itself: a Debian trixie node as production runs one in 2026 (systemd as PID 1,
  * cgroup v2 only, containerd 2.1 with runc's systemd cgroup driver), and kubelet-ts on it as the
- * README's systemd unit, joined to the host's control plane.
+ * systemd unit of docs/operating/node.md, joined to the host's control plane.
  */
 describe('node VM: systemd + cgroup v2 + containerd 2.1 node running kubelet-ts', function () {
   this.timeout(900_000);

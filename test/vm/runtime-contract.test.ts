@@ -31,6 +31,8 @@ describe('node VM: cri-containerd keeps the runtime contract on containerd 2.1',
         workDir: '/var/tmp/kts-contract',
         commands: { run: () => ['sleep', '3600'], exit: (code) => ['sh', '-c', `exit ${code}`], print: (line) => ['echo', line] },
         stateTimeoutMs: 180_000,
+        // containerd 2.1 with SystemdCgroup refuses a sandbox without a slice ("expected cgroupsPath to be of format slice:prefix:name").
+        cgroupParent: 'system.slice',
         files: {
           read: async (file) => (await t.ssh(`cat ${shellQuote(file)}`)).stdout,
           remove: async (dir) => void (await t.ssh(`rm -rf ${shellQuote(dir)}`)),

@@ -28,6 +28,12 @@ export interface RuntimeContractSubject {
   /** How long a container may take to reach a state (default 20 s). */
   stateTimeoutMs?: number;
   /**
+   * The cgroup parent of the contract's sandboxes, in the runtime's driver's form: none by
+   * default (a cgroupfs runtime picks its own); a runtime with the systemd driver needs a slice
+   * (`system.slice`), as the kubelet gives it the pod's.
+   */
+  cgroupParent?: string;
+  /**
    * How the contract reads and removes what the runtime wrote under workDir (containers' logs):
    * by default this machine's filesystem; a runtime on another machine (a VM, a remote node)
    * gives its own.
@@ -60,7 +66,7 @@ function sandboxConfig(sc: Scenario, extraLabels: Record<string, string> = {}): 
     portMappings: [],
     labels: { [LABEL.podName]: name, [LABEL.podNamespace]: 'contract', [LABEL.podUID]: uid, [LABEL.managed]: 'true', [RUN_LABEL]: sc.run, ...extraLabels },
     annotations: { [ANNOTATION.podTerminationGracePeriod]: '0', 'contract.example/note': 'a value with spaces, = and : in it' },
-    linux: { securityContext: { namespaceOptions: { network: 'NODE', pid: 'POD', ipc: 'POD' } } },
+    linux: { ...(sc.s.cgroupParent ? { cgroupParent: sc.s.cgroupParent } : {}), securityContext: { namespaceOptions: { network: 'NODE', pid: 'POD', ipc: 'POD' } } },
   };
 }
 

@@ -6,22 +6,14 @@
  * would have failed with (which names the file, flag, field or plugin).
  */
 import type { Writable } from 'node:stream';
-import { loadConfig, type ConfigNotice } from '../config/load.ts';
 import { checkAppliedPlugins, securityAdmissionOf } from '../config/start-checks.ts';
 import { withAppliedPlugins } from '../plugins/applied-plugins.ts';
-import { loadOptionsOf, type KubeletCommandLine } from './kubelet-command-line.ts';
-import { writeConfigNotices } from './config-notices.ts';
+import type { KubeletCommandLine } from './kubelet-command-line.ts';
+import { loadConfigWithNotices } from './config-notices.ts';
 
 /** Validates; returns 0 with the one-line verdict on `out`. Load errors propagate (the config command prints them). */
 export async function configValidate(args: KubeletCommandLine, io: { stdout: Writable; stderr: Writable }): Promise<number> {
-  const notices: ConfigNotice[] = [];
-  let config;
-  try {
-    config = await loadConfig(loadOptionsOf(args, notices));
-  } finally {
-    // What a start would warn about, even when something later fails it.
-    writeConfigNotices(notices, io.stderr);
-  }
+  const config = await loadConfigWithNotices(args, io.stderr);
   securityAdmissionOf(config);
   // A kubeconfig the TLS bootstrap writes at start may not exist yet: only one given as is is read now.
   if (config.kubeconfig !== undefined && config.bootstrapKubeconfig === undefined) {

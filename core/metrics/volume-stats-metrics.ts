@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
+import type { VolumeUsage } from '../hooks.ts';
 
 /**
  * Upstream's kubelet_volume_stats_* gauges (pkg/kubelet/metrics/collectors/volume_stats.go): the
@@ -8,19 +9,13 @@ import { Gauge, type Registry } from 'prom-client';
  * is reported once, as upstream's.
  */
 
-/** One claim's figures as a volume provider reported them. */
-export interface ClaimUsage {
+/** One claim's figures as a volume provider reported them (the `volumeStats` hook's answer), by claim. */
+export type ClaimUsage = Omit<VolumeUsage, 'abnormal'> & {
   namespace: string;
   claim: string;
-  capacityBytes?: number;
-  availableBytes?: number;
-  usedBytes?: number;
-  inodes?: number;
-  inodesFree?: number;
-  inodesUsed?: number;
   /** The provider found the volume abnormal (CSI VolumeCondition). */
   abnormal: boolean;
-}
+};
 
 type Figure = Exclude<keyof ClaimUsage, 'namespace' | 'claim' | 'abnormal'>;
 

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createClient, type Message, type MessageBus } from 'dbus-native';
+import type { Message, MessageBus } from 'dbus-native';
 import { errorMessage } from '../errors.ts';
-import { SYSTEM_BUS_ADDRESS, SYSTEMD_BUS_NAME, SystemdError } from './systemd-manager.ts';
+import { connectSystemBus, SYSTEMD_BUS_NAME, SystemdError } from './system-bus.ts';
 
 /**
  * systemd-logind as graceful node shutdown uses it (upstream's pkg/kubelet/nodeshutdown/systemd):
@@ -58,32 +58,18 @@ export interface Logind {
 }
 
 /** Connects to the system bus for logind. Fails naming the bus address when nothing answers there. */
-export async function connectLogind(opts: { busAddress?: string; timeoutMs?: number; inhibitCommand?: string } = {}): Promise<Logind> {
-  const busAddress = opts.busAddress ?? process.env.DBUS_SYSTEM_BUS_ADDRESS ?? SYSTEM_BUS_ADDRESS;
-  const timeoutMs = opts.timeoutMs ?? 10_000;
-  const bus = createClient({ busAddress, returnBigInt: true, plainValues: true, timeout: timeoutMs });
-  const logind = new DbusLogind(bus, opts.inhibitCommand ?? 'systemd-inhibit');
-  try {
-    await logind.connect(timeoutMs);
-  } catch (err) {
-    await bus.close().catch(() => {});
-    throw new SystemdError(`cannot reach logind on the system bus (${busAddress}): ${errorMessage(err)}`);
-  }
-  return logind;
+export function connectLogind(opts: { busAddress?: string; timeoutMs?: number; inhibitCommand?: string } = {}): Promise<Logind> {
+  return connectSystemBus('logind', opts, (bus) => new DbusLogind(bus, opts.inhibitCommand ?? 'systemd-inhibit'), (l) => l.listen());
 }
 
 class DbusLogind implements Logind {
   private readonly listeners: Array<(active: boolean) => void> = [];
   private readonly locks = new Set<ChildProcess>();
-  private lastError: unknown;
 
   constructor(
     private readonly bus: MessageBus,
     private readonly inhibitCommand: string,
   ) {
-    bus.connection.on('error', (err: unknown) => {
-      this.lastError = err;
-    });
     bus.connection.on('message', (msg: Message) => {
       if (msg.member !== 'PrepareForShutdown' || msg.interface !== LOGIND_MANAGER || !Array.isArray(msg.body)) return;
       const active = msg.body[0] === true;
@@ -91,18 +77,8 @@ class DbusLogind implements Logind {
     });
   }
 
-  async connect(timeoutMs: number): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(this.lastError ? errorMessage(this.lastError) : `no answer within ${timeoutMs} ms`)), timeoutMs);
-      this.bus.connection.once('connect', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.bus.connection.once('error', (err: unknown) => {
-        clearTimeout(timer);
-        reject(err instanceof Error ? err : new Error(String(err)));
-      });
-    });
+  /** PrepareForShutdown, once connected. */
+  async listen(): Promise<void> {
     // No sender in the rule, as upstream's: logind's own name is what sends it on a real node.
     await this.bus.addMatch(`type='signal',interface='${LOGIND_MANAGER}',member='PrepareForShutdown'`);
   }

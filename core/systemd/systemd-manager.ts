@@ -1,5 +1,8 @@
-import { createClient, DBusError, Variant, type Message, type MessageBus } from 'dbus-native';
+import { DBusError, Variant, type Message, type MessageBus } from 'dbus-native';
 import { errorMessage } from '../errors.ts';
+import { connectSystemBus, SYSTEMD_BUS_NAME, SystemdError } from './system-bus.ts';
+
+export { SYSTEM_BUS_ADDRESS, SYSTEMD_BUS_NAME, SystemdError } from './system-bus.ts';
 
 /**
  * A client of systemd's manager on the system bus (`org.freedesktop.systemd1`), for what the
@@ -13,11 +16,8 @@ import { errorMessage } from '../errors.ts';
  * and parses text.
  */
 
-export const SYSTEMD_BUS_NAME = 'org.freedesktop.systemd1';
 const MANAGER_PATH = '/org/freedesktop/systemd1';
 const MANAGER_INTERFACE = 'org.freedesktop.systemd1.Manager';
-/** The system bus, where systemd listens (`DBUS_SYSTEM_BUS_ADDRESS` moves it, as libdbus reads it). */
-export const SYSTEM_BUS_ADDRESS = 'unix:path=/run/dbus/system_bus_socket';
 /** How long a job may take before the call fails (runc waits as long for a unit). */
 const JOB_TIMEOUT_MS = 30_000;
 /** Jobs finished before their method call returned (the signal can overtake the reply) are kept this long. */
@@ -38,14 +38,6 @@ export interface SystemdUnits {
   close(): Promise<void>;
 }
 
-/** A systemd call that failed: names the method, the unit and systemd's answer. */
-export class SystemdError extends Error {
-  constructor(message: string, readonly dbusName?: string) {
-    super(message);
-    this.name = 'SystemdError';
-  }
-}
-
 interface JobWaiter {
   resolve(result: string): void;
 }
@@ -54,48 +46,21 @@ interface JobWaiter {
  * Connects to systemd on the system bus. Fails with a message naming the bus address when
  * nothing answers there (no systemd, no D-Bus daemon) within `timeoutMs`.
  */
-export async function connectSystemd(opts: { busAddress?: string; timeoutMs?: number } = {}): Promise<SystemdUnits> {
-  const busAddress = opts.busAddress ?? process.env.DBUS_SYSTEM_BUS_ADDRESS ?? SYSTEM_BUS_ADDRESS;
-  const timeoutMs = opts.timeoutMs ?? 10_000;
-  const bus = createClient({ busAddress, returnBigInt: true, plainValues: true, timeout: timeoutMs });
-  const manager = new DbusSystemd(bus);
-  try {
-    await manager.connect(timeoutMs);
-  } catch (err) {
-    await bus.close().catch(() => {});
-    throw new SystemdError(`cannot reach systemd on the system bus (${busAddress}): ${errorMessage(err)}`);
-  }
-  return manager;
+export function connectSystemd(opts: { busAddress?: string; timeoutMs?: number } = {}): Promise<SystemdUnits> {
+  return connectSystemBus('systemd', opts, (bus) => new DbusSystemd(bus), (m) => m.subscribe());
 }
 
 class DbusSystemd implements SystemdUnits {
   private readonly waiting = new Map<string, JobWaiter>();
   private readonly finishedEarly = new Map<string, { result: string; at: number }>();
   private closed = false;
-  private lastError: unknown;
 
   constructor(private readonly bus: MessageBus) {
-    // A broken connection fails the calls in flight (ConnectionClosedError); the error event
-    // itself must not become an uncaught exception.
-    bus.connection.on('error', (err: unknown) => {
-      this.lastError = err;
-    });
     bus.connection.on('message', (msg: Message) => this.onMessage(msg));
   }
 
-  async connect(timeoutMs: number): Promise<void> {
-    const connected = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(this.lastError ? errorMessage(this.lastError) : `no answer within ${timeoutMs} ms`)), timeoutMs);
-      this.bus.connection.once('connect', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.bus.connection.once('error', (err: unknown) => {
-        clearTimeout(timer);
-        reject(err instanceof Error ? err : new Error(String(err)));
-      });
-    });
-    await connected;
+  /** Job signals for the calls to come (after the handshake). */
+  async subscribe(): Promise<void> {
     await this.bus.addMatch(`type='signal',sender='${SYSTEMD_BUS_NAME}',path='${MANAGER_PATH}',interface='${MANAGER_INTERFACE}',member='JobRemoved'`);
     // systemd sends job signals to subscribers (it also tracks the client that queued a job,
     // but Subscribe makes it explicit and is cheap).

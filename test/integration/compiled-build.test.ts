@@ -43,7 +43,8 @@ describe('compiled build', function () {
   it('holds JavaScript and its declarations only, with the assets the plugins read and a package of its own', async function () {
     const pkg = JSON.parse(await fs.readFile(path.join(out, 'package.json'), 'utf8'));
     assert.equal(pkg.name, 'kubelet-ts');
-    assert.deepEqual(pkg.exports['.'], { types: './core/sdk/index.d.ts', import: './core/sdk/index.js' });
+    // `default` is the same ES module, for require() (require(esm), Node 22.12+).
+    assert.deepEqual(pkg.exports['.'], { types: './core/sdk/index.d.ts', import: './core/sdk/index.js', default: './core/sdk/index.js' });
     assert.ok(pkg.kubeletTsBuild?.builtAt, 'build time recorded');
     assert.equal(pkg.kubeletTsBuild?.sourceStamp, sourceStamp(REPO), 'the stamp of the sources it was built from');
     for (const f of ['kubelet.config.js', 'plugins/cri-containerd/proto/api.proto', 'plugins/csi-grpc/proto/csi.proto', 'plugins/probes/proto/health.proto', 'plugins/cni-exec/shim/cni-exec-shim.pl']) {

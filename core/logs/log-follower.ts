@@ -14,6 +14,8 @@ import { CriLogParser, formatEntry, logTimeBefore, parseCriRecord, toLogTime, ty
 const NL = 0x0a;
 const HEAD_BYTES = 256;
 const CHUNK_BYTES = 64 * 1024;
+/** How long a follower waits for a rotated-away file's last lines when the new file stays empty. */
+const ROTATION_SETTLE_MS = 1000;
 
 /**
  * The byte offset where the last `lines` logical lines of a CRI log begin, found by reading
@@ -105,6 +107,7 @@ export async function readContainerLog(file: string, opts: ReadLogOptions, out: 
 
   let fh = await fsp.open(file, 'r');
   let waiter: ChangeWaiter | undefined;
+  let next: FileHandle | undefined; // the file that replaced `fh` at the path (rotation)
   try {
     const size = (await fh.stat()).size;
     let pos = tail !== undefined ? await findTailStart(fh, size, tail) : 0;
@@ -128,6 +131,7 @@ export async function readContainerLog(file: string, opts: ReadLogOptions, out: 
 
     let draining = false;
     let lastRunningCheck = 0;
+    let nextSeenAt: number | undefined;
     for (;;) {
       if (signal?.aborted) return;
       const want = Math.min(buf.length, stopAt - pos);
@@ -146,15 +150,25 @@ export async function readContainerLog(file: string, opts: ReadLogOptions, out: 
         waiter = new ChangeWaiter(file);
         continue; // look again: data may have arrived before the watch started
       }
-      // Rotation: the path now names another file (reopen it), or the file was truncated.
-      const rotated = await replacedFile(file, fh);
-      if (rotated) {
-        await fh.close();
-        fh = rotated;
-        pos = 0;
-        waiter.close();
-        waiter = new ChangeWaiter(file);
-        continue;
+      // Rotation: the path now names another file. The runtime renames the log, then opens
+      // the new one and only then swaps its writer, so lines may still land in the old file
+      // after the new one appeared. The old file is complete once the new one has data (the
+      // writer swapped) or a while passed (a quiet container): read it to its end, then switch.
+      if (!next) next = await replacedFile(file, fh);
+      if (next) {
+        nextSeenAt ??= Date.now();
+        const swapped = (await next.stat()).size > 0 || Date.now() - nextSeenAt >= Math.max(4 * pollMs, ROTATION_SETTLE_MS);
+        if (swapped) {
+          if (!(await drainTo(fh, pos, buf, (chunk) => emit(parser.push(chunk))))) return;
+          await fh.close();
+          fh = next;
+          next = undefined;
+          nextSeenAt = undefined;
+          pos = 0;
+          waiter.close();
+          waiter = new ChangeWaiter(file);
+          continue;
+        }
       }
       if ((await fh.stat()).size < pos) {
         pos = 0;
@@ -179,6 +193,17 @@ export async function readContainerLog(file: string, opts: ReadLogOptions, out: 
   } finally {
     waiter?.close();
     await fh.close().catch(() => {});
+    await next?.close().catch(() => {});
+  }
+}
+
+/** Reads `fh` from `pos` to its end through `emit`; false when emit says the read must end. */
+async function drainTo(fh: FileHandle, pos: number, buf: Buffer, emit: (chunk: Buffer) => Promise<boolean>): Promise<boolean> {
+  for (;;) {
+    const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+    if (bytesRead === 0) return true;
+    pos += bytesRead;
+    if (!(await emit(buf.subarray(0, bytesRead)))) return false;
   }
 }
 

@@ -196,6 +196,29 @@ describe('readContainerLog', () => {
     await done;
     assert.equal(out.text, 'b\nlast words\n');
   });
+
+  it('reads a rotated-away file to its end before the new one, though the runtime writes to it after the new one appeared', async () => {
+    const f = path.join(dir, 'follow3.log');
+    await fs.writeFile(f, '2024-01-01T00:00:01Z stdout F 1\n');
+    let running = true;
+    const out = new TextSink();
+    const done = readContainerLog(f, { follow: true, isRunning: () => running, pollIntervalMs: 20 }, out);
+    for (let i = 0; i < 100 && !out.text.includes('1'); i++) await sleep(10);
+    // As the kubelet and containerd rotate: rename, the new (empty) file opened, the old
+    // writer still writing for a while, then the writer swapped to the new file.
+    const old = await fs.open(f, 'a');
+    await fs.rename(f, `${f}.20240101-000000`);
+    await fs.writeFile(f, '');
+    await sleep(60); // the follower has seen the new file by now
+    await old.appendFile('2024-01-01T00:00:02Z stdout F 2\n');
+    await old.close();
+    await sleep(60);
+    await fs.appendFile(f, '2024-01-01T00:00:03Z stdout F 3\n');
+    for (let i = 0; i < 100 && !out.text.includes('3'); i++) await sleep(10);
+    running = false;
+    await done;
+    assert.equal(out.text, '1\n2\n3\n');
+  });
 });
 
 describe('containerLogs route and logs command (fake runtime)', () => {

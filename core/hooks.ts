@@ -141,6 +141,13 @@ export interface VolumeMountResult {
   /** Containers get it read-only whatever their volumeMounts say. */
   readOnly?: boolean;
   /**
+   * `path` is a block device (a `volumeMode: Block` volume), not a directory: containers get it
+   * through their `volumeDevices` as a device node (CRI `Device`), never as a mount. The path
+   * may be a symlink to the device or a file with the device bind-mounted on it; the runtime
+   * resolves it.
+   */
+  blockDevice?: boolean;
+  /**
    * Upstream's unique volume name, for a volume the attach/detach controller attaches or the
    * node stages (a CSI PersistentVolume: `kubernetes.io/csi/<driver>^<volumeHandle>`): reported
    * in the Node's status.volumesInUse while set up, so the volume is not detached under the pod.

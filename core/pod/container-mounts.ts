@@ -40,6 +40,7 @@ export async function containerMounts(_pod: V1Pod, container: V1Container, envs:
 async function oneMount(container: V1Container, m: V1VolumeMount, mountIndex: number, env: Map<string, string>, volumes: ReadonlyMap<string, VolumeMountResult>, bindSubPath: SubPathBinder): Promise<Mount> {
   const vol = volumes.get(m.name);
   if (!vol) throw new ContainerConfigError(`cannot find volume "${m.name}" to mount into container "${container.name}"`);
+  if (vol.blockDevice) throw new ContainerConfigError(`volume "${m.name}" is a block volume: container "${container.name}" must list it in volumeDevices, not volumeMounts`);
   let hostPath = vol.path;
   try {
     if (m.subPath && m.subPathExpr) throw new Error('subPath and subPathExpr are mutually exclusive');

@@ -12,6 +12,7 @@ import { computePodActions, latestByName, type ContainerStart } from './pod-acti
 import { allContainersOf, containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig } from './sandbox-config.ts';
 import { VolumeSetupError } from '../volumes/volume-manager.ts';
+import { blockVolumeDevices } from './block-volume-devices.ts';
 import { containerMounts } from './container-mounts.ts';
 import { readHostResolvConf, sandboxHostnameAndDns } from './pod-dns.ts';
 import { etcHostsMount } from './etc-hosts.ts';
@@ -387,7 +388,10 @@ export class PodSyncer {
       // The containers live in the sandbox's user namespace (the runtime checks they match).
       const userns = sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions;
       if (userns) containerConfig.linux.securityContext.namespaceOptions = { ...containerConfig.linux.securityContext.namespaceOptions!, usernsOptions: userns };
-      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, this.deps.volumes.mounted(uid), this.deps.volumes.subPathBinder(uid, c.name));
+      const volumes = this.deps.volumes.mounted(uid);
+      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, volumes, this.deps.volumes.subPathBinder(uid, c.name));
+      const blockDevices = blockVolumeDevices(c, volumes);
+      if (blockDevices.length > 0) containerConfig.devices = [...(containerConfig.devices ?? []), ...blockDevices];
       const hosts = await etcHostsMount(pod, c, { podDir: this.deps.volumes.podDir(uid), podIPs: inputs.podIPs, clusterDomain: config.clusterDomain }).catch((err: unknown) => {
         throw new ContainerConfigError(`failed to write the pod's /etc/hosts: ${errorMessage(err)}`);
       });

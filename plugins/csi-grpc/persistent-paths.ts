@@ -14,6 +14,30 @@ export function deviceMountPath(rootDir: string, driver: string, volumeHandle: s
   return path.join(rootDir, 'plugins', 'kubernetes.io', 'csi', driver, sha, 'globalmount');
 }
 
+/**
+ * Upstream's paths for a CSI block volume (1.28, csi_block.go), under
+ * `<rootDir>/plugins/kubernetes.io/csi/volumeDevices/`, by PV name:
+ * - `staging/<pv>`: the staging target path (a dir) of NodeStageVolume, once per node;
+ * - `<pv>/data`: vol_data.json (driverName, volumeHandle) and kubelet-ts's staged marker;
+ * - `publish/<pv>/<podUID>`: the target path of NodePublishVolume, a file the driver makes the
+ *   device at (its parent dir is the CO's to make); what the pod's containers get as a device.
+ */
+export function blockPaths(rootDir: string, pvName: string, podUID: string): { stagingPath: string; dataDir: string; publishPath: string } {
+  const base = path.join(rootDir, 'plugins', 'kubernetes.io', 'csi', 'volumeDevices');
+  return { stagingPath: path.join(base, 'staging', pvName), dataDir: path.join(base, pvName, 'data'), publishPath: path.join(base, 'publish', pvName, podUID) };
+}
+
+/** The dirs holding vol_data.json of block volumes staged on this node (`volumeDevices/<pv>/data`), with their staging paths. */
+export async function stagedBlockVolumes(rootDir: string): Promise<Array<{ dataDir: string; stagingPath: string }>> {
+  const base = path.join(rootDir, 'plugins', 'kubernetes.io', 'csi', 'volumeDevices');
+  const out: Array<{ dataDir: string; stagingPath: string }> = [];
+  for (const name of await fs.readdir(base).catch(() => [] as string[])) {
+    if (name === 'staging' || name === 'publish') continue;
+    out.push({ dataDir: path.join(base, name, 'data'), stagingPath: path.join(base, 'staging', name) });
+  }
+  return out;
+}
+
 /** Upstream's VolumeAttachment name: `csi-` + sha256(volumeHandle + driver + nodeName). */
 export function attachmentName(volumeHandle: string, driver: string, nodeName: string): string {
   return `csi-${crypto.createHash('sha256').update(`${volumeHandle}${driver}${nodeName}`).digest('hex')}`;

@@ -4,15 +4,17 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
 import { podInfo } from './inline-volume.ts';
-import { attachmentName, deviceMountPath, podsUsingVolume } from './persistent-paths.ts';
+import { attachmentName, blockPaths, deviceMountPath, podsUsingVolume, stagedBlockVolumes } from './persistent-paths.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
 import type { CsiDriver } from './registration.ts';
 
 /** What the plugin keeps with a PersistentVolume's publication: the undo, plus where it was staged (unstaged once no pod uses it). */
 export interface PersistentVolumeData extends Publication {
   persistent: true;
-  /** The device mount path it was staged at; absent when the driver does not stage. */
+  /** The device mount path it was staged at (a block volume's staging path); absent when the driver does not stage. */
   deviceMountPath?: string;
+  /** Where vol_data.json and the staged marker are, when not beside `deviceMountPath` (a block volume: `volumeDevices/<pv>/data`). */
+  dataDir?: string;
 }
 
 /** Written beside `globalmount` once NodeStageVolume succeeded: a restarted kubelet never stages twice. */
@@ -77,31 +79,40 @@ export class PersistentCsiVolumes {
     if (!src) throw new Error(`PersistentVolume ${pvName} has no csi source`);
     if (!src.driver) throw new Error(`PersistentVolume ${pvName}: spec.csi.driver is empty`);
     if (!src.volumeHandle) throw new Error(`PersistentVolume ${pvName}: spec.csi.volumeHandle is empty`);
-    if ((pv.spec?.volumeMode ?? 'Filesystem') === 'Block') throw new Error(`PersistentVolume ${pvName} has volumeMode Block: block volumes are not supported by kubelet-ts yet`);
+    const block = (pv.spec?.volumeMode ?? 'Filesystem') === 'Block';
     const driver = this.driver(src.driver);
     const csiDriver = r.storage ? await r.storage.csiDriver(src.driver) : undefined;
     const nodeCapabilities = await driver.client.nodeCapabilities();
     const publishContext = await this.attached(r, src, csiDriver);
     const readOnly = claimReadOnly || src.readOnly === true;
-    const fsGroup = fsGroupPlan({ pod: r.pod, nodeCapabilities, policy: fsGroupPolicyOf(csiDriver), fsType: src.fsType ?? '', readOnly, persistentVolume: pv });
-    const volumeCapability = {
-      mount: { fsType: src.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [], ...(fsGroup.kind === 'driver' ? { volumeMountGroup: fsGroup.volumeMountGroup } : {}) },
-      accessMode: { mode: persistentAccessMode(pv, nodeCapabilities) },
-    };
+    // A raw block device has no files to give a group (upstream applies fsGroup to filesystems only).
+    const fsGroup = block ? { kind: 'none' as const } : fsGroupPlan({ pod: r.pod, nodeCapabilities, policy: fsGroupPolicyOf(csiDriver), fsType: src.fsType ?? '', readOnly, persistentVolume: pv });
+    const accessMode = { mode: persistentAccessMode(pv, nodeCapabilities) };
+    const volumeCapability = block
+      ? { block: {}, accessMode }
+      : { mount: { fsType: src.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [], ...(fsGroup.kind === 'driver' ? { volumeMountGroup: fsGroup.volumeMountGroup } : {}) }, accessMode };
     const secrets = (ref: { name?: string; namespace?: string } | undefined, field: string) => this.secrets(r.objects, ref, field);
     const publishSecrets = await secrets(src.nodePublishSecretRef, 'nodePublishSecretRef');
     const stage = nodeCapabilities.has('STAGE_UNSTAGE_VOLUME');
-    const devicePath = stage ? deviceMountPath(r.rootDir, src.driver, src.volumeHandle) : undefined;
-    const targetPath = path.join(r.dir, 'mount');
+    // A block volume is staged and published at upstream's volumeDevices paths; the pod's volume dir keeps vol_data.json.
+    const bp = block ? blockPaths(r.rootDir, pvName, r.pod.metadata!.uid!) : undefined;
+    const devicePath = stage ? (bp ? bp.stagingPath : deviceMountPath(r.rootDir, src.driver, src.volumeHandle)) : undefined;
+    const dataDir = devicePath ? (bp ? bp.dataDir : path.dirname(devicePath)) : undefined;
+    const targetPath = bp ? bp.publishPath : path.join(r.dir, 'mount');
     // With an API server the CSIDriver object decides (none: no pod info, as upstream); without one, the options.
     const podInfoOnMount = r.storage ? csiDriver?.spec?.podInfoOnMount === true : this.deps.podInfoOnMount(src.driver);
-    const publication: PersistentVolumeData = { persistent: true, driver: src.driver, volumeHandle: src.volumeHandle, targetPath, ...(devicePath ? { deviceMountPath: devicePath } : {}) };
+    const publication: PersistentVolumeData = {
+      persistent: true, driver: src.driver, volumeHandle: src.volumeHandle, targetPath,
+      ...(devicePath ? { deviceMountPath: devicePath } : {}),
+      ...(bp ? { volumeDir: r.dir, ...(dataDir ? { dataDir } : {}) } : {}),
+    };
 
     return this.locked(`${src.driver}/${src.volumeHandle}`, async () => {
-      if (devicePath) await this.stage(driver, src, devicePath, publishContext, volumeCapability, await secrets(src.nodeStageSecretRef, 'nodeStageSecretRef'));
+      if (devicePath && dataDir) await this.stage(driver, src, { stagingPath: devicePath, dataDir }, publishContext, volumeCapability, await secrets(src.nodeStageSecretRef, 'nodeStageSecretRef'));
       await this.deps.cleanup.beforeSetUp(targetPath);
       // The CO makes the target's parent with vol_data.json (upstream's keys), the driver the target.
       await fs.mkdir(r.dir, { recursive: true, mode: 0o750 });
+      if (bp) await fs.mkdir(path.dirname(targetPath), { recursive: true, mode: 0o750 });
       await fs.writeFile(path.join(r.dir, 'vol_data.json'), JSON.stringify({
         specVolID: pvName, volumeHandle: src.volumeHandle, driverName: src.driver, nodeName: r.nodeName, volumeLifecycleMode: 'Persistent',
         ...(publishContext ? { attachmentID: attachmentName(src.volumeHandle, src.driver, r.nodeName) } : {}),
@@ -123,7 +134,10 @@ export class PersistentCsiVolumes {
         await this.deps.cleanup.afterFailure(publication, r.pod.metadata!.uid!, err);
         throw err;
       }
-      return { path: targetPath, mountPoint: true, readOnly, uniqueVolumeName: `kubernetes.io/csi/${src.driver}^${src.volumeHandle}`, data: { ...publication } };
+      const uniqueVolumeName = `kubernetes.io/csi/${src.driver}^${src.volumeHandle}`;
+      // A block target is a device the driver bind-mounted or made (mknod): not always a mount point.
+      if (block) return { path: targetPath, blockDevice: true, readOnly, uniqueVolumeName, data: { ...publication } };
+      return { path: targetPath, mountPoint: true, readOnly, uniqueVolumeName, data: { ...publication } };
     });
   }
 
@@ -144,12 +158,13 @@ export class PersistentCsiVolumes {
     return va.status.attachmentMetadata ?? {};
   }
 
-  /** NodeStageVolume unless this node staged the volume already (the marker beside `globalmount`). */
-  private async stage(driver: CsiDriver, src: V1CSIPersistentVolumeSource, devicePath: string, publishContext: Record<string, string> | undefined, volumeCapability: object, secrets: Record<string, string>): Promise<void> {
-    const dataDir = path.dirname(devicePath);
+  /** NodeStageVolume unless this node staged the volume already (the marker in its data dir, beside `globalmount` for a filesystem). */
+  private async stage(driver: CsiDriver, src: V1CSIPersistentVolumeSource, paths: { stagingPath: string; dataDir: string }, publishContext: Record<string, string> | undefined, volumeCapability: object, secrets: Record<string, string>): Promise<void> {
+    const { stagingPath: devicePath, dataDir } = paths;
     if (await fs.stat(path.join(dataDir, STAGED_MARKER)).then(() => true, () => false)) return;
     // vol_data.json first, as upstream: a kubelet that dies mid-stage still knows what to unstage.
     await fs.mkdir(devicePath, { recursive: true, mode: 0o750 });
+    await fs.mkdir(dataDir, { recursive: true, mode: 0o750 });
     await fs.writeFile(path.join(dataDir, 'vol_data.json'), JSON.stringify({ driverName: src.driver, volumeHandle: src.volumeHandle }));
     await driver.client.nodeStageVolume({
       volumeId: src.volumeHandle,
@@ -166,8 +181,8 @@ export class PersistentCsiVolumes {
   async unmount(r: VolumeUnmountRequest, data: PersistentVolumeData): Promise<true> {
     this.driver(data.driver);
     await this.locked(`${data.driver}/${data.volumeHandle}`, async () => {
-      await this.deps.cleanup.undo({ driver: data.driver, volumeHandle: data.volumeHandle, targetPath: data.targetPath });
-      if (data.deviceMountPath) await this.unstageIfUnused(r.rootDir, data.driver, data.volumeHandle, data.deviceMountPath);
+      await this.deps.cleanup.undo({ driver: data.driver, volumeHandle: data.volumeHandle, targetPath: data.targetPath, ...(data.volumeDir ? { volumeDir: data.volumeDir } : {}) });
+      if (data.deviceMountPath) await this.unstageIfUnused(r.rootDir, data.driver, data.volumeHandle, { stagingPath: data.deviceMountPath, dataDir: data.dataDir ?? path.dirname(data.deviceMountPath) });
     });
     return true;
   }
@@ -199,33 +214,38 @@ export class PersistentCsiVolumes {
    */
   async sweepStaged(rootDir: string, driverName: string): Promise<void> {
     const driverDir = path.join(rootDir, 'plugins', 'kubernetes.io', 'csi', driverName);
-    for (const sha of await fs.readdir(driverDir).catch(() => [] as string[])) {
-      const dataDir = path.join(driverDir, sha);
+    const filesystems = (await fs.readdir(driverDir).catch(() => [] as string[])).map((sha) => ({ dataDir: path.join(driverDir, sha), stagingPath: path.join(driverDir, sha, 'globalmount') }));
+    for (const paths of [...filesystems, ...(await stagedBlockVolumes(rootDir))]) {
       let data: { driverName?: string; volumeHandle?: string };
       try {
-        data = JSON.parse(await fs.readFile(path.join(dataDir, 'vol_data.json'), 'utf8')) as typeof data;
+        data = JSON.parse(await fs.readFile(path.join(paths.dataDir, 'vol_data.json'), 'utf8')) as typeof data;
       } catch {
         continue;
       }
       if (data.driverName !== driverName || !data.volumeHandle) continue;
       const handle = data.volumeHandle;
-      await this.locked(`${driverName}/${handle}`, () => this.unstageIfUnused(rootDir, driverName, handle, path.join(dataDir, 'globalmount')))
+      await this.locked(`${driverName}/${handle}`, () => this.unstageIfUnused(rootDir, driverName, handle, paths))
         .catch((err) => this.deps.logger.warn({ driver: driverName, volumeHandle: handle, err: (err as Error).message }, 'could not unstage a volume no pod uses; tried again when the driver registers again'));
     }
   }
 
-  /** NodeUnstageVolume and the device dir removed, once no pod on the node uses the volume. */
-  private async unstageIfUnused(rootDir: string, driverName: string, volumeHandle: string, devicePath: string): Promise<void> {
+  /** NodeUnstageVolume and the volume's data dir (and a block volume's staging dir) removed, once no pod on the node uses the volume. */
+  private async unstageIfUnused(rootDir: string, driverName: string, volumeHandle: string, paths: { stagingPath: string; dataDir: string }): Promise<void> {
     const users = await podsUsingVolume(rootDir, driverName, volumeHandle);
     if (users.length > 0) {
       this.deps.logger.debug({ driver: driverName, volumeHandle, users }, 'volume still used by other pods: left staged');
       return;
     }
-    const dataDir = path.dirname(devicePath);
+    const { stagingPath: devicePath, dataDir } = paths;
     if (!(await fs.stat(dataDir).then(() => true, () => false))) return;
     await this.driver(driverName).client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: devicePath });
     if (await isMountPoint(devicePath)) throw new Error(`${devicePath} is still mounted after NodeUnstageVolume`);
     await removeUnmounted(dataDir);
+    if (path.dirname(devicePath) !== dataDir) {
+      // A block volume: its staging dir and `volumeDevices/<pv>` are apart from the data dir.
+      await removeUnmounted(devicePath);
+      await fs.rmdir(path.dirname(dataDir)).catch(() => {});
+    }
     this.deps.logger.info({ driver: driverName, volumeHandle, deviceMountPath: devicePath }, 'unstaged CSI volume: no pod on the node uses it');
   }
 

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage, isMountPoint, removeUnmounted, unmount, type Logger } from 'kubelet-ts';
 import type { CsiDriver } from './registration.ts';
@@ -9,6 +10,8 @@ export interface Publication {
   volumeHandle: string;
   /** `<pod volume dir>/mount`; its parent (the pod's volume dir, with vol_data.json) goes with it. */
   targetPath: string;
+  /** The pod's volume dir (vol_data.json) when the target is elsewhere (a block volume's `volumeDevices/publish/<pv>/<podUID>`). */
+  volumeDir?: string;
   /** Only in records of kubelet-ts versions that staged inline volumes: unstaged after the unpublish. */
   stagingPath?: string;
 }
@@ -88,6 +91,14 @@ export class PublicationCleanup {
       await driver.client.nodeUnstageVolume({ volumeId: p.volumeHandle, stagingTargetPath: p.stagingPath });
       if (await isMountPoint(p.stagingPath)) throw new Error(`${p.stagingPath} is still mounted after NodeUnstageVolume`);
       await removeUnmounted(path.dirname(p.stagingPath));
+    }
+    if (p.volumeDir) {
+      // A block target: the file (if the driver left it), its parent once no other pod's target is
+      // in it, and the pod's volume dir with vol_data.json.
+      await removeUnmounted(p.targetPath);
+      await fs.rmdir(path.dirname(p.targetPath)).catch(() => {});
+      await removeUnmounted(p.volumeDir);
+      return;
     }
     // The target (if the driver left it), vol_data.json and the volume dir itself.
     await removeUnmounted(path.dirname(p.targetPath));

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { AppsV1Api, StorageV1Api, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
-import { deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
+import { blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
 import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
 import { CsiController } from '../support/csi-controller.ts';
 import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
@@ -55,11 +55,12 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     suite.onCleanup(() => storage.deleteCSIDriver({ name: DRIVER }));
   }
 
-  /** A volume made in the driver, a PV for it pre-bound to a PVC of `ns`, both Bound. */
-  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string): Promise<{ pv: string; volumeHandle: string }> {
+  /** A volume made in the driver (a raw block one with `block`), a PV for it pre-bound to a PVC of `ns`, both Bound. */
+  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts: { block?: boolean } = {}): Promise<{ pv: string; volumeHandle: string }> {
     const controller = new CsiController(driver.csiSocket);
     const pv = suite.uniqueName('pv');
-    const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024);
+    const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024, opts);
+    const volumeMode = opts.block ? 'Block' : 'Filesystem';
     suite.onCleanup(async () => {
       await controller.deleteVolume(volumeHandle).catch(() => {});
       controller.close();
@@ -69,28 +70,32 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
         metadata: { name: pv },
         spec: {
           capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '',
-          claimRef: { namespace: ns, name: claim }, csi: { driver: DRIVER, volumeHandle, volumeAttributes: { kind: 'test' } },
+          claimRef: { namespace: ns, name: claim }, csi: { driver: DRIVER, volumeHandle, volumeAttributes: { kind: 'test' } }, volumeMode,
         },
       },
     });
     suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
     await suite.core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
-      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: '' } },
+      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: '', volumeMode } },
     });
     await waitFor(`PVC ${ns}/${claim} Bound`, async () => (await suite.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase === 'Bound', 60_000, 300);
     return { pv, volumeHandle };
   }
 
-  /** A busybox pod on `node` running `script` with the claim at /data; deleted (and waited for) after the test. */
-  async function claimPod(node: SuiteNode, ns: string, name: string, claim: string, script: string, securityContext?: V1PodSecurityContext): Promise<void> {
+  /**
+   * A busybox pod on `node` running `script` with the claim at /data (a block claim with
+   * `device`: as the device /dev/xvda); deleted (and waited for) after the test.
+   */
+  async function claimPod(node: SuiteNode, ns: string, name: string, claim: string, script: string, securityContext?: V1PodSecurityContext, opts: { device?: boolean } = {}): Promise<void> {
+    const use = opts.device ? { volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] } : { volumeMounts: [{ name: 'data', mountPath: '/data' }] };
     await suite.core.createNamespacedPod({
       namespace: ns,
       body: {
         metadata: { name },
         spec: {
           nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, ...(securityContext ? { securityContext } : {}),
-          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], ...use }],
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
         },
       },
@@ -183,6 +188,43 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     await deletePod(ns, 'reader');
     assert.deepEqual(await mountsUnder(rootDir), [], 'nothing left mounted under the kubelet root dir');
     await waitFor('the global mount removed again', async () => !(await fs.stat(path.dirname(globalMount)).then(() => true, () => false)), 10_000);
+  });
+
+  it('a block volume (volumeMode Block): staged and published at upstream\'s volumeDevices paths, a device in the container that keeps its bytes from one pod to the next; nothing left after', async function () {
+    const { node, kubelet, driver, rootDir } = await storageNode('pvblock');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvblock');
+    const { pv, volumeHandle } = await boundClaim(driver, ns, 'disk', { block: true });
+    const devices = path.join(rootDir, 'plugins', 'kubernetes.io', 'csi', 'volumeDevices');
+
+    await claimPod(node, ns, 'writer', 'disk', 'exec sleep 3600', undefined, { device: true });
+    const writer = await running(ns, 'writer');
+    const { stagingPath, publishPath } = blockPaths(rootDir, pv, writer.metadata!.uid!);
+    // A block device in the container, written raw and read back (no filesystem on it).
+    const written = await exec(kubelet, writer, ['sh', '-c', '[ -b /dev/xvda ] && printf raw-bytes-kept | dd of=/dev/xvda conv=fsync 2>/dev/null && head -c 14 /dev/xvda']);
+    assert.deepEqual(written, { out: 'raw-bytes-kept', code: 0 });
+    const stage = (await driver.calls('NodeStageVolume')).find((c) => c.Request.volume_id === volumeHandle);
+    assert.equal(stage?.Request.staging_target_path, stagingPath);
+    // The driver logs the capability's oneof as Go marshals it: {"AccessType":{"Block":{}}, ...}.
+    const accessType = (call: typeof stage) => Object.keys(call?.Request.volume_capability?.AccessType ?? {});
+    assert.deepEqual(accessType(stage), ['Block'], 'staged with a block capability');
+    const publish = (await driver.calls('NodePublishVolume')).find((c) => c.Request.volume_id === volumeHandle);
+    assert.equal(publish?.Request.target_path, publishPath);
+    assert.equal(publish?.Request.staging_target_path, stagingPath);
+    assert.deepEqual(accessType(publish), ['Block'], 'published with a block capability');
+    assert.ok((await fs.stat(publishPath)).isBlockDevice(), `the publication ${publishPath} is a block device on the node`);
+
+    await deletePod(ns, 'writer');
+    await waitFor('unpublished and unstaged after the last pod', async () => !(await fs.stat(path.join(devices, pv)).then(() => true, () => false)), 10_000);
+    assert.ok((await driver.calls('NodeUnstageVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.staging_target_path === stagingPath && c.Error === ''));
+    await assert.rejects(fs.stat(publishPath), 'the publication is removed');
+
+    await claimPod(node, ns, 'reader', 'disk', 'exec sleep 3600', undefined, { device: true });
+    const reader = await running(ns, 'reader');
+    assert.deepEqual(await exec(kubelet, reader, ['head', '-c', '14', '/dev/xvda']), { out: 'raw-bytes-kept', code: 0 }, 'the next pod of the claim reads the bytes the first wrote');
+    await deletePod(ns, 'reader');
+    assert.deepEqual(await mountsUnder(rootDir), [], 'nothing left mounted under the kubelet root dir');
+    await waitFor('the volume\'s dirs removed', async () => (await fs.readdir(devices).catch(() => [] as string[])).every((d) => d === 'staging' || d === 'publish') && (await fs.readdir(path.join(devices, 'staging')).catch(() => [])).length === 0 && (await fs.readdir(path.join(devices, 'publish')).catch(() => [])).length === 0, 10_000);
   });
 
   it('a StatefulSet of 2 replicas with volumeClaimTemplates keeps each replica\'s data when its pods are deleted and recreated', async function () {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { V1PersistentVolumeSpec, V1Pod } from '@kubernetes/client-node';
 import { clusterSuite } from '../support/cluster-suite.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { run } from '../../tools/node-env/util.ts';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 
 /**
@@ -32,13 +33,15 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
     suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
     await suite.core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
-      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, volumeName: pv, storageClassName: '' } },
+      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, volumeName: pv, storageClassName: '', volumeMode: source.volumeMode ?? 'Filesystem' } },
     });
     await waitFor(`PVC ${ns}/${claim} Bound`, async () => (await suite.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase === 'Bound', 60_000, 300);
     return pv;
   }
 
-  async function runClaimPod(ns: string, name: string, nodeName: string, claim: string, script: string, fsGroup?: number): Promise<V1Pod> {
+  /** Runs a busybox pod with the claim at /data (with `device`: a block claim as /dev/xvda) until it Succeeded. */
+  async function runClaimPod(ns: string, name: string, nodeName: string, claim: string, script: string, fsGroup?: number, opts: { device?: boolean } = {}): Promise<V1Pod> {
+    const use = opts.device ? { volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] } : { volumeMounts: [{ name: 'data', mountPath: '/data' }] };
     await suite.core.createNamespacedPod({
       namespace: ns,
       body: {
@@ -46,7 +49,7 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
         spec: {
           nodeName, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, restartPolicy: 'Never',
           ...(fsGroup !== undefined ? { securityContext: { runAsUser: 1000, runAsGroup: 1000, fsGroup } } : {}),
-          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], ...use }],
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
         },
       },
@@ -100,6 +103,27 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
     assert.match(event.message ?? '', new RegExp(`local PersistentVolume ${pv}: path "${missing}" does not exist on this node`));
     assert.equal((await suite.core.readNamespacedPod({ name: 'waits', namespace: ns })).status?.phase, 'Pending');
     await deletePod(ns, 'waits');
+  });
+
+  it("a local block PV (volumeMode Block): the node's device is the container's /dev/xvda, written raw", async function () {
+    const node = suite.node('localblock');
+    await suite.kubelet(node);
+    const ns = await suite.namespace('localblock');
+    // A loop device over a file stands for the node's disk.
+    const backing = path.join(suite.dir, `${node.name}-disk.img`);
+    await fs.writeFile(backing, Buffer.alloc(1024 * 1024));
+    const loop = (await run('losetup', ['--find', '--show', backing])).stdout.trim();
+    suite.onCleanup(async () => {
+      await run('losetup', ['--detach', loop]).catch(() => {});
+      await fs.rm(backing, { force: true });
+    });
+    await boundClaim(ns, 'disk', { local: { path: loop }, volumeMode: 'Block' }, node.name);
+    await runClaimPod(ns, 'raw', node.name, 'disk', '[ -b /dev/xvda ] && printf written-raw | dd of=/dev/xvda conv=fsync', undefined, { device: true });
+    const fd = await fs.open(loop, 'r');
+    const head = Buffer.alloc(11);
+    await fd.read(head, 0, 11, 0).finally(() => fd.close());
+    assert.equal(head.toString(), 'written-raw', 'the bytes are on the node\'s device');
+    await deletePod(ns, 'raw');
   });
 
   it('a hostPath PV: the pod reads and writes the host path itself', async function () {

@@ -18,12 +18,13 @@ export class CsiController {
     this.client = new Controller(`unix:${socket}`, grpc.credentials.createInsecure());
   }
 
-  /** A mount volume of `bytes` named `name` (CreateVolume is idempotent by name); its volume id. */
-  async createVolume(name: string, bytes: number): Promise<string> {
+  /** A mount (or with `block`, a raw block) volume of `bytes` named `name` (CreateVolume is idempotent by name); its volume id. */
+  async createVolume(name: string, bytes: number, opts: { block?: boolean } = {}): Promise<string> {
+    const accessType = opts.block ? { block: {} } : { mount: { fsType: '', mountFlags: [] } };
     const r = await unary<{ volume: { volumeId: string } }>(this.client, 'CreateVolume', {
       name,
       capacityRange: { requiredBytes: String(bytes) },
-      volumeCapabilities: [{ mount: { fsType: '', mountFlags: [] }, accessMode: { mode: 'SINGLE_NODE_WRITER' } }],
+      volumeCapabilities: [{ ...accessType, accessMode: { mode: 'SINGLE_NODE_WRITER' } }],
     }, 10_000);
     return r.volume.volumeId;
   }

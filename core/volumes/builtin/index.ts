@@ -77,6 +77,7 @@ export function tapBuiltinVolumes(
     // A pod's own hostPath volume, or a hostPath PersistentVolume its claim is bound to.
     const src = r.persistentVolume?.volume.spec?.hostPath ?? r.volume.hostPath;
     if (!src) throw new Error(`volume ${r.volume.name}: no hostPath source`);
+    if (r.persistentVolume?.volume.spec?.volumeMode === 'Block') throw new Error(`hostPath PersistentVolume ${r.persistentVolume.volume.metadata?.name ?? ''} has volumeMode Block: hostPath volumes are Filesystem only (a block device is a local PersistentVolume)`);
     // Without host mounts nothing on this host uses the path: the pod's node is not this host.
     if (hostMounts) await checkHostPath(src.path, src.type ?? '');
     return { path: src.path };
@@ -90,7 +91,10 @@ export function tapBuiltinVolumes(
     if (!pv || !src) throw new Error(`volume ${r.volume.name}: a local volume comes only from a PersistentVolume`);
     const pvName = pv.metadata?.name ?? '';
     const readOnly = r.persistentVolume!.readOnly;
-    await checkLocalVolume(pvName, src);
+    const block = pv.spec?.volumeMode === 'Block';
+    await checkLocalVolume(pvName, src, block ? 'Block' : 'Filesystem');
+    // A block device goes to the containers' volumeDevices as it is: nothing to mount.
+    if (block) return { path: src.path, blockDevice: true, readOnly };
     // Without host mounts the pod's node is not this host: the path is handed over as it is.
     if (!hostMounts) return { path: src.path, readOnly };
     await fs.mkdir(r.dir, { recursive: true, mode: 0o750 });

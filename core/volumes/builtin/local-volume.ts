@@ -7,13 +7,18 @@ import type { V1LocalVolumeSource } from '@kubernetes/client-node';
  * (`nodeAffinity`). The kubelet bind-mounts it into the pod's volume dir, read-only when the
  * claim is, and gives it to the pod's fsGroup unless read-only, as upstream's SetUp does. A
  * block device named as a Filesystem volume would be formatted and mounted with its `fsType`
- * upstream: refused here, naming the PV.
+ * upstream: refused here, naming the PV. A `volumeMode: Block` local PV names a block device,
+ * handed to the pod's volumeDevices as it is.
  */
-export async function checkLocalVolume(pvName: string, src: V1LocalVolumeSource): Promise<void> {
+export async function checkLocalVolume(pvName: string, src: V1LocalVolumeSource, volumeMode = 'Filesystem'): Promise<void> {
   const p = src.path;
   if (!p || !p.startsWith('/')) throw new Error(`local PersistentVolume ${pvName}: path "${p ?? ''}" must be absolute`);
   const st = await fs.stat(p).catch(() => undefined);
   if (!st) throw new Error(`local PersistentVolume ${pvName}: path "${p}" does not exist on this node`);
+  if (volumeMode === 'Block') {
+    if (!st.isBlockDevice()) throw new Error(`local PersistentVolume ${pvName} has volumeMode Block, but "${p}" is not a block device`);
+    return;
+  }
   if (st.isBlockDevice()) throw new Error(`local PersistentVolume ${pvName}: "${p}" is a block device; formatting and mounting one as a Filesystem volume is not supported by kubelet-ts yet`);
   if (!st.isDirectory()) throw new Error(`local PersistentVolume ${pvName}: "${p}" is not a directory`);
 }

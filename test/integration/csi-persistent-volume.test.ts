@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { AppsV1Api, StorageV1Api, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
+import { AppsV1Api, StorageV1Api, type V1CSIPersistentVolumeSource, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
 import { blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
@@ -56,7 +56,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
   }
 
   /** A volume made in the driver (a raw block one with `block`), a PV for it pre-bound to a PVC of `ns`, both Bound. */
-  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts: { block?: boolean } = {}): Promise<{ pv: string; volumeHandle: string }> {
+  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts: { block?: boolean; csi?: Partial<V1CSIPersistentVolumeSource> } = {}): Promise<{ pv: string; volumeHandle: string }> {
     const controller = new CsiController(driver.csiSocket);
     const pv = suite.uniqueName('pv');
     const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024, opts);
@@ -70,7 +70,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
         metadata: { name: pv },
         spec: {
           capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '',
-          claimRef: { namespace: ns, name: claim }, csi: { driver: DRIVER, volumeHandle, volumeAttributes: { kind: 'test' } }, volumeMode,
+          claimRef: { namespace: ns, name: claim }, csi: { driver: DRIVER, volumeHandle, volumeAttributes: { kind: 'test' }, ...opts.csi }, volumeMode,
         },
       },
     });
@@ -369,6 +369,32 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     const ungrouped = await running(ns, 'ungrouped');
     const [gid] = (await exec(kubelet, ungrouped, ['stat', '-c', '%g', '/data'])).out.split('\n');
     assert.equal(gid, '0', 'the default policy without an fsType changes nothing (upstream)');
+  });
+
+  it("passes the Secrets a PV's nodeStageSecretRef and nodePublishSecretRef name (in their own namespace) to the driver; a missing one keeps the pod Pending with FailedMount naming it", async function () {
+    const { node, driver } = await storageNode('pvsecret');
+    await csiDriverObject();
+    const ns = await suite.namespace('pvsecret');
+    // The driver's secrets live apart from the pod's namespace, as a storage admin keeps them.
+    const store = await suite.namespace('pvsecret-store');
+    await suite.core.createNamespacedSecret({ namespace: store, body: { metadata: { name: 'stage-creds' }, stringData: { 'stage-key': 'stage-value' } } });
+    await suite.core.createNamespacedSecret({ namespace: store, body: { metadata: { name: 'publish-creds' }, data: { 'publish-key': Buffer.from('publish-value').toString('base64') } } });
+    const { volumeHandle } = await boundClaim(driver, ns, 'data', {
+      csi: { nodeStageSecretRef: { name: 'stage-creds', namespace: store }, nodePublishSecretRef: { name: 'publish-creds', namespace: store } },
+    });
+    await claimPod(node, ns, 'with-secrets', 'data', 'exec sleep 3600');
+    await running(ns, 'with-secrets');
+    // The driver logs requests with secret values stripped (protosanitizer): the keys say which Secret came.
+    const call = async (method: string) => (await driver.calls(method)).find((c) => c.Request.volume_id === volumeHandle && c.Error === '');
+    assert.deepEqual(Object.keys((await call('NodeStageVolume'))?.Request.secrets ?? {}), ['stage-key']);
+    assert.deepEqual(Object.keys((await call('NodePublishVolume'))?.Request.secrets ?? {}), ['publish-key']);
+    await deletePod(ns, 'with-secrets');
+
+    await boundClaim(driver, ns, 'locked', { csi: { nodePublishSecretRef: { name: 'no-such-creds', namespace: store } } });
+    await claimPod(node, ns, 'no-secret', 'locked', 'exec sleep 3600');
+    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'no-secret' && e.reason === 'FailedMount'), 60_000, 500);
+    assert.match(event.message ?? '', new RegExp(`nodePublishSecretRef: secret "${store}/no-such-creds" not found`));
+    assert.equal((await readPod(ns, 'no-secret')).status?.phase, 'Pending');
   });
 
   it('keeps a pod whose claim does not exist Pending, with upstream\'s FailedMount event and no container', async function () {

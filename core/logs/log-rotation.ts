@@ -1,15 +1,22 @@
 /**
  * Container log rotation, as upstream's containerLogManager does it
- * (pkg/kubelet/logs/container_log_manager.go): every `containerLogMonitorInterval` each running
- * container's log file larger than `containerLogMaxSize` is rotated:
+ * (pkg/kubelet/logs/container_log_manager.go), with the same files in the end: every
+ * `containerLogMonitorInterval` each running container's log file larger than
+ * `containerLogMaxSize` is rotated:
  *
  *   1. leftovers of an interrupted rotation are removed (`*.tmp`, an uncompressed file whose
  *      `.gz` exists);
- *   2. the oldest rotated files are removed so that, with the current file and the one about to
- *      be rotated, at most `containerLogMaxFiles` remain;
- *   3. rotated files not yet compressed are gzipped (`<log>.<time>.gz`, written as `.tmp` first);
- *   4. the current file is renamed `<log>.<YYYYMMDD-hhmmss>` and the runtime is asked to reopen
- *      the log (CRI ReopenContainerLog); if it cannot, the rename is undone.
+ *   2. the current file is renamed `<log>.<YYYYMMDD-hhmmss>` and the runtime is asked to reopen
+ *      the log (CRI ReopenContainerLog); if it cannot, the rename is undone;
+ *   3. the oldest rotated files are removed so that, with the current file, at most
+ *      `containerLogMaxFiles` remain;
+ *   4. rotated files but the newest are gzipped (`<log>.<time>.gz`, written as `.tmp` first).
+ *
+ * Two things hold a container that floods its log closer to the limits than upstream's order
+ * and period do: the writer is moved to a new file first, before the old files are compressed
+ * (upstream compresses first, and a flooded file takes seconds to gzip while the current one
+ * keeps growing); and after a pass that rotated something the next pass comes after a second,
+ * not a whole interval, until no file is over the size.
  *
  * Readers of the log (`/containerLogs`, `kubelet-ts logs -f`) notice the new file at the path
  * and go on reading there.
@@ -24,6 +31,8 @@ import type { Logger } from '../logger.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 
 const COMPRESS_SUFFIX = '.gz';
+/** The next pass after one that rotated a file: a writer still flooding its log is caught within a second. */
+const HOT_RECHECK_MS = 1000;
 const TMP_SUFFIX = '.tmp';
 
 export interface LogRotationPolicy { maxSizeBytes: number; maxFiles: number; monitorIntervalMs: number }
@@ -45,7 +54,8 @@ export function rotationTimestamp(d: Date): string {
 
 export class LogRotation {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private running: Promise<boolean> | undefined;
+  private stopped = false;
 
   constructor(private readonly deps: LogRotationDeps) {}
 
@@ -54,39 +64,50 @@ export class LogRotation {
       this.deps.logger.info('the runtime cannot reopen container logs: they are not rotated');
       return;
     }
-    this.timer = setInterval(() => {
-      this.running ??= this.rotateAll().finally(() => {
+    this.schedule(this.deps.policy.monitorIntervalMs);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.rotateAll();
+      void this.running.then((rotated) => {
         this.running = undefined;
+        this.schedule(rotated ? Math.min(HOT_RECHECK_MS, this.deps.policy.monitorIntervalMs) : this.deps.policy.monitorIntervalMs);
       });
-    }, this.deps.policy.monitorIntervalMs);
+    }, delayMs);
     this.timer.unref();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    this.stopped = true;
+    clearTimeout(this.timer);
     await this.running;
   }
 
-  /** One pass over the running containers (exported for tests). */
-  async rotateAll(): Promise<void> {
+  /** One pass over the running containers (exported for tests); true when it rotated a file. Never rejects. */
+  async rotateAll(): Promise<boolean> {
+    let rotated = false;
     for (const c of this.deps.runningContainers()) {
       if (!c.logPath) continue;
       try {
         const st = await fs.stat(c.logPath).catch(() => undefined);
         if (!st || st.size < this.deps.policy.maxSizeBytes) continue;
         await this.rotate(c.id, c.logPath);
+        rotated = true;
       } catch (err) {
         this.deps.logger.warn({ containerId: c.id, log: c.logPath, err: errorMessage(err) }, 'container log rotation failed');
       }
     }
+    return rotated;
   }
 
   private async rotate(id: string, log: string): Promise<void> {
-    let rotated = await this.rotatedFiles(log);
-    rotated = await this.cleanupUnused(rotated);
-    rotated = await this.removeExcess(rotated);
-    for (const f of rotated) if (!f.endsWith(COMPRESS_SUFFIX)) await this.compress(f);
+    const previous = await this.cleanupUnused(await this.rotatedFiles(log));
     const target = `${log}.${rotationTimestamp(this.deps.now?.() ?? new Date())}`;
+    // A file rotated within this same second keeps its name: this one waits for the next pass
+    // rather than replace it (a rename would).
+    if (previous.some((f) => f === target || f === `${target}${COMPRESS_SUFFIX}`)) return;
     await fs.rename(log, target);
     try {
       await this.deps.runtime().reopenContainerLog!(id);
@@ -96,6 +117,8 @@ export class LogRotation {
       throw new Error(`reopen container log: ${errorMessage(err)}`, { cause: err });
     }
     this.deps.logger.debug({ containerId: id, log, rotated: target }, 'container log rotated');
+    const rotated = await this.removeExcess([...previous, target]);
+    for (const f of rotated.slice(0, -1)) if (!f.endsWith(COMPRESS_SUFFIX)) await this.compress(f);
   }
 
   /** The rotated files of `log` (`<log>.*`), oldest first (their names sort by time). */
@@ -117,9 +140,9 @@ export class LogRotation {
     return keep;
   }
 
-  /** Keeps at most maxFiles-2 rotated files (the current one and the one about to be rotated make maxFiles), removing the oldest. */
+  /** Keeps at most maxFiles-1 rotated files (with the current one, maxFiles), removing the oldest; at least the newest. */
   private async removeExcess(files: string[]): Promise<string[]> {
-    const keepCount = Math.max(0, this.deps.policy.maxFiles - 2);
+    const keepCount = Math.max(1, this.deps.policy.maxFiles - 1);
     const excess = files.length - keepCount;
     for (const f of files.slice(0, Math.max(0, excess))) await fs.rm(f, { force: true });
     return files.slice(Math.max(0, excess));

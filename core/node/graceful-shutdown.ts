@@ -18,9 +18,6 @@ import type { ShutdownGroup } from '../config/types.ts';
  * to the sum of the groups' periods with a drop-in, as upstream does.
  */
 
-/** A group of pods by priority and its grace period (the config's shutdown groups). */
-export type ShutdownPeriod = ShutdownGroup;
-
 /** The status of a pod ended for a shutdown (upstream nodeShutdownReason and nodeShutdownMessage). */
 export const NODE_SHUTDOWN_REASON = 'Terminated';
 export const NODE_SHUTDOWN_MESSAGE = 'Pod was terminated in response to imminent node shutdown.';
@@ -40,7 +37,7 @@ const STATUS_FLUSH_MS = 5000;
  * Pods in their groups, lowest priority first: a pod goes to the group of the highest priority
  * not above its own; a pod below every group's priority to the lowest group.
  */
-export function groupByPriority(periods: readonly ShutdownPeriod[], pods: readonly V1Pod[]): Array<ShutdownPeriod & { pods: V1Pod[] }> {
+export function groupByPriority(periods: readonly ShutdownGroup[], pods: readonly V1Pod[]): Array<ShutdownGroup & { pods: V1Pod[] }> {
   const groups = [...periods].sort((a, b) => a.priority - b.priority).map((p) => ({ ...p, pods: [] as V1Pod[] }));
   if (groups.length === 0) return [];
   for (const pod of pods) {
@@ -60,7 +57,7 @@ export function shutdownGraceOf(pod: V1Pod, groupSeconds: number): number {
 
 export interface GracefulShutdownDeps {
   /** The groups (empty: graceful shutdown is off). */
-  periods: ShutdownPeriod[];
+  periods: ShutdownGroup[];
   logind: () => Promise<Logind>;
   /** Where InhibitDelayMaxSec is raised (default LOGIND_DROP_IN). */
   logindDropIn?: string;

@@ -62,6 +62,43 @@ describe('container log rotation', function () {
     assert.equal(await fs.readFile(path.join(dir, '0.log.20260102-030408'), 'utf8'), 'content number 4\n');
   });
 
+  it('never replaces a file rotated in the same second: the rotation waits for the next pass', async function () {
+    const r = rotation(3);
+    await fs.writeFile(log, 'first content\n');
+    await r.rotateAll();
+    await fs.writeFile(log, 'second content\n');
+    await r.rotateAll(); // the same second
+    assert.deepEqual((await fs.readdir(dir)).sort(), ['0.log', '0.log.20260102-030405']);
+    assert.equal(await fs.readFile(path.join(dir, '0.log.20260102-030405'), 'utf8'), 'first content\n');
+    tick();
+    await r.rotateAll();
+    assert.deepEqual((await fs.readdir(dir)).sort(), ['0.log', '0.log.20260102-030405.gz', '0.log.20260102-030406']);
+    assert.equal(await fs.readFile(path.join(dir, '0.log.20260102-030406'), 'utf8'), 'second content\n');
+  });
+
+  it('moves the writer to a new file before it compresses older ones', async function () {
+    const r = rotation(3);
+    await fs.writeFile(log, 'old content here\n');
+    await r.rotateAll();
+    tick();
+    await fs.writeFile(log, 'newer content here\n');
+    // The reopen sees the older rotated file still uncompressed: compression comes after.
+    const seen: string[][] = [];
+    const reopen = async () => {
+      seen.push((await fs.readdir(dir)).sort());
+      await fs.writeFile(log, '');
+    };
+    await new LogRotation({
+      policy: { maxSizeBytes: 10, maxFiles: 3, monitorIntervalMs: 1000 },
+      runtime: () => ({ reopenContainerLog: reopen }) as unknown as ContainerRuntime,
+      runningContainers: () => [{ id: 'c1', logPath: log }],
+      logger: silentLogger(),
+      now: () => clock,
+    }).rotateAll();
+    assert.deepEqual(seen, [['0.log.20260102-030405', '0.log.20260102-030406']]);
+    assert.deepEqual((await fs.readdir(dir)).sort(), ['0.log', '0.log.20260102-030405.gz', '0.log.20260102-030406']);
+  });
+
   it('cleans up what an interrupted rotation left', async function () {
     await fs.writeFile(path.join(dir, '0.log.20260101-000000'), 'x');
     await fs.writeFile(path.join(dir, '0.log.20260101-000000.gz'), 'x');

@@ -49,6 +49,10 @@ export interface UpstreamSpec {
   hostMountNamespace: string;
   /** klog verbosity. */
   verbosity: number;
+  /** KubeletConfiguration fields over the benchmark's (e.g. containerLogMaxSize for bench:log-flood). */
+  extraConfig?: Record<string, unknown>;
+  /** The size of the tmpfs over /var/log (pod logs); default 512m. */
+  varLogSize?: string;
 }
 
 /** The tunables upstream's container manager sets (setupKernelTunables), as /proc/sys paths. */
@@ -86,6 +90,7 @@ function kubeletConfig(spec: UpstreamSpec, endpoint: string): string {
     volumePluginDir: path.join(spec.dir, 'volume-plugins'),
     maxPods: spec.maxPods,
     ...(spec.staticPodPath ? { staticPodPath: spec.staticPodPath } : {}),
+    ...spec.extraConfig,
   });
 }
 
@@ -94,7 +99,7 @@ async function main(): Promise<void> {
   // Never touch the host: refuse to run in the mount namespace of the process that started us.
   if (readlinkSync('/proc/self/ns/mnt') === spec.hostMountNamespace) throw new Error('not in a private mount namespace (run through unshare --mount)');
 
-  for (const dir of ['/var/log', '/var/lib/kubelet']) await sh('mount', ['-t', 'tmpfs', '-o', 'mode=0755,size=512m', 'kts-bench-api', dir]);
+  for (const dir of ['/var/log', '/var/lib/kubelet']) await sh('mount', ['-t', 'tmpfs', '-o', `mode=0755,size=${dir === '/var/log' ? spec.varLogSize ?? '512m' : '512m'}`, 'kts-bench-api', dir]);
   const sysctlDir = path.join(spec.dir, 'sysctl');
   for (const key of KERNEL_TUNABLES) {
     const file = path.join(sysctlDir, key.replace(/\//g, '.'));

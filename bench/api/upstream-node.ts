@@ -38,7 +38,7 @@ export interface UpstreamNode {
 }
 
 /** What the caller says of the node: the spec the process inside gets, less what this side works out (ports, cgroup root, namespace). */
-export type UpstreamNodeOptions = Pick<UpstreamSpec, 'dir' | 'kubeletBinary' | 'kubeconfig' | 'staticPodPath' | 'nodeName' | 'nodeIP' | 'sandboxImage' | 'maxPods'> & {
+export type UpstreamNodeOptions = Pick<UpstreamSpec, 'dir' | 'kubeletBinary' | 'kubeconfig' | 'staticPodPath' | 'nodeName' | 'nodeIP' | 'sandboxImage' | 'maxPods' | 'extraConfig' | 'varLogSize'> & {
   log: (line: string) => void;
 };
 
@@ -102,6 +102,8 @@ export async function startUpstreamNode(opts: UpstreamNodeOptions): Promise<Upst
     ports: { port: await freePort(), healthz: await freePort(), readOnly: await freePort() },
     hostMountNamespace: readlinkSync('/proc/self/ns/mnt'),
     verbosity: 1,
+    ...(opts.extraConfig ? { extraConfig: opts.extraConfig } : {}),
+    ...(opts.varLogSize ? { varLogSize: opts.varLogSize } : {}),
   };
   const specFile = path.join(opts.dir, 'spec.json');
   await writeFile(specFile, JSON.stringify(spec));

@@ -6,11 +6,12 @@
  *
  *   1. leftovers of an interrupted rotation are removed (`*.tmp`, an uncompressed file whose
  *      `.gz` exists);
- *   2. the current file is renamed `<log>.<YYYYMMDD-hhmmss>` and the runtime is asked to reopen
+ *   2. the oldest rotated files are removed so that, with the current file and the one about to
+ *      be rotated, at most `containerLogMaxFiles` remain (never more, even for a moment);
+ *   3. the current file is renamed `<log>.<YYYYMMDD-hhmmss>` and the runtime is asked to reopen
  *      the log (CRI ReopenContainerLog); if it cannot, the rename is undone;
- *   3. the oldest rotated files are removed so that, with the current file, at most
- *      `containerLogMaxFiles` remain;
- *   4. rotated files but the newest are gzipped (`<log>.<time>.gz`, written as `.tmp` first).
+ *   4. the older rotated files are gzipped (`<log>.<time>.gz`, written as `.tmp` first): all but
+ *      the newest, as upstream.
  *
  * Two things hold a container that floods its log closer to the limits than upstream's order
  * and period do: the writer is moved to a new file first, before the old files are compressed
@@ -108,6 +109,7 @@ export class LogRotation {
     // A file rotated within this same second keeps its name: this one waits for the next pass
     // rather than replace it (a rename would).
     if (previous.some((f) => f === target || f === `${target}${COMPRESS_SUFFIX}`)) return;
+    const older = await this.removeExcess(previous);
     await fs.rename(log, target);
     try {
       await this.deps.runtime().reopenContainerLog!(id);
@@ -117,8 +119,7 @@ export class LogRotation {
       throw new Error(`reopen container log: ${errorMessage(err)}`, { cause: err });
     }
     this.deps.logger.debug({ containerId: id, log, rotated: target }, 'container log rotated');
-    const rotated = await this.removeExcess([...previous, target]);
-    for (const f of rotated.slice(0, -1)) if (!f.endsWith(COMPRESS_SUFFIX)) await this.compress(f);
+    for (const f of older) if (!f.endsWith(COMPRESS_SUFFIX)) await this.compress(f);
   }
 
   /** The rotated files of `log` (`<log>.*`), oldest first (their names sort by time). */
@@ -140,9 +141,9 @@ export class LogRotation {
     return keep;
   }
 
-  /** Keeps at most maxFiles-1 rotated files (with the current one, maxFiles), removing the oldest; at least the newest. */
+  /** Keeps at most maxFiles-2 rotated files (the current one and the one about to be rotated make maxFiles), removing the oldest. */
   private async removeExcess(files: string[]): Promise<string[]> {
-    const keepCount = Math.max(1, this.deps.policy.maxFiles - 1);
+    const keepCount = Math.max(0, this.deps.policy.maxFiles - 2);
     const excess = files.length - keepCount;
     for (const f of files.slice(0, Math.max(0, excess))) await fs.rm(f, { force: true });
     return files.slice(Math.max(0, excess));

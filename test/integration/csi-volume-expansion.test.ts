@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { PatchStrategy, setHeaderOptions, StorageV1Api } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
-import { clusterSuite } from '../support/cluster-suite.ts';
+import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
 import { CsiController } from '../support/csi-controller.ts';
 import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -18,7 +18,8 @@ const mergePatch = () => setHeaderOptions('Content-Type', PatchStrategy.MergePat
  * spec.capacity grown, the claim's request grown, and the claim's status condition
  * FileSystemResizePending set. The kubelet-ts node must then call NodeExpandVolume on the running
  * pod's volume and finish the resize as upstream's kubelet does: the claim's status.capacity is
- * the new size, the condition is gone, and the pod has a FileSystemResizeSuccessful event.
+ * the new size, the condition is gone, and the pod has a FileSystemResizeSuccessful event. Also at
+ * mount time (a volume resized while no pod used it), and a refusal of the driver as upstream's event.
  */
 describe('CSI volume expansion (NodeExpandVolume after a resize) on the real control plane', function () {
   this.timeout(300_000);
@@ -33,10 +34,13 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
     await unpackCsiBinaries(bin);
   });
 
-  it('expands the volume of a running pod, updates the claim\'s status and records FileSystemResizeSuccessful', async function () {
+  interface Setup { node: SuiteNode; rootDir: string; driver: RealCsiDriver; controller: CsiController; ns: string; pv: string; volumeHandle: string }
+
+  /** A kubelet-ts node with csi-grpc and the hostpath driver, the driver's objects, and a 16Mi claim `data` bound to a PV of the driver. */
+  async function setUp(driverArgs: string[] = []): Promise<Setup> {
     const node = suite.node('hx-node');
     const rootDir = path.join(node.dir, 'root');
-    const driver = new RealCsiDriver({ binDir: bin, dir: `${node.dir}-csi`, registryDir: path.join(rootDir, 'plugins_registry'), nodeId: node.name });
+    const driver = new RealCsiDriver({ binDir: bin, dir: `${node.dir}-csi`, registryDir: path.join(rootDir, 'plugins_registry'), nodeId: node.name, driverArgs });
     suite.onCleanup(async () => {
       await driver.stop();
       await fs.rm(`${node.dir}-csi`, { recursive: true, force: true });
@@ -77,66 +81,114 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
       namespace: ns,
       body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: storageClass } },
     });
-    const readClaim = () => suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
     await waitFor(`PVC ${ns}/data Bound with 16Mi`, async () => {
-      const c = await readClaim();
+      const c = await suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
       return c.status?.phase === 'Bound' && c.status.capacity?.storage === '16Mi';
     }, 60_000, 300);
+    return { node, rootDir, driver, controller, ns, pv, volumeHandle };
+  }
 
+  /** Plays the external-resizer (RecoverVolumeExpansionFailure off): ControllerExpandVolume, the PV grown, the claim's request grown, FileSystemResizePending set. */
+  async function resize(s: Setup, bytes: number, size: string): Promise<void> {
+    const expanded = await s.controller.expandVolume(s.volumeHandle, bytes);
+    assert.equal(expanded.nodeExpansionRequired, true, 'the hostpath driver asks for node expansion');
+    await suite.core.patchPersistentVolume({ name: s.pv, body: { spec: { capacity: { storage: size } } } }, mergePatch());
+    await suite.core.patchNamespacedPersistentVolumeClaim({ name: 'data', namespace: s.ns, body: { spec: { resources: { requests: { storage: size } } } } }, mergePatch());
+    await suite.core.patchNamespacedPersistentVolumeClaimStatus({
+      name: 'data', namespace: s.ns,
+      body: { status: { conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date(), message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }] } },
+    }, mergePatch());
+  }
+
+  /** A busybox pod with the claim at /data, Running; deleted (and waited for) after the test. */
+  async function runningPod(s: Setup, name: string): Promise<V1Pod> {
     await suite.core.createNamespacedPod({
-      namespace: ns,
+      namespace: s.ns,
       body: {
-        metadata: { name: 'hx-grower' },
+        metadata: { name },
         spec: {
-          nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+          nodeName: s.node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
           containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'exec sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
         },
       },
     });
     suite.onCleanup(async () => {
-      await suite.core.deleteNamespacedPod({ name: 'hx-grower', namespace: ns }).catch(() => {});
-      await waitFor('pod hx-grower gone', async () => suite.core.readNamespacedPod({ name: 'hx-grower', namespace: ns }).then(() => false, () => true), 60_000, 300);
+      await suite.core.deleteNamespacedPod({ name, namespace: s.ns }).catch(() => {});
+      await waitFor(`pod ${name} gone`, async () => suite.core.readNamespacedPod({ name, namespace: s.ns }).then(() => false, () => true), 60_000, 300);
     });
-    const pod = await waitFor('pod hx-grower Running', async () => {
-      const p = await suite.core.readNamespacedPod({ name: 'hx-grower', namespace: ns });
+    return waitFor(`pod ${name} Running`, async () => {
+      const p = await suite.core.readNamespacedPod({ name, namespace: s.ns });
       return p.status?.phase === 'Running' ? p : undefined;
     }, 90_000, 300);
-    // Nothing to expand while the sizes agree.
-    assert.equal((await driver.calls('NodeExpandVolume')).length, 0, 'no NodeExpandVolume before a resize');
+  }
 
-    // Playing the external-resizer: the controller side, then the PV and the claim as it leaves them.
-    const expanded = await controller.expandVolume(volumeHandle, 32 * MiB);
-    assert.equal(expanded.nodeExpansionRequired, true, 'the hostpath driver asks for node expansion');
-    await suite.core.patchPersistentVolume({ name: pv, body: { spec: { capacity: { storage: '32Mi' } } } }, mergePatch());
-    await suite.core.patchNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns, body: { spec: { resources: { requests: { storage: '32Mi' } } } } }, mergePatch());
-    await suite.core.patchNamespacedPersistentVolumeClaimStatus({
-      name: 'data', namespace: ns,
-      body: { status: { conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date(), message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }] } },
-    }, mergePatch());
+  const readClaim = (s: Setup) => suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: s.ns });
+  const podEvent = (s: Setup, pod: string, reason: string) => waitFor(`a ${reason} event on pod ${pod}`, async () => (await suite.core.listNamespacedEvent({ namespace: s.ns })).items
+    .find((e) => e.involvedObject?.kind === 'Pod' && e.involvedObject.name === pod && e.reason === reason), 60_000, 300);
+  const expandCalls = async (s: Setup) => (await s.driver.calls('NodeExpandVolume')).filter((c) => c.Request.volume_id === s.volumeHandle);
 
-    // The node finishes it: the claim's status has the new size and no pending condition.
-    const claim = await waitFor('the claim\'s status.capacity at 32Mi', async () => {
-      const c = await readClaim();
-      return c.status?.capacity?.storage === '32Mi' ? c : undefined;
+  /** The claim's status once the node finished: the new size, and no resize condition left. */
+  async function finished(s: Setup, size: string): Promise<void> {
+    const claim = await waitFor(`the claim's status.capacity at ${size}`, async () => {
+      const c = await readClaim(s);
+      return c.status?.capacity?.storage === size ? c : undefined;
     }, 60_000, 300);
     assert.deepEqual((claim.status?.conditions ?? []).map((c) => c.type), [], 'FileSystemResizePending is gone');
+  }
 
-    const event = await waitFor('a FileSystemResizeSuccessful event on the pod', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items
-      .find((e) => e.involvedObject?.kind === 'Pod' && e.involvedObject.name === 'hx-grower' && e.reason === 'FileSystemResizeSuccessful'), 30_000, 300);
+  it('expands the volume of a running pod, updates the claim\'s status and records FileSystemResizeSuccessful', async function () {
+    const s = await setUp();
+    const pod = await runningPod(s, 'hx-grower');
+    // Nothing to expand while the sizes agree.
+    assert.equal((await expandCalls(s)).length, 0, 'no NodeExpandVolume before a resize');
+
+    await resize(s, 32 * MiB, '32Mi');
+    await finished(s, '32Mi');
+    const event = await podEvent(s, 'hx-grower', 'FileSystemResizeSuccessful');
     assert.equal(event.type, 'Normal');
-    assert.equal(event.message, `MountVolume.NodeExpandVolume succeeded for volume "${pv}" ${node.name}`);
+    assert.equal(event.message, `MountVolume.NodeExpandVolume succeeded for volume "${s.pv}" ${s.node.name}`);
 
     // What the driver was asked: the pod's publication, the staging path, the new size.
-    const calls = (await driver.calls('NodeExpandVolume')).filter((c) => c.Request.volume_id === volumeHandle);
+    const calls = await expandCalls(s);
     assert.ok(calls.length >= 1, 'NodeExpandVolume was called');
     const req = calls[0]!.Request as { volume_path?: string; staging_target_path?: string; capacity_range?: { required_bytes?: number } };
     assert.equal(calls[0]!.Error, '');
-    assert.equal(req.volume_path, path.join(rootDir, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~csi', pv, 'mount'));
-    assert.equal(req.staging_target_path, deviceMountPath(rootDir, DRIVER, volumeHandle));
+    assert.equal(req.volume_path, path.join(s.rootDir, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~csi', s.pv, 'mount'));
+    assert.equal(req.staging_target_path, deviceMountPath(s.rootDir, DRIVER, s.volumeHandle));
     assert.equal(req.capacity_range?.required_bytes, 32 * MiB);
-    // Once done, later syncs leave it alone.
+    // Once done, later syncs (every 2 s here) leave it alone.
     await new Promise((r) => setTimeout(r, 5000));
-    assert.equal((await driver.calls('NodeExpandVolume')).filter((c) => c.Request.volume_id === volumeHandle).length, calls.length, 'not expanded again once the claim has the size');
+    assert.equal((await expandCalls(s)).length, calls.length, 'not expanded again once the claim has the size');
+  });
+
+  it('expands a volume resized while no pod used it when a pod mounts it, before its container starts', async function () {
+    const s = await setUp();
+    await resize(s, 32 * MiB, '32Mi');
+    const pod = await runningPod(s, 'hx-late');
+    await finished(s, '32Mi');
+    const event = await podEvent(s, 'hx-late', 'FileSystemResizeSuccessful');
+    const started = pod.status?.containerStatuses?.[0]?.state?.running?.startedAt;
+    assert.ok(started, 'the container runs');
+    const expandedAt = event.firstTimestamp ?? event.eventTime;
+    assert.ok(expandedAt && new Date(expandedAt).getTime() <= new Date(started).getTime() + 999, `expanded (${String(expandedAt)}) before the container started (${String(started)})`);
+    assert.equal((await expandCalls(s))[0]!.Error, '');
+  });
+
+  it('a NodeExpandVolume the driver refuses is a VolumeResizeFailed Warning on the pod; the claim keeps its size and condition, the pod runs on', async function () {
+    // The node side refuses above 20Mi, the controller side allows it (as a driver whose node cannot grow the file system that far).
+    const s = await setUp([`--max-volume-size-node=${20 * MiB}`]);
+    await runningPod(s, 'hx-stuck');
+    await resize(s, 32 * MiB, '32Mi');
+    const event = await podEvent(s, 'hx-stuck', 'VolumeResizeFailed');
+    assert.equal(event.type, 'Warning');
+    // Upstream's words, with the plugin that failed named by the core.
+    assert.match(event.message ?? '', new RegExp(`^NodeExpandVolume\\.NodeExpandVolume failed for volume "${s.pv}" : plugin 'csi-grpc' \\(hook expandVolume\\[csi\\]\\): Expander\\.NodeExpand failed to expand the volume : NodeExpandVolume: rpc error: code = OutOfRange`));
+    const claim = await readClaim(s);
+    assert.equal(claim.status?.capacity?.storage, '16Mi');
+    assert.deepEqual((claim.status?.conditions ?? []).map((c) => c.type), ['FileSystemResizePending']);
+    // Retried on later syncs.
+    await waitFor('NodeExpandVolume tried again', async () => (await expandCalls(s)).length >= 2, 30_000, 300);
+    assert.equal((await suite.core.readNamespacedPod({ name: 'hx-stuck', namespace: s.ns })).status?.phase, 'Running');
   });
 });

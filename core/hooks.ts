@@ -190,6 +190,34 @@ export interface VolumeUsage {
   abnormal?: string;
 }
 
+/**
+ * What an `expandVolume.for(type)` tap gets: a set-up persistent volume whose PersistentVolume
+ * grew beyond what its claim's status says (the control plane's resizer expanded it and left the
+ * file system to the node, upstream's `FileSystemResizePending`): grow what the pod sees to
+ * `newSizeBytes` (CSI NodeExpandVolume). The core then updates the claim and records the events.
+ */
+export interface VolumeExpandRequest {
+  pod: V1Pod;
+  volumeName: string;
+  type: string;
+  /** What the provider returned when it set the volume up. */
+  mounted: VolumeMountResult;
+  /** The PersistentVolume as read now (its grown `spec.capacity`), its claim, and whether the pod mounts it read-only. */
+  persistentVolume: { volume: V1PersistentVolume; claim: V1PersistentVolumeClaim; readOnly: boolean };
+  /** The size to grow to: the PV's `spec.capacity.storage`, in bytes. */
+  newSizeBytes: number;
+  /** Where Secrets come from (a CSI `nodeExpandSecretRef`). */
+  objects: ObjectSource;
+  storage?: StorageObjectSource;
+}
+
+/**
+ * How an expansion went: `expanded` (the claim's status gets the new size), or `not-supported`
+ * (the volume needs nothing from the node, e.g. a CSI driver without the node EXPAND_VOLUME
+ * capability: upstream leaves the claim as it is and does not ask again for that size).
+ */
+export type VolumeExpandOutcome = 'expanded' | 'not-supported';
+
 /** A node condition as `nodeStatus` taps set it; the core fills lastHeartbeatTime and lastTransitionTime. */
 export interface NodeConditionDraft { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string }
 
@@ -355,6 +383,14 @@ export function createHooks() {
      * Throw: the volume is left out of the summary (logged at debug).
      */
     volumeStats: new HookMap(() => new AsyncSeriesBailHook<[VolumeStatsRequest], VolumeUsage | undefined>(['request'])),
+    /**
+     * Bail per volume type: grow one set-up persistent volume whose PV grew (a resize the control plane left to the node); the first tap returning an outcome serves it; none → `not-supported`.
+     * Again: on a sync of the pod while the PV's capacity is above its claim's status capacity (a
+     * failure is retried on the next sync), right after the volume is set up too; idempotent (the
+     * same size may be asked again). Changes: nothing (the core patches the claim's status). Time: hookTimeout per tap.
+     * Throw: a `VolumeResizeFailed` Warning event on the pod with the error; retried on the next sync; the pod runs on.
+     */
+    expandVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeExpandRequest], VolumeExpandOutcome | undefined>(['request'])),
 
     // Health and pressure
     /**

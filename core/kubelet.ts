@@ -32,6 +32,7 @@ import { StaticPodUrlSource } from './sources/static-url.ts';
 import { KubeletServer } from './server/read-only-server.ts';
 import { PodTimelines } from './timeline/pod-timeline.ts';
 import { VolumeManager } from './volumes/volume-manager.ts';
+import { VolumeExpansion } from './volumes/volume-expansion.ts';
 import { tapBuiltinVolumes } from './volumes/builtin/index.ts';
 import { EventRecorder, nodeRef, podRef } from './events/event-recorder.ts';
 import { ApiEventSink } from './apiserver/api-event-sink.ts';
@@ -42,6 +43,7 @@ import { ApiPodReporter } from './apiserver/api-pod-reporter.ts';
 import { isApiPod } from './objects/pod-origin.ts';
 import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
 import { ApiStorageObjects } from './apiserver/api-storage-objects.ts';
+import { ApiClaimResizeStatus } from './apiserver/api-claim-resize-status.ts';
 import { PersistentVolumeStats } from './volumes/persistent-volume-stats.ts';
 import { registerVolumeStatsMetrics } from './metrics/volume-stats-metrics.ts';
 import { ServiceCache } from './apiserver/service-cache.ts';
@@ -253,9 +255,14 @@ export class Kubelet {
     });
     // Claims and PersistentVolumes are read from the API server, for API pods only (as ConfigMaps).
     const storageObjects = new ApiStorageObjects(() => this.api?.main);
+    // A resize the control plane left to the node: the provider grows the volume, the claim's status is patched here.
+    const expansion = new VolumeExpansion({
+      hooks: this.hooks, claimStatus: new ApiClaimResizeStatus(() => this.api?.main), logger: logger.child({ component: 'volume-expansion' }),
+      event: (object, type, reason, message) => this.events.record(object, type, reason, message), podEventRef: (pod) => podRef(pod),
+    });
     this.volumes = new VolumeManager({
       hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true,
-      storage: (pod) => (this.api && isApiPod(pod) ? storageObjects : undefined), nodeName: config.nodeName,
+      storage: (pod) => (this.api && isApiPod(pod) ? storageObjects : undefined), nodeName: config.nodeName, expansion,
     });
     await this.volumes.start();
     // Allocations made before a restart come back before any device provider registers again.

@@ -10,6 +10,7 @@ import { containersOf } from '../objects/pod-util.ts';
 import { claimNameOf, resolveClaim, VolumeProcessError } from './claim-resolver.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
 import { bindSubPath, type SubPathBinder } from './subpath.ts';
+import type { VolumeExpansion } from './volume-expansion.ts';
 
 /** The volume source keys of a v1 Volume besides `name`: the first one set is its type. */
 export function volumeType(v: V1Volume): string {
@@ -121,6 +122,8 @@ export class VolumeManager {
       storage?: (pod: V1Pod) => StorageObjectSource | undefined;
       /** This node's name (a CSI VolumeAttachment names it). */
       nodeName?: string;
+      /** The node side of volume resizes: a set-up claim volume whose PV grew is expanded on each sync. */
+      expansion?: VolumeExpansion;
       /**
        * False on a node that mounts nothing on its host (`kubelet-ts hollow`): subPaths are not
        * bound, and removing a pod's directories reads no mount table. Default true.
@@ -252,11 +255,25 @@ export class VolumeManager {
         if (changed) await this.writeRecord(uid, actual);
         changed = false;
       }
+      await this.expandResized(pod, actual);
       if (failures.length > 0) {
         const used = new Set(containersOf(pod).flatMap((c) => [...(c.volumeMounts ?? []), ...(c.volumeDevices ?? [])].map((m) => m.name)));
         throw new VolumeSetupError(failures, [...desired.keys()].filter((n) => used.has(n) && !actual.has(n)).sort());
       }
     });
+  }
+
+  /**
+   * Expands the set-up claim volumes whose PV grew (upstream checks on each reconcile, and
+   * right after a mount: a pod that mounts an already-grown volume gets it expanded before its
+   * containers start). Only for API pods, whose claims can be read.
+   */
+  private async expandResized(pod: V1Pod, actual: Map<string, MountedVolume>): Promise<void> {
+    const storage = this.deps.storage?.(pod);
+    if (!this.deps.expansion || !storage) return;
+    for (const mv of actual.values()) {
+      if (mv.claim !== undefined) await this.deps.expansion.sync(pod, mv, { storage, objects: this.deps.objects(pod) });
+    }
   }
 
   /**
@@ -309,6 +326,7 @@ export class VolumeManager {
       }
       await this.removeLeftovers(uid);
       this.actual.delete(uid);
+      this.deps.expansion?.forget(uid);
     });
   }
 

@@ -77,6 +77,11 @@ export class CsiDriverClient {
     return this.call(this.node, 'NodeGetVolumeStats', req);
   }
 
+  /** Grows a published volume's file system (capacity as int64 decimal strings, as the proto loader wants them). */
+  nodeExpandVolume(req: { volumeId: string; volumePath: string; stagingTargetPath: string; capacityRange: { requiredBytes: string; limitBytes: string }; volumeCapability: object; secrets: Record<string, string> }): Promise<{ capacityBytes: string }> {
+    return this.call(this.node, 'NodeExpandVolume', req);
+  }
+
   close(): void {
     this.identity.close();
     this.node.close();

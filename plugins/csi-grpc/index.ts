@@ -41,6 +41,11 @@ export default definePlugin<CsiGrpcOptions>({
       const data = r.mounted.data as unknown as PersistentVolumeData | undefined;
       return data?.persistent ? persistent.stats(data) : undefined;
     });
+    // A resize the control plane left to the node (inline volumes have no claim to resize).
+    ctx.hooks.expandVolume.for('csi').tapPromise('csi-grpc', async (r) => {
+      const data = r.mounted.data as unknown as PersistentVolumeData | undefined;
+      return data?.persistent ? persistent.expand(r, data) : undefined;
+    });
     // A failed set-up may owe an undo the volume manager knows nothing of: settled once the pod is gone.
     ctx.hooks.podRemoved.tapPromise('csi-grpc', async (pod) => {
       if (pod.metadata?.uid) cleanup.podGone(pod.metadata.uid);

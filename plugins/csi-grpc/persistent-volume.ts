@@ -2,7 +2,8 @@ import type { V1CSIDriver, V1CSIPersistentVolumeSource, V1PersistentVolume } fro
 import { applyFsGroup, fsGroupPlan, fsGroupPolicyOf } from './fs-group.ts';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
+import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeExpandOutcome, type VolumeExpandRequest, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
+import { expandPersistentVolume } from './persistent-expansion.ts';
 import { podInfo } from './inline-volume.ts';
 import { attachmentName, blockPaths, deviceMountPath, podsUsingVolume, stagedBlockVolumes } from './persistent-paths.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
@@ -204,6 +205,17 @@ export class PersistentCsiVolumes {
     }
     if (caps.has('VOLUME_CONDITION') && r.volumeCondition?.abnormal) out.abnormal = r.volumeCondition.message || 'abnormal';
     return out;
+  }
+
+  /**
+   * Grows a published volume to `r.newSizeBytes` (NodeExpandVolume, see persistent-expansion.ts),
+   * under the volume's lock so it never races an unpublish or unstage.
+   */
+  async expand(r: VolumeExpandRequest, data: PersistentVolumeData): Promise<VolumeExpandOutcome> {
+    const driver = this.driver(data.driver);
+    const pv = r.persistentVolume.volume;
+    const secrets = await this.secrets(r.objects, pv.spec?.csi?.nodeExpandSecretRef, 'nodeExpandSecretRef');
+    return this.locked(`${data.driver}/${data.volumeHandle}`, () => expandPersistentVolume({ client: driver.client, pv, data, newSizeBytes: r.newSizeBytes, secrets }));
   }
 
   /**

@@ -7,7 +7,7 @@ const PROTO = fileURLToPath(new URL('./csi-controller.proto', import.meta.url));
 
 /**
  * A CSI driver's Controller service over its socket, for tests that play the
- * external-provisioner (none ships here): CreateVolume makes a volume the driver knows, whose
+ * external-provisioner and the external-resizer (none ships here): CreateVolume makes a volume the driver knows, whose
  * id becomes a PersistentVolume's volumeHandle; DeleteVolume removes it.
  */
 export class CsiController {
@@ -31,6 +31,11 @@ export class CsiController {
 
   async deleteVolume(volumeId: string): Promise<void> {
     await unary(this.client, 'DeleteVolume', { volumeId }, 10_000);
+  }
+
+  /** ControllerExpandVolume to `bytes`, as the external-resizer calls it: whether the driver needs the node to finish. */
+  async expandVolume(volumeId: string, bytes: number): Promise<{ capacityBytes: string; nodeExpansionRequired: boolean }> {
+    return unary(this.client, 'ControllerExpandVolume', { volumeId, capacityRange: { requiredBytes: String(bytes) } }, 10_000);
   }
 
   close(): void {

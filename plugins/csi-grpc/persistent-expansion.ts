@@ -8,7 +8,8 @@ import { persistentAccessMode, type PersistentVolumeData } from './persistent-vo
  * (pkg/volume/csi/expander.go): only for a driver with the node EXPAND_VOLUME capability (one
  * without needs nothing from the node: `not-supported`); the pod's publish target as
  * `volume_path`, the staging path when staged, the new size as `required_bytes`, the PV's fsType,
- * mount options and access mode as the capability, and the `nodeExpandSecretRef` Secret.
+ * mount options and access mode as the capability (a block capability for a block volume), and
+ * the `nodeExpandSecretRef` Secret.
  * A failure comes back as upstream words it, `Expander.NodeExpand failed to expand the volume : ...`.
  */
 export async function expandPersistentVolume(args: {
@@ -28,7 +29,10 @@ export async function expandPersistentVolume(args: {
       volumePath: data.targetPath,
       stagingTargetPath: data.deviceMountPath ?? '',
       capacityRange: { requiredBytes: String(args.newSizeBytes), limitBytes: '0' },
-      volumeCapability: { mount: { fsType: src?.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [] }, accessMode: { mode: persistentAccessMode(pv, capabilities) } },
+      // A block volume is expanded as it was published: a block capability, its device as the volume path.
+      volumeCapability: pv.spec?.volumeMode === 'Block'
+        ? { block: {}, accessMode: { mode: persistentAccessMode(pv, capabilities) } }
+        : { mount: { fsType: src?.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [] }, accessMode: { mode: persistentAccessMode(pv, capabilities) } },
       secrets: args.secrets,
     });
   } catch (err) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
-import { deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
+import { blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
 import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
 import { CsiController } from '../support/csi-controller.ts';
 import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
@@ -37,7 +37,8 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
   interface Setup { node: SuiteNode; rootDir: string; driver: RealCsiDriver; controller: CsiController; ns: string; pv: string; volumeHandle: string }
 
   /** A kubelet-ts node with csi-grpc and the hostpath driver, the driver's objects, and a 16Mi claim `data` bound to a PV of the driver. */
-  async function setUp(driverArgs: string[] = []): Promise<Setup> {
+  async function setUp(driverArgs: string[] = [], opts: { block?: boolean } = {}): Promise<Setup> {
+    const volumeMode = opts.block ? 'Block' : 'Filesystem';
     const node = suite.node('hx-node');
     const rootDir = path.join(node.dir, 'root');
     const driver = new RealCsiDriver({ binDir: bin, dir: `${node.dir}-csi`, registryDir: path.join(rootDir, 'plugins_registry'), nodeId: node.name, driverArgs });
@@ -62,7 +63,7 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
     const ns = await suite.namespace('hx-ns');
     const controller = new CsiController(driver.csiSocket);
     const pv = suite.uniqueName('hx-pv');
-    const volumeHandle = await controller.createVolume(pv, 16 * MiB);
+    const volumeHandle = await controller.createVolume(pv, 16 * MiB, opts);
     suite.onCleanup(async () => {
       await controller.deleteVolume(volumeHandle).catch(() => {});
       controller.close();
@@ -72,14 +73,14 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
         metadata: { name: pv },
         spec: {
           capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: storageClass,
-          claimRef: { namespace: ns, name: 'data' }, csi: { driver: DRIVER, volumeHandle },
+          claimRef: { namespace: ns, name: 'data' }, csi: { driver: DRIVER, volumeHandle }, volumeMode,
         },
       },
     });
     suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
     await suite.core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
-      body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: storageClass } },
+      body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: storageClass, volumeMode } },
     });
     await waitFor(`PVC ${ns}/data Bound with 16Mi`, async () => {
       const c = await suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
@@ -100,15 +101,16 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
     }, mergePatch());
   }
 
-  /** A busybox pod with the claim at /data, Running; deleted (and waited for) after the test. */
-  async function runningPod(s: Setup, name: string): Promise<V1Pod> {
+  /** A busybox pod with the claim at /data (a block claim with `device`: at /dev/xvda), Running; deleted (and waited for) after the test. */
+  async function runningPod(s: Setup, name: string, opts: { device?: boolean } = {}): Promise<V1Pod> {
+    const use = opts.device ? { volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] } : { volumeMounts: [{ name: 'data', mountPath: '/data' }] };
     await suite.core.createNamespacedPod({
       namespace: s.ns,
       body: {
         metadata: { name },
         spec: {
           nodeName: s.node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
-          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'exec sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', 'exec sleep 3600'], ...use }],
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
         },
       },
@@ -173,6 +175,18 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
     const expandedAt = event.firstTimestamp ?? event.eventTime;
     assert.ok(expandedAt && new Date(expandedAt).getTime() <= new Date(started).getTime() + 999, `expanded (${String(expandedAt)}) before the container started (${String(started)})`);
     assert.equal((await expandCalls(s))[0]!.Error, '');
+  });
+
+  it('expands a block volume in use: NodeExpandVolume with a block capability on the pod\'s device', async function () {
+    const s = await setUp([], { block: true });
+    const pod = await runningPod(s, 'hx-block', { device: true });
+    await resize(s, 32 * MiB, '32Mi');
+    await finished(s, '32Mi');
+    await podEvent(s, 'hx-block', 'FileSystemResizeSuccessful');
+    const call = (await expandCalls(s)).find((c) => c.Error === '');
+    assert.ok(call, 'NodeExpandVolume succeeded');
+    assert.deepEqual(Object.keys(call.Request.volume_capability?.AccessType ?? {}), ['Block']);
+    assert.equal(call.Request.volume_path, blockPaths(s.rootDir, s.pv, pod.metadata!.uid!).publishPath);
   });
 
   it('a NodeExpandVolume the driver refuses is a VolumeResizeFailed Warning on the pod; the claim keeps its size and condition, the pod runs on', async function () {

@@ -9,6 +9,7 @@ import { run as runPodStartApi } from '../../bench/pod-start-api.ts';
 import { run as runDensityApi } from '../../bench/density-api.ts';
 import { run as runApiLoad } from '../../bench/api-load.ts';
 import { run as runHollow } from '../../bench/hollow.ts';
+import { run as runLogFlood } from '../../bench/log-flood.ts';
 
 /**
  * The benchmarks in smoke mode (3 pods, a 3 s window) on the shared node environment, so they
@@ -61,6 +62,13 @@ describe('benchmarks (smoke mode)', function () {
     positive(r.relistMs.p50, 'relist p50');
     positive(r.relistMs.p99, 'relist p99');
     positive(r.windowSeconds, 'window');
+  });
+
+  it('log-flood runs a flooding container on raw CRI and kubelet-ts and reports its log sizes', async () => {
+    const r = await runLogFlood({ env, smoke: true, resultsDir: false, log, print });
+    assert.deepEqual(r.sides.map((s) => s.side), ['raw CRI (no rotation)', 'kubelet-ts']);
+    for (const s of r.sides) positive(s.peakTotalMiB, `${s.side} peak total`);
+    positive(r.sides[0]!.writtenMiB, 'raw written');
   });
 });
 

@@ -153,6 +153,8 @@ export interface SandboxStatus extends SandboxSummary {
   additionalIps: string[];
   /** The path of the sandbox's network namespace, when the runtime tells it. */
   netnsPath?: string;
+  /** The pid of the sandbox's process (pause) on the host, when the runtime tells it: a way into its namespaces. */
+  pid?: number;
 }
 
 /** A container as ListContainers reports it. */

@@ -16,7 +16,7 @@ import { LABEL } from '../runtime/labels.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import type { RouteHandler } from '../util/http-route.ts';
 import type { StatsProvider } from '../stats/stats-provider.ts';
-import { probeMetricsRouteHandler, resourceMetricsRouteHandler, summaryRouteHandler } from '../stats/stats-routes.ts';
+import { cadvisorMetricsRouteHandler, probeMetricsRouteHandler, resourceMetricsRouteHandler, summaryRouteHandler } from '../stats/stats-routes.ts';
 import type { PodTimelines } from '../timeline/pod-timeline.ts';
 import { timelineRouteHandler } from '../timeline/timeline-route.ts';
 import { configzRouteHandler } from './configz.ts';
@@ -43,6 +43,7 @@ export function readOnlyRoutes(deps: KubeletRouteDeps): Array<[string, RouteHand
     ['/stats/summary', summaryRouteHandler(deps.stats)],
     ['/metrics', metricsRouteHandler(deps.metrics)],
     ['/metrics/resource', resourceMetricsRouteHandler(deps.stats)],
+    ['/metrics/cadvisor', cadvisorMetricsRouteHandler(deps.stats, () => deps.pods())],
     ['/metrics/probes', probeMetricsRouteHandler(deps.metrics)],
   ];
 }

@@ -109,6 +109,8 @@ export class StatsProvider {
   private readonly rates = new RateTracker();
   private readonly volumeUsage = new DiskUsageCache(VOLUME_STATS_TTL_MS);
   private readonly logUsage = new DiskUsageCache(LOG_STATS_TTL_MS);
+  /** Sandbox id → its process's pid (0: the runtime did not tell), for network figures containerd 1.6 does not give. */
+  private readonly sandboxPids = new Map<string, number>();
   private last: StatsSnapshot | undefined;
   private inflight: Promise<StatsSnapshot> | undefined;
   /** The last collection of the node's figures alone (`pods: false`), and the one in flight. */
@@ -310,6 +312,9 @@ export class StatsProvider {
       runningByPod.set(uid, list);
     }
     const nodefs = await fsFigures(this.deps.rootDir);
+    // The pids of sandboxes that went are forgotten (a pid is reused by the host in time).
+    const live = new Set([...sandboxOf.values()].map((s) => s.id));
+    for (const id of this.sandboxPids.keys()) if (!live.has(id)) this.sandboxPids.delete(id);
     return Promise.all([...sandboxOf.values()].map(async (sandbox) => {
       const uid = sandbox.metadata.uid;
       const pod = known.get(uid);
@@ -338,6 +343,12 @@ export class StatsProvider {
       } else {
         await this.podFromHost(out, uid, t, ctrs);
       }
+      // containerd 1.6 gives sandbox stats without network: read it in the sandbox's network
+      // namespace (a hostNetwork pod's is the node's, reported as the node's, not the pod's).
+      if (!out.network && pod?.spec?.hostNetwork !== true) {
+        const net = await this.sandboxNetwork(sandbox.id);
+        if (net) out.network = networkStats(time, net.primary, net.interfaces);
+      }
       const volumes = await this.volumeStats(uid, time);
       // Persistent volumes are listed, not counted as the pod's ephemeral storage.
       const persistent = (await this.deps.persistentVolumes?.(uid, ref.namespace, time)) ?? [];
@@ -345,6 +356,20 @@ export class StatsProvider {
       out['ephemeral-storage'] = ephemeralStorage(time, ctrs, volumes, nodefs);
       return out;
     }));
+  }
+
+  /** A sandbox's interfaces through its process (its pid asked of the runtime once per sandbox). */
+  private async sandboxNetwork(sandboxId: string): Promise<Awaited<ReturnType<typeof proc.network>>> {
+    let pid = this.sandboxPids.get(sandboxId);
+    if (pid === undefined) {
+      try {
+        pid = (await this.deps.runtime()?.podSandboxStatus(sandboxId))?.pid ?? 0;
+      } catch {
+        return undefined; // no figures this time (asked again next time) is no reason to fail the pod's stats
+      }
+      this.sandboxPids.set(sandboxId, pid);
+    }
+    return pid > 0 ? proc.network(pid) : undefined;
   }
 
   /** Pod CPU, memory and network without sandbox stats: the pod's cgroup and namespace, else its containers summed. */

@@ -1,11 +1,14 @@
 /**
- * The routes the stats service serves: `/stats/summary` (upstream's summary API) and
- * `/metrics/resource` (upstream's resource metrics, the endpoint metrics-server scrapes for
+ * The routes the stats service serves: `/stats/summary` (upstream's summary API),
+ * `/metrics/cadvisor` (cAdvisor's container_* families) and `/metrics/resource` (upstream's resource metrics, the endpoint metrics-server scrapes for
  * `kubectl top`: cumulative CPU seconds and working sets of the node, pods and containers, each
  * sample with the time it was measured, so rates come out right whenever the scrape happens).
  */
 import type { KubeletMetrics } from '../metrics/kubelet-metrics.ts';
 import { httpError, type RouteHandler } from '../util/http-route.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { cadvisorMetricsText } from './cadvisor-metrics.ts';
+import { PROM_CONTENT_TYPE, PrometheusText } from './prometheus-text.ts';
 import type { StatsProvider, StatsSnapshot } from './stats-provider.ts';
 
 /** `GET /stats/summary[?only_cpu_and_memory=true]`. */
@@ -22,25 +25,11 @@ export function summaryRouteHandler(stats: StatsProvider): RouteHandler {
   };
 }
 
-const PROM_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
-
-const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-const labels = (l: Record<string, string>) => {
-  const parts = Object.entries(l).map(([k, v]) => `${k}="${esc(v)}"`);
-  return parts.length ? `{${parts.join(',')}}` : '';
-};
-const ms = (time: string) => Date.parse(time);
-
 /** The Prometheus text of `/metrics/resource` for a snapshot, with upstream's names and help. */
 export function resourceMetricsText(snap: StatsSnapshot): string {
-  const families: Array<{ name: string; help: string; type: 'counter' | 'gauge'; samples: string[] }> = [];
-  const family = (name: string, help: string, type: 'counter' | 'gauge') => {
-    const f = { name, help, type, samples: [] as string[] };
-    families.push(f);
-    return (l: Record<string, string>, value: number, time?: string) => {
-      f.samples.push(`${name}${labels(l)} ${value}${time !== undefined && Number.isFinite(ms(time)) ? ` ${ms(time)}` : ''}`);
-    };
-  };
+  const out = new PrometheusText();
+  const family = out.family.bind(out);
+  const ms = (time: string) => Date.parse(time);
   const ctrCpu = family('container_cpu_usage_seconds_total', '[STABLE] Cumulative cpu time consumed by the container in core-seconds', 'counter');
   const ctrMem = family('container_memory_working_set_bytes', '[STABLE] Current working set of the container in bytes', 'gauge');
   const ctrStart = family('container_start_time_seconds', '[STABLE] Start time of the container since unix epoch in seconds', 'gauge');
@@ -68,13 +57,21 @@ export function resourceMetricsText(snap: StatsSnapshot): string {
   const failed = snap.containerStatsFailed ? 1 : 0;
   scrapeError({}, failed);
   scrapeErrorOld({}, failed);
-  return families.map((f) => [`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`, ...f.samples].join('\n')).join('\n') + '\n';
+  return out.text();
 }
 
 /** `GET /metrics/resource`. */
 export function resourceMetricsRouteHandler(stats: StatsProvider): RouteHandler {
   return async (_req, _url, res) => {
     const text = resourceMetricsText(await stats.snapshot());
+    res.writeHead(200, { 'content-type': PROM_CONTENT_TYPE }).end(text);
+  };
+}
+
+/** `GET /metrics/cadvisor`: upstream's container_* families (cadvisor-metrics.ts). */
+export function cadvisorMetricsRouteHandler(stats: StatsProvider, pods: () => V1Pod[]): RouteHandler {
+  return async (_req, _url, res) => {
+    const text = cadvisorMetricsText(await stats.snapshot(), pods());
     res.writeHead(200, { 'content-type': PROM_CONTENT_TYPE }).end(text);
   };
 }

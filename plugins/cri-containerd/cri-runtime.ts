@@ -60,9 +60,11 @@ export class CriRuntime implements ContainerRuntime {
     const r = await this.rt('PodSandboxStatus', { podSandboxId: id, verbose: true });
     const s = r.status;
     let netnsPath: string | undefined;
+    let pid: number | undefined;
     try {
       const info = JSON.parse(r.info?.info ?? '{}');
       netnsPath = info?.runtimeSpec?.linux?.namespaces?.find((n: { type: string }) => n.type === 'network')?.path;
+      pid = Number.isInteger(info?.pid) && info.pid > 0 ? info.pid : undefined;
     } catch {
       netnsPath = undefined;
     }
@@ -76,6 +78,7 @@ export class CriRuntime implements ContainerRuntime {
       ip: s.network?.ip ?? '',
       additionalIps: (s.network?.additionalIps ?? []).map((p: { ip: string }) => p.ip),
       ...(netnsPath ? { netnsPath } : {}),
+      ...(pid ? { pid } : {}),
     };
   }
 

@@ -11,11 +11,12 @@ import type { NetworkSetUpEvent, NetworkTearDownEvent } from '../../core/sdk/ind
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
-import { run } from '../../tools/node-env/util.ts';
+import { freePort, run } from '../../tools/node-env/util.ts';
 import { startCniExecEnv, type CniExecEnv, type CniExecPaths, type CniTestNetwork } from '../support/cni-exec-env.ts';
 import { nodeEnvUsableOrSkip } from '../support/node-env.ts';
 import { isRunning, podManifest, startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 import { httpGet } from '../support/http.ts';
+import { parsePrometheusText } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const get = (url: string, timeoutMs = 3000) => httpGet(url, timeoutMs);
@@ -38,6 +39,7 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
   let net: CniTestNetwork;
   let p: CniExecPaths;
   let hostportChainsBefore: boolean;
+  let readOnlyPort: number;
   const setUps: NetworkSetUpEvent[] = [];
   const tearDowns: NetworkTearDownEvent[] = [];
 
@@ -62,7 +64,7 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
     plugins: kubeletPlugins() as never,
     ...(reuseDir ? { dir: reuseDir } : {}),
     // Pod DNS and /etc/hosts are the core's; with cni-exec as the network owner they are the same.
-    config: { crashLoopBackOff: { initialMs: 500, maxMs: 2000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 }, clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' },
+    config: { readOnlyPort, crashLoopBackOff: { initialMs: 500, maxMs: 2000 }, imagePullBackOff: { initialMs: 500, maxMs: 2000 }, clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' },
   });
 
   /** Files host-local keeps per allocated IP (it also keeps `last_reserved_ip.0` and `lock`). */
@@ -80,6 +82,7 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
     ]);
     ({ env, net, paths: p } = cniEnv);
     cri = new CriRuntime(new CriClient(env.containerdEndpoint), { requestTimeoutMs: 20_000, pullTimeoutMs: 60_000 });
+    readOnlyPort = await freePort();
     t = await startKubelet();
   });
 
@@ -170,6 +173,33 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
     await ncListen;
     assert.equal(fromWeb.out.trim(), 'pong');
     assert.equal((await get(`http://${ipWeb}:8080/`)).body.trim(), 'hello-from-web');
+  });
+
+  it('/metrics/cadvisor: the running pods\' containers by pod, namespace, image and id, and their pod\'s network, in Prometheus text', async () => {
+    assert.ok(web && client, 'runs after the pods of the previous test');
+    const r = await get(`http://127.0.0.1:${readOnlyPort}/metrics/cadvisor`, 10_000);
+    assert.equal(r.status, 200);
+    assert.match(r.type, /^text\/plain; version=0\.0\.4/);
+    const families = parsePrometheusText(r.body);
+    const one = (name: string, labels: Record<string, string>) => {
+      const found = (families.get(name)?.samples ?? []).filter((x) => Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+      assert.equal(found.length, 1, `one ${name} ${JSON.stringify(labels)}: ${JSON.stringify(found)}`);
+      return found[0]!;
+    };
+    const webNow = t.kubelet.pods().find((x) => x.metadata?.uid === web.metadata?.uid)!;
+    const status = webNow.status!.containerStatuses!.find((c) => c.name === 'httpd')!;
+    const httpd = { namespace: ns, pod: web.metadata!.name!, container: 'httpd' };
+    const cpu = one('container_cpu_usage_seconds_total', httpd);
+    assert.deepEqual(cpu.labels, { ...httpd, image: status.image, name: status.containerID!.replace(/^containerd:\/\//, ''), cpu: 'total' });
+    assert.ok(cpu.value > 0 && cpu.timestampMs! > Date.now() - 120_000, `httpd's CPU ${cpu.value} s at ${cpu.timestampMs}`);
+    assert.equal(families.get('container_cpu_usage_seconds_total')!.type, 'counter');
+    assert.ok(one('container_memory_working_set_bytes', httpd).value > 0);
+    // The pod's own cgroup, with an empty container (what dashboards leave out with container!="").
+    assert.ok(one('container_memory_working_set_bytes', { namespace: ns, pod: web.metadata!.name!, container: '' }).value > 0);
+    // The pod served HTTP in the previous test: bytes on its eth0.
+    assert.ok(one('container_network_receive_bytes_total', { namespace: ns, pod: web.metadata!.name!, interface: 'eth0' }).value > 0);
+    assert.ok(one('container_network_transmit_bytes_total', { namespace: ns, pod: web.metadata!.name!, interface: 'eth0' }).value > 0);
+    assert.equal(one('machine_cpu_cores', {}).value, os.cpus().length);
   });
 
   it('a hostPort answers on 127.0.0.1 (portmap with the pod\'s port mappings)', async () => {

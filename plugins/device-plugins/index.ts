@@ -3,9 +3,13 @@ import { definePlugin } from 'kubelet-ts';
 import { optionsSchema, type DevicePluginsOptions } from './options-schema.ts';
 import { RegistrationServer } from './registration-server.ts';
 
+/** The device plugin API v1beta1's DevicePluginPath: where every device plugin looks for kubelet.sock, whatever the kubelet's root dir. */
+export const DEVICE_PLUGIN_DIR = '/var/lib/kubelet/device-plugins';
+
 /**
  * device-plugins: upstream's device plugin API v1beta1 over gRPC. Device plugins (NVIDIA's,
- * AMD's, Intel's, SR-IOV, ...) register on `<socketDir>/kubelet.sock`; each becomes a device
+ * AMD's, Intel's, SR-IOV, ...) register on `<socketDir>/kubelet.sock` (upstream's fixed
+ * /var/lib/kubelet/device-plugins unless `socketDir` moves it); each becomes a device
  * provider of the core's device manager (`ctx.devices()`), which does the rest: capacity,
  * admission, allocation, the container config, the checkpoint.
  */
@@ -15,7 +19,8 @@ export default definePlugin<DevicePluginsOptions>({
   optionsSchema,
   apply(ctx, options) {
     const server = new RegistrationServer({
-      dir: options.socketDir ? path.resolve(options.socketDir) : path.join(ctx.config.rootDir, 'device-plugins'),
+      // Upstream's path is a constant of the device plugin API, not under --root-dir: plugins dial it.
+      dir: path.resolve(options.socketDir ?? DEVICE_PLUGIN_DIR),
       maxResources: options.maxResources,
       dialTimeoutMs: options.dialTimeoutSeconds * 1000,
       callTimeoutMs: options.callTimeoutSeconds * 1000,

@@ -1,6 +1,6 @@
 /** Options of the device-plugins plugin (validated by the host with ajv before apply). */
 export interface DevicePluginsOptions {
-  /** The device plugin dir: `kubelet.sock` and the plugins' sockets; default `<rootDir>/device-plugins` (upstream: /var/lib/kubelet/device-plugins, fixed). */
+  /** The device plugin dir: `kubelet.sock` and the plugins' sockets; default upstream's fixed /var/lib/kubelet/device-plugins, whatever the root dir (plugins dial that path). */
   socketDir?: string;
   /** The most resources device plugins may register through this kubelet. */
   maxResources: number;

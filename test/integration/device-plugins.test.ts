@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { existsSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -13,6 +14,7 @@ import { controlPlaneOrSkip } from '../support/control-plane.ts';
 import { SAMPLE_RESOURCE, sampleDevicePluginOrSkip, startSampleDevicePlugin, type SampleDevicePlugin } from '../support/sample-device-plugin.ts';
 import { startTestKubelet, type TestKubelet } from '../support/test-kubelet.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { run } from '../../tools/node-env/util.ts';
 
 /**
  * Device plugins and the podresources API on real containerd and the real control plane, with
@@ -169,4 +171,25 @@ describe('device plugins: the gRPC adapter held to the device provider contract 
       return started;
     },
   }));
+});
+
+describe('device plugins: the default dir is upstream\'s fixed path, whatever the root dir', function () {
+  this.timeout(120_000);
+  let dir: string | undefined;
+  after(async () => {
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('upstream\'s sample device plugin, dialling /var/lib/kubelet/device-plugins/kubelet.sock, registers with a kubelet whose root dir is elsewhere', async function () {
+    const bin = sampleDevicePluginOrSkip(this, await controlPlaneOrSkip(this));
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-dp-default-'));
+    // In a mount namespace of its own, /var/lib a tmpfs there: the host's /var/lib/kubelet is never touched.
+    const devicesBefore = ['/tmp/Dev-1', '/tmp/Dev-2'].filter((f) => existsSync(f));
+    const main = fileURLToPath(new URL('../support/device-plugin-default-dir-main.ts', import.meta.url));
+    const r = await run('unshare', ['--mount', '--propagation', 'private', '--', process.execPath, '--import', 'tsx', '--conditions=kubelet-ts-source', main, path.join(dir, 'root'), bin, readlinkSync('/proc/self/ns/mnt')], { timeoutMs: 90_000 });
+    for (const f of ['/tmp/Dev-1', '/tmp/Dev-2']) if (!devicesBefore.includes(f)) await fs.rm(f, { force: true });
+    const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as { served: boolean; resources: Array<{ resource: string; devices: number }>; output?: string };
+    assert.equal(result.served, true, 'kubelet.sock served at /var/lib/kubelet/device-plugins');
+    assert.deepEqual(result.resources, [{ resource: SAMPLE_RESOURCE, devices: 2 }], result.output);
+  });
 });

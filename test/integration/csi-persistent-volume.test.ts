@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { AppsV1Api, StorageV1Api, type V1CSIPersistentVolumeSource, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type V1CSIPersistentVolumeSource, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
-import { blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
+import { attachmentName, blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
 import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
 import { CsiController } from '../support/csi-controller.ts';
 import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
@@ -47,8 +47,8 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     return { node, kubelet, driver, rootDir };
   }
 
-  /** The CSIDriver object as the driver's deployment makes it (no attach: there is no external-attacher here). */
-  async function csiDriverObject(more: { fsGroupPolicy?: string } = {}): Promise<void> {
+  /** The CSIDriver object as the driver's deployment makes it (no attach unless asked: there is no external-attacher here; a test plays it). */
+  async function csiDriverObject(more: { fsGroupPolicy?: string; attachRequired?: boolean } = {}): Promise<void> {
     const storage = suite.cp.admin.makeApiClient(StorageV1Api);
     await storage.deleteCSIDriver({ name: DRIVER }).catch(() => {});
     await storage.createCSIDriver({ body: { metadata: { name: DRIVER }, spec: { attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'], ...more } } });
@@ -225,6 +225,40 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     await deletePod(ns, 'reader');
     assert.deepEqual(await mountsUnder(rootDir), [], 'nothing left mounted under the kubelet root dir');
     await waitFor('the volume\'s dirs removed', async () => (await fs.readdir(devices).catch(() => [] as string[])).every((d) => d === 'staging' || d === 'publish') && (await fs.readdir(path.join(devices, 'staging')).catch(() => [])).length === 0 && (await fs.readdir(path.join(devices, 'publish')).catch(() => [])).length === 0, 10_000);
+  });
+
+  it('attachRequired: the pod waits for the attach/detach controller\'s VolumeAttachment to be attached (the test plays the external-attacher); staged with its attachmentMetadata; detached after the pod goes', async function () {
+    const { node, driver } = await storageNode('pvattach');
+    await csiDriverObject({ attachRequired: true });
+    const ns = await suite.namespace('pvattach');
+    const { volumeHandle } = await boundClaim(driver, ns, 'data');
+    const storage = suite.cp.admin.makeApiClient(StorageV1Api);
+    const vaName = attachmentName(volumeHandle, DRIVER, node.name);
+    await claimPod(node, ns, 'attached', 'data', 'exec sleep 3600');
+    // The control plane's attach/detach controller asks for the attachment, by upstream's name.
+    const va = await waitFor(`VolumeAttachment ${vaName}`, () => storage.readVolumeAttachment({ name: vaName }).catch(() => undefined), 60_000, 300);
+    assert.equal(va.spec?.attacher, DRIVER);
+    assert.equal(va.spec?.nodeName, node.name);
+    // Not attached yet: the kubelet neither stages nor starts the container.
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal((await driver.calls('NodeStageVolume')).filter((c) => c.Request.volume_id === volumeHandle).length, 0, 'not staged before the attachment');
+    assert.equal((await readPod(ns, 'attached')).status?.phase, 'Pending');
+    // The external-attacher's part: ControllerPublishVolume done, the attachment marked attached with its metadata.
+    await storage.patchVolumeAttachmentStatus({ name: vaName, body: { status: { attached: true, attachmentMetadata: { devicePath: 'kts-attached-here' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await running(ns, 'attached');
+    const stage = (await driver.calls('NodeStageVolume')).find((c) => c.Request.volume_id === volumeHandle && c.Error === '');
+    assert.deepEqual(stage?.Request.publish_context, { devicePath: 'kts-attached-here' }, 'the attachment metadata is the publish context');
+    const publish = (await driver.calls('NodePublishVolume')).find((c) => c.Request.volume_id === volumeHandle && c.Error === '');
+    assert.deepEqual(publish?.Request.publish_context, { devicePath: 'kts-attached-here' });
+    // The controller reports it in the Node's volumesAttached, the node in volumesInUse.
+    const unique = `kubernetes.io/csi/${DRIVER}^${volumeHandle}`;
+    await waitFor('volumesAttached and volumesInUse on the Node', async () => {
+      const st = (await suite.core.readNode({ name: node.name })).status;
+      return st?.volumesAttached?.some((v) => v.name === unique) && st.volumesInUse?.includes(unique);
+    }, 30_000, 300);
+    // Once the pod is gone and the node no longer reports the volume in use, the controller detaches it.
+    await deletePod(ns, 'attached');
+    await waitFor('the VolumeAttachment deleted (detached)', async () => storage.readVolumeAttachment({ name: vaName }).then(() => false, () => true), 120_000, 500);
   });
 
   it('a StatefulSet of 2 replicas with volumeClaimTemplates keeps each replica\'s data when its pods are deleted and recreated', async function () {

@@ -7,7 +7,7 @@ import type { V1CSIDriver, V1PersistentVolume, V1Pod, V1VolumeAttachment } from 
 import type { VolumeMountRequest } from '../../core/hooks.ts';
 import { silentLogger } from '../../core/logger.ts';
 import type { StorageObjectSource } from '../../core/objects/storage-objects.ts';
-import { attachmentName, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
+import { attachmentName, blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
 import { PersistentCsiVolumes, persistentAccessMode, type PersistentVolumeData } from '../../plugins/csi-grpc/persistent-volume.ts';
 import { PublicationCleanup } from '../../plugins/csi-grpc/publication-cleanup.ts';
 import type { CsiDriver } from '../../plugins/csi-grpc/registration.ts';
@@ -128,5 +128,34 @@ describe('csi-grpc persistent volumes (attach wait, stage once, unstage after th
     await vols.sweepStaged(root, 'd.example.com');
     assert.deepEqual(d.ops(), ['stage', 'publish', 'unstage']);
     await assert.rejects(fs.stat(path.dirname(deviceMountPath(root, 'd.example.com', 'vol-1'))));
+  });
+
+  it('a block volume: staged and published at upstream\'s volumeDevices paths with a block capability, a device for the containers; torn down and swept with its dirs', async function () {
+    const d = fakeDriver(['STAGE_UNSTAGE_VOLUME']);
+    const vols = setUp(d);
+    const noAttach = fakeStorage({ metadata: { name: 'd.example.com' }, spec: { attachRequired: false } }, new Map());
+    const block: V1PersistentVolume = { ...pv, spec: { ...pv.spec, volumeMode: 'Block' } };
+    const blockRequest = (uid: string): VolumeMountRequest => ({ ...request(uid, noAttach), persistentVolume: { volume: block, claim: { metadata: { name: 'c' } }, readOnly: false } });
+    const paths = blockPaths(root, 'pv1', 'u1');
+    const a = await vols.mount(blockRequest('u1'));
+    assert.deepEqual([a.path, a.blockDevice, a.mountPoint], [paths.publishPath, true, undefined]);
+    assert.deepEqual(d.calls.map(([op, r]) => [op, r.stagingTargetPath, r.targetPath, r.volumeCapability?.block ? 'block' : 'mount']), [
+      ['stage', paths.stagingPath, undefined, 'block'],
+      ['publish', paths.stagingPath, paths.publishPath, 'block'],
+    ]);
+    assert.deepEqual(JSON.parse(await fs.readFile(path.join(paths.dataDir, 'vol_data.json'), 'utf8')), { driverName: 'd.example.com', volumeHandle: 'vol-1' });
+    await vols.unmount({ podUID: 'u1', volumeName: 'data', type: 'csi', dir: blockRequest('u1').dir, rootDir: root, mounted: a }, a.data as unknown as PersistentVolumeData);
+    assert.deepEqual(d.ops().slice(2), ['unpublish', 'unstage']);
+    const devices = path.join(root, 'plugins', 'kubernetes.io', 'csi', 'volumeDevices');
+    assert.deepEqual((await fs.readdir(devices)).sort(), ['publish', 'staging'], 'volumeDevices/pv1 is gone');
+    assert.deepEqual([await fs.readdir(path.join(devices, 'publish')), await fs.readdir(path.join(devices, 'staging'))], [[], []]);
+    await assert.rejects(fs.stat(blockRequest('u1').dir), 'the pod volume dir is gone');
+
+    // A kubelet that died after the unpublish: the sweep unstages it.
+    await vols.mount(blockRequest('u2'));
+    await fs.rm(blockRequest('u2').dir, { recursive: true });
+    await vols.sweepStaged(root, 'd.example.com');
+    assert.deepEqual(d.ops().slice(4), ['stage', 'publish', 'unstage']);
+    await assert.rejects(fs.stat(path.join(devices, 'pv1')));
   });
 });

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { AppsV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type V1CSIPersistentVolumeSource, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type V1Pod, type V1PodSecurityContext } from '@kubernetes/client-node';
 import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
 import { attachmentName, blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
-import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
+import type { SuiteNode } from '../support/cluster-suite.ts';
 import { CsiController } from '../support/csi-controller.ts';
-import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
+import { csiStorageSuite, HOSTPATH_DRIVER } from '../support/csi-storage-suite.ts';
 import type { TestKubelet } from '../support/test-kubelet.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -21,31 +21,8 @@ import { waitFor } from '../support/wait-for.ts';
  */
 describe('CSI persistent volumes (PVC → PV → stage/publish) on the real control plane', function () {
   this.timeout(300_000);
-  const suite = clusterSuite('kts-pv-');
-  const DRIVER = 'hostpath.csi.k8s.io';
-  let bin: string;
-
-  before(async function () {
-    realCsiDriverOrSkip(this);
-    if (!suite.dir) return;
-    bin = path.join(suite.dir, 'bin');
-    await unpackCsiBinaries(bin);
-  });
-
-  /** A kubelet-ts node with csi-grpc and the hostpath driver registered on it; the driver stops after the kubelet. */
-  async function storageNode(what: string): Promise<{ node: SuiteNode; kubelet: TestKubelet; driver: RealCsiDriver; rootDir: string }> {
-    const node = suite.node(what);
-    const rootDir = path.join(node.dir, 'root');
-    const driver = new RealCsiDriver({ binDir: bin, dir: `${node.dir}-csi`, registryDir: path.join(rootDir, 'plugins_registry'), nodeId: node.name });
-    suite.onCleanup(async () => {
-      await driver.stop();
-      await fs.rm(`${node.dir}-csi`, { recursive: true, force: true });
-    });
-    await driver.start();
-    const kubelet = await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
-    await suite.nodeReady(node.name);
-    return { node, kubelet, driver, rootDir };
-  }
+  const { suite, storageNode, boundClaim } = csiStorageSuite('kts-pv-');
+  const DRIVER = HOSTPATH_DRIVER;
 
   /** The CSIDriver object as the driver's deployment makes it (no attach unless asked: there is no external-attacher here; a test plays it). */
   async function csiDriverObject(more: { fsGroupPolicy?: string; attachRequired?: boolean } = {}): Promise<void> {
@@ -53,34 +30,6 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     await storage.deleteCSIDriver({ name: DRIVER }).catch(() => {});
     await storage.createCSIDriver({ body: { metadata: { name: DRIVER }, spec: { attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'], ...more } } });
     suite.onCleanup(() => storage.deleteCSIDriver({ name: DRIVER }));
-  }
-
-  /** A volume made in the driver (a raw block one with `block`), a PV for it pre-bound to a PVC of `ns`, both Bound. */
-  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts: { block?: boolean; csi?: Partial<V1CSIPersistentVolumeSource> } = {}): Promise<{ pv: string; volumeHandle: string }> {
-    const controller = new CsiController(driver.csiSocket);
-    const pv = suite.uniqueName('pv');
-    const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024, opts);
-    const volumeMode = opts.block ? 'Block' : 'Filesystem';
-    suite.onCleanup(async () => {
-      await controller.deleteVolume(volumeHandle).catch(() => {});
-      controller.close();
-    });
-    await suite.core.createPersistentVolume({
-      body: {
-        metadata: { name: pv },
-        spec: {
-          capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '',
-          claimRef: { namespace: ns, name: claim }, csi: { driver: DRIVER, volumeHandle, volumeAttributes: { kind: 'test' }, ...opts.csi }, volumeMode,
-        },
-      },
-    });
-    suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
-    await suite.core.createNamespacedPersistentVolumeClaim({
-      namespace: ns,
-      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: '', volumeMode } },
-    });
-    await waitFor(`PVC ${ns}/${claim} Bound`, async () => (await suite.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase === 'Bound', 60_000, 300);
-    return { pv, volumeHandle };
   }
 
   /**

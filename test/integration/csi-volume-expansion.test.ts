@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
-import { clusterSuite, type SuiteNode } from '../support/cluster-suite.ts';
+import type { SuiteNode } from '../support/cluster-suite.ts';
 import { CsiController } from '../support/csi-controller.ts';
-import { RealCsiDriver, realCsiDriverOrSkip, unpackCsiBinaries } from '../support/csi-real-driver.ts';
+import type { RealCsiDriver } from '../support/csi-real-driver.ts';
+import { csiStorageSuite, HOSTPATH_DRIVER } from '../support/csi-storage-suite.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const MiB = 1024 * 1024;
@@ -23,32 +23,14 @@ const mergePatch = () => setHeaderOptions('Content-Type', PatchStrategy.MergePat
  */
 describe('CSI volume expansion (NodeExpandVolume after a resize) on the real control plane', function () {
   this.timeout(300_000);
-  const suite = clusterSuite('kts-hx-expand-');
-  const DRIVER = 'hostpath.csi.k8s.io';
-  let bin: string;
-
-  before(async function () {
-    realCsiDriverOrSkip(this);
-    if (!suite.dir) return;
-    bin = path.join(suite.dir, 'bin');
-    await unpackCsiBinaries(bin);
-  });
+  const { suite, storageNode, boundClaim } = csiStorageSuite('kts-hx-expand-');
+  const DRIVER = HOSTPATH_DRIVER;
 
   interface Setup { node: SuiteNode; rootDir: string; driver: RealCsiDriver; controller: CsiController; ns: string; pv: string; volumeHandle: string }
 
   /** A kubelet-ts node with csi-grpc and the hostpath driver, the driver's objects, and a 16Mi claim `data` bound to a PV of the driver. */
   async function setUp(driverArgs: string[] = [], opts: { block?: boolean } = {}): Promise<Setup> {
-    const volumeMode = opts.block ? 'Block' : 'Filesystem';
-    const node = suite.node('hx-node');
-    const rootDir = path.join(node.dir, 'root');
-    const driver = new RealCsiDriver({ binDir: bin, dir: `${node.dir}-csi`, registryDir: path.join(rootDir, 'plugins_registry'), nodeId: node.name, driverArgs });
-    suite.onCleanup(async () => {
-      await driver.stop();
-      await fs.rm(`${node.dir}-csi`, { recursive: true, force: true });
-    });
-    await driver.start();
-    await suite.kubelet(node, { plugins: [['csi-grpc', { rescanSeconds: 0.3, callTimeoutSeconds: 10 }]], config: { syncFrequencyMs: 2000 } });
-    await suite.nodeReady(node.name);
+    const { node, rootDir, driver } = await storageNode('hx-node', driverArgs);
 
     // The driver's deployment objects: no attach (no external-attacher here), a class that allows expansion.
     const storage = suite.cp.admin.makeApiClient(StorageV1Api);
@@ -61,31 +43,7 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
 
     // A 16Mi volume made in the driver (playing the external-provisioner), its PV pre-bound to the claim.
     const ns = await suite.namespace('hx-ns');
-    const controller = new CsiController(driver.csiSocket);
-    const pv = suite.uniqueName('hx-pv');
-    const volumeHandle = await controller.createVolume(pv, 16 * MiB, opts);
-    suite.onCleanup(async () => {
-      await controller.deleteVolume(volumeHandle).catch(() => {});
-      controller.close();
-    });
-    await suite.core.createPersistentVolume({
-      body: {
-        metadata: { name: pv },
-        spec: {
-          capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: storageClass,
-          claimRef: { namespace: ns, name: 'data' }, csi: { driver: DRIVER, volumeHandle }, volumeMode,
-        },
-      },
-    });
-    suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
-    await suite.core.createNamespacedPersistentVolumeClaim({
-      namespace: ns,
-      body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName: storageClass, volumeMode } },
-    });
-    await waitFor(`PVC ${ns}/data Bound with 16Mi`, async () => {
-      const c = await suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
-      return c.status?.phase === 'Bound' && c.status.capacity?.storage === '16Mi';
-    }, 60_000, 300);
+    const { pv, volumeHandle, controller } = await boundClaim(driver, ns, 'data', { ...opts, storageClassName: storageClass });
     return { node, rootDir, driver, controller, ns, pv, volumeHandle };
   }
 

@@ -1,5 +1,5 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import type { ClaimResizeStatusWriter } from '../volumes/volume-expansion.ts';
+import type { ClaimResizeStatusWriter } from '../objects/storage-objects.ts';
 import type { ApiClient } from './api-client.ts';
 import { PATCH } from './patch-types.ts';
 

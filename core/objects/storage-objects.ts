@@ -17,3 +17,9 @@ export interface StorageObjectSource {
   csiDriver(name: string): Promise<V1CSIDriver | undefined>;
   volumeAttachment(name: string): Promise<V1VolumeAttachment | undefined>;
 }
+
+/** Writes a finished node expansion into a claim's status (the API server's side, kept out of the volume manager's decision). */
+export interface ClaimResizeStatusWriter {
+  /** status.capacity.storage = `newSize`, and the resize conditions (`Resizing`, `FileSystemResizePending`) gone. */
+  markResizeFinished(claim: V1PersistentVolumeClaim, newSize: string): Promise<void>;
+}

@@ -5,14 +5,8 @@ import type { KubeletHooks, VolumeMountResult } from '../hooks.ts';
 import type { Logger } from '../logger.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { quantityValue } from '../objects/quantity.ts';
-import type { StorageObjectSource } from '../objects/storage-objects.ts';
+import type { ClaimResizeStatusWriter, StorageObjectSource } from '../objects/storage-objects.ts';
 import { resolveClaim } from './claim-resolver.ts';
-
-/** Writes a finished node expansion into a claim's status (the API server's side, kept out of the decision). */
-export interface ClaimResizeStatusWriter {
-  /** status.capacity.storage = `newSize`, and the resize conditions (`Resizing`, `FileSystemResizePending`) gone. */
-  markResizeFinished(claim: V1PersistentVolumeClaim, newSize: string): Promise<void>;
-}
 
 /** What to do for one claim's volume: nothing, or grow it from the claim's recorded size to the PV's. */
 export type NodeExpansionDecision = { expand: false } | { expand: true; newSize: string; newSizeBytes: number; oldSizeBytes: number };

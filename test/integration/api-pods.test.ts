@@ -23,9 +23,9 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
   });
 
   /** A node of this test with its kubelet (API-server mode), removed after the test. */
-  async function node(what: string, testHooks?: Parameters<typeof startTestKubelet>[0]['testHooks']): Promise<{ name: string; kubelet: TestKubelet }> {
+  async function node(what: string, testHooks?: Parameters<typeof startTestKubelet>[0]['testHooks'], config?: Parameters<typeof startTestKubelet>[0]['config']): Promise<{ name: string; kubelet: TestKubelet }> {
     const n = suite.node(what);
-    const kubelet = await suite.kubelet(n, testHooks ? { testHooks } : {});
+    const kubelet = await suite.kubelet(n, { ...(testHooks ? { testHooks } : {}), ...(config ? { config } : {}) });
     await suite.nodeReady(n.name);
     return { name: n.name, kubelet };
   }
@@ -178,7 +178,8 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
   });
 
   it('a pod that needs more CPU than the node has is Failed/OutOfcpu, never gets a sandbox, and stays so across resyncs and a restart', async function () {
-    const { name, kubelet } = await node('admit');
+    // Resyncs every 2 s (not 10 s): the waits below cover some.
+    const { name, kubelet } = await node('admit', undefined, { syncFrequencyMs: 2000 });
     const ns = await namespace('admit');
     await suite.core.createNamespacedPod({
       namespace: ns,
@@ -190,15 +191,20 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
     const uid = failed.metadata!.uid!;
     const sandboxes = () => suite.runtime.listPodSandboxes({ labelSelector: { 'io.kubernetes.pod.uid': uid } });
     assert.deepEqual(await sandboxes(), []);
-    // A resync (syncFrequency 10 s) and a restart of the kubelet do not undo it.
-    await sleep(11_000);
+    // Resyncs (syncFrequency 2 s) and a restart of the kubelet do not undo it.
+    await sleep(5000);
     await kubelet.stop();
     const again = await startTestKubelet({
       plugins: [['cri-containerd', { endpoint: suite.env.containerdEndpoint }]],
-      config: { kubeconfig: await suite.cp.nodeKubeconfig(name), nodeName: name, nodeIP: '127.0.0.1', syncFrequencyMs: 10_000 },
+      config: { kubeconfig: await suite.cp.nodeKubeconfig(name), nodeName: name, nodeIP: '127.0.0.1', syncFrequencyMs: 2000 },
       dir: kubelet.dir,
     });
-    suite.onCleanup(() => again.dispose());
+    suite.onCleanup(async () => {
+      // The Failed pod stays on the node until it is deleted in the API; the namespace goes only
+      // after this cleanup (it was made before this kubelet), so delete the pod first.
+      await suite.core.deleteNamespacedPod({ name: 'greedy', namespace: ns }).catch(() => {});
+      await again.dispose();
+    });
     await sleep(3000);
     assert.deepEqual(await sandboxes(), [], 'still no sandbox');
     assert.equal((await readPod('greedy', ns)).status?.phase, 'Failed');

@@ -352,6 +352,9 @@ describe('RuntimeClass from the API server', function () {
     });
     await node.deleteRuntimeClass({ name: rc });
     await suite.kubelet(n);
+    // The pod goes before this kubelet's cleanup waits for its pods: the namespace, made before
+    // the kubelet, is deleted only after that cleanup.
+    suite.onCleanup(() => suite.core.deleteNamespacedPod({ name: 'sc-rc-api', namespace: ns }).catch(() => {}));
     const expected = `Failed to create pod sandbox: runtimeclasses.node.k8s.io "${rc}" not found`;
     const waiting = await waitFor('the pod waits with the error', async () => {
       const p = await suite.core.readNamespacedPod({ name: 'sc-rc-api', namespace: ns });

@@ -127,6 +127,7 @@ export async function startTestKubelet(options: { plugins: PluginEntry[]; config
   const kubelet = new Kubelet(config, logger, [], options.testHooks);
   await kubelet.start();
   const fullName = (name: string) => `${name}-${config.nodeName}`;
+  let stopped = false;
   const t: TestKubelet = {
     kubelet,
     dir,
@@ -155,12 +156,21 @@ export async function startTestKubelet(options: { plugins: PluginEntry[]; config
       }
     },
     async stop() {
+      stopped = true;
       await kubelet.stop();
     },
     async dispose(timeoutMs = 60_000) {
       for (const f of await fs.readdir(config.staticPodPath!).catch(() => [] as string[])) await t.removeManifest(f);
-      const deadline = Date.now() + timeoutMs;
-      while (kubelet.pods().length > 0 && Date.now() < deadline) await sleep(100);
+      // A stopped kubelet removes nothing and its pod list stays as it was: waiting for it to
+      // empty only waited out the bound (a minute per kubelet a test restarted).
+      if (!stopped) {
+        const deadline = Date.now() + timeoutMs;
+        while (kubelet.pods().length > 0 && Date.now() < deadline) await sleep(100);
+        // Pods left at the bound are usually API pods whose namespace is deleted after this
+        // cleanup (a kubelet started after the namespace): said, as the minute it cost.
+        const left = kubelet.pods().map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
+        if (left.length > 0) process.stderr.write(`test kubelet ${config.nodeName}: ${left.length} pod(s) still there after ${timeoutMs} ms at dispose (${left.join(', ')})\n`);
+      }
       await kubelet.stop();
       await fs.rm(dir, { recursive: true, force: true });
     },

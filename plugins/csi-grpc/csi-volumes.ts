@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { Logger, VolumeMountRequest, VolumeMountResult, VolumeUnmountRequest } from 'kubelet-ts';
 import { ephemeralVolumeHandle, inlinePublishRequest } from './inline-volume.ts';
 import { applyFsGroup, fsGroupPlan, fsGroupPolicyOf } from './fs-group.ts';
-import type { PersistentCsiVolumes, PersistentVolumeData } from './persistent-volume.ts';
+import type { PersistentCsiVolumes } from './persistent-volume.ts';
+import type { PersistentVolumeData } from './persistent-volume-data.ts';
 import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
 import type { CsiDriver } from './registration.ts';
 

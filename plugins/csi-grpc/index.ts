@@ -2,7 +2,8 @@ import path from 'node:path';
 import { definePlugin } from 'kubelet-ts';
 import { CsiVolumes } from './csi-volumes.ts';
 import { optionsSchema, type CsiGrpcOptions } from './options-schema.ts';
-import { PersistentCsiVolumes, type PersistentVolumeData } from './persistent-volume.ts';
+import { PersistentCsiVolumes } from './persistent-volume.ts';
+import type { PersistentVolumeData } from './persistent-volume-data.ts';
 import { PublicationCleanup } from './publication-cleanup.ts';
 import { RegistrationWatcher } from './registration.ts';
 

@@ -1,7 +1,8 @@
 import type { V1PersistentVolume } from '@kubernetes/client-node';
 import type { VolumeExpandOutcome } from 'kubelet-ts';
 import type { CsiDriverClient } from './driver-client.ts';
-import { persistentAccessMode, type PersistentVolumeData } from './persistent-volume.ts';
+import { persistentAccessMode } from './access-mode.ts';
+import type { PersistentVolumeData } from './persistent-volume-data.ts';
 
 /**
  * NodeExpandVolume for a published CSI PersistentVolume, as upstream's csi expander

@@ -1,4 +1,4 @@
-import type { V1CSIDriver, V1CSIPersistentVolumeSource, V1PersistentVolume } from '@kubernetes/client-node';
+import type { V1CSIDriver, V1CSIPersistentVolumeSource } from '@kubernetes/client-node';
 import { applyFsGroup, fsGroupPlan, fsGroupPolicyOf } from './fs-group.ts';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -6,38 +6,13 @@ import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type Vol
 import { expandPersistentVolume } from './persistent-expansion.ts';
 import { podInfo } from './inline-volume.ts';
 import { attachmentName, blockPaths, deviceMountPath, podsUsingVolume, stagedBlockVolumes } from './persistent-paths.ts';
-import type { Publication, PublicationCleanup } from './publication-cleanup.ts';
+import type { PublicationCleanup } from './publication-cleanup.ts';
+import { persistentAccessMode } from './access-mode.ts';
+import type { PersistentVolumeData } from './persistent-volume-data.ts';
 import type { CsiDriver } from './registration.ts';
-
-/** What the plugin keeps with a PersistentVolume's publication: the undo, plus where it was staged (unstaged once no pod uses it). */
-export interface PersistentVolumeData extends Publication {
-  persistent: true;
-  /** The device mount path it was staged at (a block volume's staging path); absent when the driver does not stage. */
-  deviceMountPath?: string;
-  /** Where vol_data.json and the staged marker are, when not beside `deviceMountPath` (a block volume: `volumeDevices/<pv>/data`). */
-  dataDir?: string;
-}
 
 /** Written beside `globalmount` once NodeStageVolume succeeded: a restarted kubelet never stages twice. */
 const STAGED_MARKER = 'kubelet-ts-staged';
-
-type CsiAccessMode = 'SINGLE_NODE_WRITER' | 'SINGLE_NODE_READER_ONLY' | 'MULTI_NODE_READER_ONLY' | 'MULTI_NODE_MULTI_WRITER' | 'SINGLE_NODE_SINGLE_WRITER' | 'SINGLE_NODE_MULTI_WRITER';
-
-/**
- * The CSI access mode of a PV, as upstream maps its first access mode (ReadWriteOnce when it
- * has none): a driver with SINGLE_NODE_MULTI_WRITER gets the finer modes (RWO → one writer per
- * node, RWOP → one writer), one without gets SINGLE_NODE_WRITER for both.
- */
-export function persistentAccessMode(pv: V1PersistentVolume, nodeCapabilities: ReadonlySet<string>): CsiAccessMode {
-  const mode = pv.spec?.accessModes?.[0] ?? 'ReadWriteOnce';
-  const multi = nodeCapabilities.has('SINGLE_NODE_MULTI_WRITER');
-  switch (mode) {
-    case 'ReadOnlyMany': return 'MULTI_NODE_READER_ONLY';
-    case 'ReadWriteMany': return 'MULTI_NODE_MULTI_WRITER';
-    case 'ReadWriteOncePod': return multi ? 'SINGLE_NODE_SINGLE_WRITER' : 'SINGLE_NODE_WRITER';
-    default: return multi ? 'SINGLE_NODE_MULTI_WRITER' : 'SINGLE_NODE_WRITER';
-  }
-}
 
 /**
  * Sets up and tears down CSI PersistentVolumes (a pod's claim bound to a PV with a `csi`

@@ -8,7 +8,9 @@ import type { VolumeMountRequest } from '../../core/hooks.ts';
 import { silentLogger } from '../../core/logger.ts';
 import type { StorageObjectSource } from '../../core/objects/storage-objects.ts';
 import { attachmentName, blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
-import { PersistentCsiVolumes, persistentAccessMode, type PersistentVolumeData } from '../../plugins/csi-grpc/persistent-volume.ts';
+import { persistentAccessMode } from '../../plugins/csi-grpc/access-mode.ts';
+import { PersistentCsiVolumes } from '../../plugins/csi-grpc/persistent-volume.ts';
+import type { PersistentVolumeData } from '../../plugins/csi-grpc/persistent-volume-data.ts';
 import { PublicationCleanup } from '../../plugins/csi-grpc/publication-cleanup.ts';
 import type { CsiDriver } from '../../plugins/csi-grpc/registration.ts';
 

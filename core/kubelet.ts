@@ -63,7 +63,7 @@ import { readOnlyRoutes, type KubeletRouteDeps } from './server/kubelet-routes.t
 import { startMainServer } from './server/start-main-server.ts';
 import type { MainServer } from './server/main-server.ts';
 import type { SecurityAdmission } from './pod/security-admission.ts';
-import { checkAppliedPlugins, securityAdmissionOf } from './config/start-checks.ts';
+import { checkAppliedPlugins, securityAdmissionOf } from './start-checks.ts';
 import { RuntimeClasses } from './apiserver/runtime-classes.ts';
 import { withTerminationMessage } from './pod/termination-message.ts';
 // TLS bootstrap and certificate rotation, loaded with the API side (they use its client).

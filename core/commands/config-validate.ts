@@ -6,7 +6,7 @@
  * would have failed with (which names the file, flag, field or plugin).
  */
 import type { Writable } from 'node:stream';
-import { checkAppliedPlugins, securityAdmissionOf } from '../config/start-checks.ts';
+import { checkAppliedPlugins, securityAdmissionOf } from '../start-checks.ts';
 import { withAppliedPlugins } from '../plugins/applied-plugins.ts';
 import type { KubeletCommandLine } from './kubelet-command-line.ts';
 import { loadConfigWithNotices } from './config-notices.ts';

@@ -3,10 +3,10 @@
  * need a part the start builds (the sysctl allowlist, the applied plugins' taps). One place, so
  * that `kubelet-ts config validate` refuses exactly what a start would.
  */
-import { ConfigError, errorMessage } from '../errors.ts';
-import type { KubeletHooks } from '../hooks.ts';
-import { SecurityAdmission } from '../pod/security-admission.ts';
-import type { KubeletConfig } from './types.ts';
+import { ConfigError, errorMessage } from './errors.ts';
+import type { KubeletHooks } from './hooks.ts';
+import { SecurityAdmission } from './pod/security-admission.ts';
+import type { KubeletConfig } from './config/types.ts';
 
 /** The pod security admission of this config; as upstream, an allowedUnsafeSysctls entry that is not namespaced stops the start (ConfigError). */
 export function securityAdmissionOf(config: KubeletConfig): SecurityAdmission {

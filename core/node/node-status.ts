@@ -236,7 +236,8 @@ export class NodeStatusManager {
         do {
           this.syncAgain = false;
           await this.syncWithRetries();
-        } while (this.syncAgain && !this.stopped);
+          // Registering again (the Node was gone): the registration syncs when it is done.
+        } while (this.syncAgain && !this.stopped && this.registeredNode);
       } finally {
         this.syncing = undefined;
       }
@@ -308,6 +309,9 @@ export class NodeStatusManager {
           if (attempt === 0) continue;
           // Deleted (kubectl delete node): register it again. Upstream's kubelet keeps failing
           // until it is restarted; re-registering is what its operators do by hand.
+          // One registration at a time: a sync queued behind the one that started it finds the
+          // Node gone too, and a second registration would tell the pod source twice.
+          if (!this.registeredNode) return;
           this.log.warn('the Node was deleted from the API server; registering it again');
           this.registeredNode = undefined;
           this.startedRegistration = undefined;

@@ -6,8 +6,12 @@ import { isNotFoundError } from './api-errors.ts';
 /**
  * The storage objects read straight from the API server, one GET each, as upstream's volume
  * manager does (its desired-state populator GETs the claim and the volume; the Node authorizer
- * lets a node read them only by name, through a pod bound to it). Reads happen only while a
- * volume is being set up, not on every sync, so there is nothing worth caching.
+ * lets a node read them only by name, through a pod bound to it). A claim and its volume are
+ * read while the volume is set up and, for a volume whose provider can expand it, once per sync
+ * of the pod to see a pending resize: upstream's kubelet reads both on each sync too (the pod's
+ * WaitForAttachAndMount has the populator process it again, which GETs them). A pod is synced
+ * once a minute and on its own changes, so a cache (a watch per claim, which the Node
+ * authorizer would not allow as a list) would save little.
  */
 export class ApiStorageObjects implements StorageObjectSource {
   constructor(private readonly client: () => ApiClient | undefined) {}

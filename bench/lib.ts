@@ -115,16 +115,20 @@ export const runTag = () => randomUUID().slice(0, 6);
 
 /**
  * The benchmark pod: one busybox container that idles and exits at once on SIGTERM (so
- * cleanup does not wait for a grace period).
+ * cleanup does not wait for a grace period). `work` runs first in the shell (a log flood, say)
+ * in a container named `container`.
  */
-export function benchPodManifest(name: string, namespace: string, image: string): V1Pod {
+export function benchPodManifest(name: string, namespace: string, image: string, opts: { container?: string; work?: string } = {}): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace },
     spec: {
       terminationGracePeriodSeconds: 2,
-      containers: [{ name: 'main', image, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'] }],
+      containers: [{
+        name: opts.container ?? 'main', image, imagePullPolicy: 'IfNotPresent',
+        command: ['sh', '-c', `${opts.work ? `${opts.work}; ` : ''}trap "exit 0" TERM; sleep 3600 & wait`],
+      }],
     },
   };
 }

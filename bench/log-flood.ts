@@ -7,7 +7,7 @@ import type { NodeEnv } from '../tools/node-env/index.ts';
 import { run as sh } from '../tools/node-env/util.ts';
 import { startUpstreamNode, unpackUpstreamKubelet, upstreamUnavailableReason } from './api/upstream-node.ts';
 import {
-  isMain, isSmoke, logTo, machineInfo, podRunning, printTo, RawCri, round, runMain, runTag, startBenchKubelet, table,
+  benchPodManifest, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, RawCri, round, runMain, runTag, startBenchKubelet, table,
   withNodeEnv, writeResults, envWindowSeconds, type BenchOptions,
 } from './lib.ts';
 
@@ -54,19 +54,9 @@ export interface FloodSide {
 
 export interface FloodResult { seconds: number; settleSeconds: number; sides: FloodSide[]; upstreamSkipped?: string }
 
-/** The flooding pod: `yes` for `seconds`, then idle (so the container runs on while the logs settle). */
-function floodPod(name: string, namespace: string, image: string, seconds: number): V1Pod {
-  const line = '0'.repeat(99);
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace },
-    spec: {
-      terminationGracePeriodSeconds: 1,
-      containers: [{ name: 'flood', image, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', `timeout -s KILL ${seconds} yes ${line}; trap "exit 0" TERM; sleep 3600 & wait`] }],
-    },
-  };
-}
+/** The flooding pod: `yes` of 100-byte lines for `seconds`, then idle (so the container runs on while the logs settle). */
+const floodPod = (name: string, namespace: string, image: string, seconds: number): V1Pod =>
+  benchPodManifest(name, namespace, image, { container: 'flood', work: `timeout -s KILL ${seconds} yes ${'0'.repeat(99)}` });
 
 /** The container's log dir under `podLogsDir` (`<ns>_<pod>_<uid>/flood`), once it exists. */
 async function findLogDir(podLogsDir: string, ns: string, timeoutMs: number): Promise<string> {

@@ -6,7 +6,6 @@ import { isMountPoint, mountsUnder } from '../../core/volumes/mount-utils.ts';
 import { CONTEXT_KEYS } from '../../plugins/csi-grpc/inline-volume.ts';
 import { attachmentName, blockPaths, deviceMountPath } from '../../plugins/csi-grpc/persistent-paths.ts';
 import type { SuiteNode } from '../support/cluster-suite.ts';
-import { CsiController } from '../support/csi-controller.ts';
 import { csiStorageSuite, HOSTPATH_DRIVER } from '../support/csi-storage-suite.ts';
 import type { TestKubelet } from '../support/test-kubelet.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -21,7 +20,7 @@ import { waitFor } from '../support/wait-for.ts';
  */
 describe('CSI persistent volumes (PVC → PV → stage/publish) on the real control plane', function () {
   this.timeout(300_000);
-  const { suite, storageNode, boundClaim } = csiStorageSuite('kts-pv-');
+  const { suite, storageNode, preBoundVolume, boundClaim } = csiStorageSuite('kts-pv-');
   const DRIVER = HOSTPATH_DRIVER;
 
   /** The CSIDriver object as the driver's deployment makes it (no attach unless asked: there is no external-attacher here; a test plays it). */
@@ -216,20 +215,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     const ns = await suite.namespace('pvsts');
     const apps = suite.cp.admin.makeApiClient(AppsV1Api);
     // No provisioner: a PV per replica, pre-bound to the claim the StatefulSet controller will make (<template>-<set>-<ordinal>).
-    const controller = new CsiController(driver.csiSocket);
-    suite.onCleanup(() => controller.close());
-    for (const ordinal of [0, 1]) {
-      const pv = suite.uniqueName('stspv');
-      const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024);
-      suite.onCleanup(() => controller.deleteVolume(volumeHandle).catch(() => {}));
-      await suite.core.createPersistentVolume({
-        body: {
-          metadata: { name: pv },
-          spec: { capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', claimRef: { namespace: ns, name: `data-web-${ordinal}` }, csi: { driver: DRIVER, volumeHandle } },
-        },
-      });
-      suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
-    }
+    for (const ordinal of [0, 1]) await preBoundVolume(driver, ns, `data-web-${ordinal}`);
     await apps.createNamespacedStatefulSet({
       namespace: ns,
       body: {
@@ -278,6 +264,61 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
       assert.notEqual(uidAfter, uidBefore, 'a new pod');
       assert.equal(idAfter, idBefore, `web-${i} reads back what its first pod wrote`);
     }
+  });
+
+  /** A busybox pod on `node` with a generic ephemeral volume `scratch` (16Mi, no class) at /data, running `script`. */
+  async function ephemeralPod(node: SuiteNode, ns: string, name: string, script: string): Promise<void> {
+    await suite.core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: {
+          nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+          containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'scratch', mountPath: '/data' }] }],
+          volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', resources: { requests: { storage: '16Mi' } } } } } }],
+        },
+      },
+    });
+    suite.onCleanup(() => deletePod(ns, name));
+  }
+
+  it("a generic ephemeral volume: the control plane's ephemeral volume controller makes the claim <pod>-<volume> owned by the pod, the pod runs on it, and the claim goes with the pod", async function () {
+    const { node, kubelet, driver, rootDir } = await storageNode('pveph');
+    await csiDriverObject();
+    const ns = await suite.namespace('pveph');
+    // No provisioner: the PV waits for the claim the controller will make.
+    const { pv, volumeHandle } = await preBoundVolume(driver, ns, 'eph-scratch');
+    await ephemeralPod(node, ns, 'eph', 'echo made-here > /data/f; exec sleep 3600');
+    const pod = await running(ns, 'eph');
+
+    const claim = await suite.core.readNamespacedPersistentVolumeClaim({ name: 'eph-scratch', namespace: ns });
+    assert.deepEqual(claim.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller]), [['Pod', 'eph', pod.metadata!.uid, true]]);
+    assert.equal(claim.spec?.volumeName, pv);
+    assert.deepEqual(await exec(kubelet, pod, ['cat', '/data/f']), { out: 'made-here', code: 0 });
+    const target = path.join(rootDir, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~csi', pv, 'mount');
+    assert.ok(await isMountPoint(target), `published at upstream's path for the PV: ${target}`);
+    assert.ok((await driver.calls('NodePublishVolume')).some((c) => c.Request.volume_id === volumeHandle && c.Request.target_path === target && c.Error === ''));
+
+    await deletePod(ns, 'eph');
+    assert.deepEqual(await mountsUnder(rootDir), [], 'unpublished and unstaged: nothing left mounted under the kubelet root dir');
+    // The garbage collector removes the claim its owner left (and the Retain PV is Released).
+    await waitFor('the claim removed with its pod', async () => suite.core.readNamespacedPersistentVolumeClaim({ name: 'eph-scratch', namespace: ns }).then(() => false, () => true), 60_000, 500);
+  });
+
+  it("refuses a generic ephemeral volume's claim that the pod does not own (a claim of that name made by someone else): Pending with upstream's FailedMount, no container", async function () {
+    const { node } = await storageNode('pvephown');
+    const ns = await suite.namespace('pvephown');
+    // Someone else's claim under the name the pod's volume would get: the pod must never mount it.
+    await suite.core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: { metadata: { name: 'eph-scratch' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', resources: { requests: { storage: '16Mi' } } } },
+    });
+    await ephemeralPod(node, ns, 'eph', 'exec sleep 3600');
+    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'eph' && e.reason === 'FailedMount'), 60_000, 500);
+    assert.equal(event.type, 'Warning');
+    assert.equal(event.message, `Unable to attach or mount volumes: unmounted volumes=[scratch], unattached volumes=[], failed to process volumes=[scratch]: PVC ${ns}/eph-scratch was not created for pod ${ns}/eph (pod is not owner)`);
+    assert.equal((await readPod(ns, 'eph')).status?.phase, 'Pending');
+    assert.deepEqual(await suite.runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ns } }), [], 'no container was created');
   });
 
   it('a restarted kubelet adopts the staged and published volume: no second stage or publish; deleting the pod then unpublishes and unstages', async function () {

@@ -28,12 +28,13 @@ export interface BoundClaim { pv: string; volumeHandle: string; controller: CsiC
  * For a describe of storage tests on the real control plane: the cluster suite, the hostpath
  * driver's binaries unpacked once (skipped, or failed with CI=true, where they are missing), and
  * `storageNode`: a kubelet-ts node with csi-grpc and the driver registered on it (started with
- * `driverArgs`), the driver stopped after the kubelet; and `boundClaim`: a claim bound to a
- * volume made in the driver.
+ * `driverArgs`), the driver stopped after the kubelet; `preBoundVolume`: a volume made in the
+ * driver with a PV waiting for a claim of a given name; and `boundClaim`: that, and the claim.
  */
 export function csiStorageSuite(prefix: string): {
   suite: ClusterSuite;
   storageNode(what: string, driverArgs?: string[]): Promise<StorageNode>;
+  preBoundVolume(driver: RealCsiDriver, ns: string, claim: string, opts?: BoundClaimOptions): Promise<BoundClaim>;
   boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts?: BoundClaimOptions): Promise<BoundClaim>;
 } {
   const suite = clusterSuite(prefix);
@@ -57,13 +58,15 @@ export function csiStorageSuite(prefix: string): {
     await suite.nodeReady(node.name);
     return { node, kubelet, driver, rootDir };
   }
-  /** A 16Mi volume made in the driver (playing the external-provisioner), a PV for it pre-bound to claim `claim` of `ns`, both Bound; all removed after the test. */
-  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts: BoundClaimOptions = {}): Promise<BoundClaim> {
+  /**
+   * A 16Mi volume made in the driver (playing the external-provisioner) and a PV for it pre-bound
+   * to claim `claim` of `ns`, which someone else makes (the test, a StatefulSet, the ephemeral
+   * volume controller); both removed after the test.
+   */
+  async function preBoundVolume(driver: RealCsiDriver, ns: string, claim: string, opts: BoundClaimOptions = {}): Promise<BoundClaim> {
     const controller = new CsiController(driver.csiSocket);
     const pv = suite.uniqueName('pv');
     const volumeHandle = await controller.createVolume(pv, 16 * 1024 * 1024, opts.block ? { block: true } : {});
-    const volumeMode = opts.block ? 'Block' : 'Filesystem';
-    const storageClassName = opts.storageClassName ?? '';
     suite.onCleanup(async () => {
       await controller.deleteVolume(volumeHandle).catch(() => {});
       controller.close();
@@ -72,12 +75,20 @@ export function csiStorageSuite(prefix: string): {
       body: {
         metadata: { name: pv },
         spec: {
-          capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName,
-          claimRef: { namespace: ns, name: claim }, csi: { driver: HOSTPATH_DRIVER, volumeHandle, volumeAttributes: { kind: 'test' }, ...opts.csi }, volumeMode,
+          capacity: { storage: '16Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: opts.storageClassName ?? '',
+          claimRef: { namespace: ns, name: claim }, csi: { driver: HOSTPATH_DRIVER, volumeHandle, volumeAttributes: { kind: 'test' }, ...opts.csi }, volumeMode: opts.block ? 'Block' : 'Filesystem',
         },
       },
     });
     suite.onCleanup(() => suite.core.deletePersistentVolume({ name: pv }));
+    return { pv, volumeHandle, controller };
+  }
+
+  /** preBoundVolume, and the claim made by the test; waits until it is Bound. */
+  async function boundClaim(driver: RealCsiDriver, ns: string, claim: string, opts: BoundClaimOptions = {}): Promise<BoundClaim> {
+    const { pv, volumeHandle, controller } = await preBoundVolume(driver, ns, claim, opts);
+    const volumeMode = opts.block ? 'Block' : 'Filesystem';
+    const storageClassName = opts.storageClassName ?? '';
     await suite.core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
       body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, volumeName: pv, storageClassName, volumeMode } },
@@ -89,5 +100,5 @@ export function csiStorageSuite(prefix: string): {
     return { pv, volumeHandle, controller };
   }
 
-  return { suite, storageNode, boundClaim };
+  return { suite, storageNode, preBoundVolume, boundClaim };
 }

@@ -10,22 +10,17 @@ import { RUNS_COMPILED } from './util/package-root.ts';
 import type { PluginHost } from './plugins/plugin-host.ts';
 import { createPluginHost } from './plugins/create-plugin-host.ts';
 import { instrumentRuntime } from './runtime/instrumented-runtime.ts';
-import { RuntimeCache } from './runtime/runtime-cache.ts';
-import type { ContainerRuntime, RuntimeVersion } from './runtime/types.ts';
-import { StatusManager } from './status/status-manager.ts';
+import type { ContainerRuntime } from './runtime/types.ts';
 import { ProbeResults } from './status/probe-results.ts';
 import type { PodCgroups } from './cgroups/pod-cgroups.ts';
 import { setUpNodeCgroups } from './cgroups/node-cgroups.ts';
 import { UserNamespaces } from './pod/user-namespaces.ts';
-import { Backoff } from './pod/backoff.ts';
-import { ImagePuller } from './pod/image-puller.ts';
+import type { PodSyncer } from './pod/pod-sync.ts';
+import type { SyncLoop } from './sync-loop.ts';
+import type { Pleg } from './runtime/pleg.ts';
+import { createPodEngine, type PodEngine } from './pod-engine.ts';
 import { withPullProgress } from './pod/pull-progress-status.ts';
-import { CONTAINER_SLOT_MS, PodSyncer, SANDBOX_SLOT_MS } from './pod/pod-sync.ts';
-import { Limiter } from './util/limiter.ts';
 import { TIMED_OUT, withTimeout } from './util/with-timeout.ts';
-import { LifecycleHandlers } from './pod/lifecycle-handlers.ts';
-import { SyncLoop } from './sync-loop.ts';
-import { Pleg } from './runtime/pleg.ts';
 import type { PodSource } from './sources/pod-source.ts';
 import { StaticPodDirSource } from './sources/static-dir.ts';
 import { StaticPodUrlSource } from './sources/static-url.ts';
@@ -44,28 +39,23 @@ import { isApiPod } from './objects/pod-origin.ts';
 import { ApiObjectCache, type ObjectSource } from './apiserver/object-cache.ts';
 import { ApiStorageObjects } from './apiserver/api-storage-objects.ts';
 import { ApiClaimResizeStatus } from './apiserver/api-claim-resize-status.ts';
-import { PersistentVolumeStats } from './volumes/persistent-volume-stats.ts';
-import { registerVolumeStatsMetrics } from './metrics/volume-stats-metrics.ts';
 import { ServiceCache } from './apiserver/service-cache.ts';
 import { TokenManager } from './apiserver/token-manager.ts';
 import { LocalObjects } from './volumes/builtin/local-objects.ts';
 import { readNodeResources, resourceNumber, type NodeResources } from './node/node-resources.ts';
 import type { DownwardInputs } from './objects/downward-api.ts';
 import type { AdmissionNode } from './pod/admission.ts';
-import { EvictionManager, PRESSURE_CONDITION_TYPES } from './eviction/eviction-manager.ts';
-import { ImageGC } from './eviction/image-gc.ts';
-import { hasDedicatedImageFs } from './eviction/image-fs.ts';
-import { LogRotation } from './logs/log-rotation.ts';
+import type { EvictionManager } from './eviction/eviction-manager.ts';
+import type { ImageGC } from './eviction/image-gc.ts';
+import type { LogRotation } from './logs/log-rotation.ts';
+import { createNodeUpkeep, type NodeUpkeep } from './node-upkeep.ts';
 import { defaultNodeLabels } from './node/node-object.ts';
 import { goArch, goOS } from './node/machine-info.ts';
-import { StatsProvider } from './stats/stats-provider.ts';
+import type { StatsProvider } from './stats/stats-provider.ts';
 import { readOnlyRoutes, type KubeletRouteDeps } from './server/kubelet-routes.ts';
 import { startMainServer } from './server/start-main-server.ts';
 import type { MainServer } from './server/main-server.ts';
-import type { SecurityAdmission } from './pod/security-admission.ts';
 import { checkAppliedPlugins, securityAdmissionOf } from './start-checks.ts';
-import { RuntimeClasses } from './apiserver/runtime-classes.ts';
-import { withTerminationMessage } from './pod/termination-message.ts';
 // TLS bootstrap and certificate rotation, loaded with the API side (they use its client).
 import type { CertificateManager } from './certificates/certificate-manager.ts';
 import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
@@ -101,9 +91,10 @@ const STOP_SHUTDOWN_HOOK_MS = 4000;
 
 /**
  * The composition root: builds the parts of a kubelet in the order they depend on each other
- * (hooks and plugins, the runtime from the `runtime` slot, its cache and PLEG, the status
- * manager, the pod sync, the sync loop it runs, node pressure, the servers, the pod sources
- * and, with a kubeconfig, the API-server side), starts them, and stops them in reverse. What
+ * (hooks and plugins, volumes, the runtime from the `runtime` slot, the pod engine built on it
+ * (pod-engine.ts), the node's upkeep (node-upkeep.ts), the servers, the pod sources and, with a
+ * kubeconfig, the API-server side), starts them, and stops them in reverse. What start() builds
+ * is held as `undefined` until then and read through `builtPart`, never half-initialised. What
  * happens to pods is the sync loop's (sync-loop.ts); this file only wires.
  */
 export class Kubelet {
@@ -118,24 +109,16 @@ export class Kubelet {
   readonly events: EventRecorder;
   private readonly sources: PodSource[] = [];
   private readonly probes = new ProbeResults();
-  /** Sysctl and AppArmor admission (SysctlForbidden, AppArmor), built from the config at start. */
-  private securityAdmission!: SecurityAdmission;
-  private runtimeImpl!: ContainerRuntime;
-  private runtimeVersion!: RuntimeVersion;
-  private cache!: RuntimeCache;
-  private status!: StatusManager;
-  private syncer!: PodSyncer;
-  private puller: ImagePuller | undefined;
+  private runtimeImpl: ContainerRuntime | undefined;
   /** The pod cgroup hierarchy (cgroupsPerQOS), through the node's cgroup driver. */
   private cgroups: PodCgroups | undefined;
   /** Graceful node shutdown (shutdownGracePeriod), when configured; its start runs beside the kubelet's. */
   private shutdown: GracefulNodeShutdown | undefined;
   private shutdownStarting: Promise<void> | undefined;
-  /** The sync loop: desired and terminating pods, admission, pod workers, housekeeping. */
-  private loop!: SyncLoop;
-  private pleg!: Pleg;
-  /** The volume manager (desired and actual state of every pod's volumes). */
-  volumes!: VolumeManager;
+  /** The runtime's cache and PLEG, pod status, image pulls, the pod syncer and the sync loop (core/pod-engine.ts), built at start. */
+  private engine: PodEngine | undefined;
+  /** The volume manager (desired and actual state of every pod's volumes), built at start. */
+  private volumeManager: VolumeManager | undefined;
   private timers: NodeJS.Timeout[] = [];
   private started = false;
   /** The port the read-only server bound (0 when disabled). */
@@ -143,14 +126,8 @@ export class Kubelet {
   /** The plain-HTTP /healthz server (upstream healthzPort) and the port it bound (0 when disabled). */
   private healthzServer: KubeletServer | undefined;
   healthzPort = 0;
-  /** Node and pod resource use (CRI stats, cgroups, filesystems): /stats/summary, /metrics/resource, and eviction decisions. */
-  stats!: StatsProvider;
-  /** Node pressure: eviction signals, the pressure conditions, evictions through `onPressure` (core/eviction). */
-  eviction!: EvictionManager;
-  /** Image garbage collection (imageGCHighThresholdPercent, ...), also the eviction manager's reclaim for imagefs. */
-  imageGC!: ImageGC;
-  /** Container log rotation (containerLogMaxSize, containerLogMaxFiles). */
-  logRotation!: LogRotation;
+  /** Stats, eviction, image GC, log rotation (core/node-upkeep.ts), built at start. */
+  private upkeep: NodeUpkeep | undefined;
   /** The main port (HTTPS, authenticated and authorized) and the local socket of kubelet-ts commands. */
   mainServer: MainServer | undefined;
   /** The port the main server bound (reported as the Node's kubelet endpoint). */
@@ -168,7 +145,7 @@ export class Kubelet {
   /** Service account tokens of API pods (API-server mode). */
   private tokens: TokenManager | undefined;
   /** The node's capacity and allocatable, read at start. */
-  private nodeResources!: NodeResources;
+  private nodeResources: NodeResources | undefined;
   /** Renews the client certificate (rotateCertificates) and the serving one (serverTLSBootstrap). */
   private clientCertificates: CertificateManager | undefined;
   private servingCertificates: CertificateManager | undefined;
@@ -194,8 +171,8 @@ export class Kubelet {
       rootDir: config.rootDir,
       logger,
       activePods: () => this.pods().filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'),
-      sourcesReady: () => this.sourceNames.length > 0 && (this.loop?.sourcesSeen(this.sourceNames) ?? false),
-      podRunning: (uid) => this.cache?.get(uid)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false,
+      sourcesReady: () => this.sourceNames.length > 0 && (this.engine?.loop.sourcesSeen(this.sourceNames) ?? false),
+      podRunning: (uid) => this.engine?.cache.get(uid)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false,
     });
     const { hooks, host } = createPluginHost({
       config,
@@ -206,7 +183,7 @@ export class Kubelet {
           return this.runtimeImpl;
         },
         pods: () => this.pods(),
-        reportProbe: async (event) => this.loop?.reportProbe(event),
+        reportProbe: async (event) => this.engine?.loop.reportProbe(event),
         observeProbeRun: (run) => this.metrics.observeProbe(run),
         recordEvent: (e) => this.events.record(e.pod ? podRef(e.pod, e.container) : nodeRef(config.nodeName), e.type, e.reason, e.message),
         observeTap: (hook, plugin, ms, err, args) => this.observeTap(hook, plugin, ms, err, args),
@@ -228,7 +205,46 @@ export class Kubelet {
 
   /** The runtime as the core uses it (instrumented). */
   get runtime(): ContainerRuntime {
-    return this.runtimeImpl;
+    return this.builtPart(this.runtimeImpl, 'runtime');
+  }
+
+  /** A part built by start(); a clear error before that. */
+  private builtPart<T>(part: T | undefined, what: string): T {
+    if (part === undefined) throw new Error(`the kubelet has not started: no ${what} yet`);
+    return part;
+  }
+
+  /** Node and pod resource use: /stats/summary, /metrics/resource, and eviction decisions. */
+  get stats(): StatsProvider {
+    return this.builtPart(this.upkeep, 'stats').stats;
+  }
+
+  /** Node pressure: eviction signals, the pressure conditions, evictions through `onPressure`. */
+  get eviction(): EvictionManager {
+    return this.builtPart(this.upkeep, 'eviction manager').eviction;
+  }
+
+  /** Image garbage collection (also the eviction manager's reclaim for imagefs). */
+  get imageGC(): ImageGC {
+    return this.builtPart(this.upkeep, 'image GC').imageGC;
+  }
+
+  /** Container log rotation. */
+  get logRotation(): LogRotation {
+    return this.builtPart(this.upkeep, 'log rotation').logRotation;
+  }
+
+  /** The sync loop: desired and terminating pods, admission, pod workers, housekeeping. */
+  private get loop(): SyncLoop {
+    return this.builtPart(this.engine, 'sync loop').loop;
+  }
+
+  private get syncer(): PodSyncer {
+    return this.builtPart(this.engine, 'pod syncer').syncer;
+  }
+
+  private get pleg(): Pleg {
+    return this.builtPart(this.engine, 'PLEG').pleg;
   }
 
   /** Loads plugins, checks the runtime, adopts what it runs, then starts sources, loops and server. */
@@ -242,10 +258,10 @@ export class Kubelet {
     const apiNode = config.kubeconfig ? await import('./node/api-node.ts') : undefined;
     if (config.kubeconfig) apiNode?.checkKubeconfig(config.kubeconfig, config.nodeName, credentials?.overrides, this.options.api?.kubeconfig);
     // As upstream: an allowedUnsafeSysctls entry that is not namespaced stops the start.
-    this.securityAdmission = securityAdmissionOf(config);
+    const securityAdmission = securityAdmissionOf(config);
     await fs.mkdir(path.join(config.rootDir, 'pods'), { recursive: true });
     // Built-in volume types first: a plugin serves them instead only by tapping at STAGE.POLICY.
-    this.nodeResources = await readNodeResources(config, this.options.machineInfo);
+    const nodeResources = this.nodeResources = await readNodeResources(config, this.options.machineInfo);
     tapBuiltinVolumes(this.hooks, {
       objects: (pod) => this.objectsFor(pod),
       tokens: () => this.tokens,
@@ -260,11 +276,11 @@ export class Kubelet {
       hooks: this.hooks, claimStatus: new ApiClaimResizeStatus(() => this.api?.main), logger: logger.child({ component: 'volume-expansion' }),
       event: (object, type, reason, message) => this.events.record(object, type, reason, message), podEventRef: (pod) => podRef(pod),
     });
-    this.volumes = new VolumeManager({
+    const volumes = this.volumeManager = new VolumeManager({
       hooks: this.hooks, rootDir: config.rootDir, logger: logger.child({ component: 'volume-manager' }), objects: (pod) => this.objectsFor(pod), hostMounts: this.options.hostMounts ?? true,
       storage: (pod) => (this.api && isApiPod(pod) ? storageObjects : undefined), nodeName: config.nodeName, expansion,
     });
-    await this.volumes.start();
+    await volumes.start();
     // Allocations made before a restart come back before any device provider registers again.
     await this.devices.start();
     this.tapDevices();
@@ -274,137 +290,45 @@ export class Kubelet {
     await this.plugins.startAll();
     await fs.mkdir(config.podLogsDir, { recursive: true });
 
-    this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
-    this.runtimeVersion = await this.runtimeImpl.version();
-    logger.info({ runtime: this.runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
+    const runtime = this.runtimeImpl = instrumentRuntime(this.plugins.slot('runtime'), logger, this.metrics.observeRuntime, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    const runtimeVersion = await runtime.version();
+    logger.info({ runtime: runtimeVersion, provider: this.plugins.slotOwner('runtime') }, 'container runtime ready');
 
-    // An exited container's status carries its termination message (read once, safely, from the file the kubelet made).
-    this.cache = new RuntimeCache(this.runtimeImpl, { decorateExited: (s) => withTerminationMessage(config.rootDir, s) });
     const cgroups = this.cgroups = await setUpNodeCgroups({
-      config, runtime: this.runtimeImpl, capacity: this.nodeResources.capacity, logger,
-      activePods: () => this.loop?.activePods() ?? [],
+      config, runtime, capacity: nodeResources.capacity, logger,
+      activePods: () => this.engine?.loop.activePods() ?? [],
     });
     // The user ID blocks pods with hostUsers: false had before a restart, before any pod syncs.
     const userNamespaces = new UserNamespaces({ rootDir: config.rootDir, logger: logger.child({ component: 'userns' }) });
     await userNamespaces.start();
-    const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
-    const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
-    this.status = new StatusManager({
-      hooks: this.hooks,
-      logger,
-      nodeIP: config.nodeIP,
-      runtimeName: () => this.runtimeVersion.runtimeName,
-      probes: this.probes,
-      onUpdate: (pod, status) => this.reporter?.status(pod, status),
-    });
-    const puller = this.puller = new ImagePuller({
-      runtime: this.runtimeImpl, backoff: pullBackoff, logger, events: this.events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}),
-      providerCredentials: (request) => this.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request),
-    });
-    // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
-    // the pods behind it by that much, not by the runtime request timeout.
-    const sandboxCreations = config.maxParallelSandboxCreations ? new Limiter(config.maxParallelSandboxCreations, SANDBOX_SLOT_MS) : undefined;
-    // The same for containers: a pod of hundreds of containers (or many pods at once) keeps the
-    // runtime at a load it can answer within its deadlines.
-    const containerCreations = config.maxParallelContainerCreations ? new Limiter(config.maxParallelContainerCreations, CONTAINER_SLOT_MS) : undefined;
-    this.syncer = new PodSyncer({
-      runtime: this.runtimeImpl, cache: this.cache, hooks: this.hooks, config, crashBackoff, pullBackoff, puller, status: this.status,
-      probes: this.probes, cgroups, userNamespaces, volumes: this.volumes, timeline: this.timelines, events: this.events, logger,
-      lifecycle: new LifecycleHandlers({ runtime: () => this.runtimeImpl, logger, events: this.events }),
-      objects: (pod) => this.objectsFor(pod), downward: (pod) => this.downwardInputs(pod), ...(sandboxCreations ? { sandboxCreations } : {}), ...(containerCreations ? { containerCreations } : {}),
-      runtimeClasses: new RuntimeClasses({ client: () => this.api?.main, handlers: config.runtimeClassHandlers ?? {} }),
-      services: () => this.services,
-    });
-    this.loop = new SyncLoop({
-      config, logger, hooks: this.hooks, cache: this.cache, status: this.status, syncer: this.syncer, probes: this.probes,
-      volumes: this.volumes, timelines: this.timelines, metrics: this.metrics, events: this.events, securityAdmission: this.securityAdmission,
+    const engine = this.engine = createPodEngine({
+      config, logger, hooks: this.hooks, runtime, runtimeName: () => runtimeVersion.runtimeName, probes: this.probes, cgroups, userNamespaces,
+      volumes, timelines: this.timelines, metrics: this.metrics, events: this.events, securityAdmission, devices: this.devices,
       admissionNode: () => this.admissionNode(),
       pressure: () => this.eviction,
-      pulledMs: (uid) => puller.pulledMs(uid),
-      devices: this.devices,
       nodeAdmission: () => this.shutdown?.admission(),
+      objects: (pod) => this.objectsFor(pod),
+      downward: (pod) => this.downwardInputs(pod),
+      onStatus: (pod, status) => this.reporter?.status(pod, status),
+      apiClient: () => this.api?.main,
+      services: () => this.services,
     });
-    this.hooks.podStatusChanged.tap({ name: 'kubelet:metrics', stage: STAGE.OBSERVE }, (pod, status) => {
-      this.loop.measureStart(pod, status);
-      if (status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) this.timelines.ready(pod.metadata!.uid!);
-    });
-
     // First look at the runtime before any source: running pods are adopted, not duplicated.
-    this.pleg = new Pleg({
-      cache: this.cache,
-      periodMs: config.plegRelistPeriodMs,
-      logger,
-      onChange: (uids) => this.loop.onPlegChange(uids),
-      observe: (durationMs, intervalMs) => {
-        this.metrics.observeRelist(durationMs, intervalMs);
-        this.metrics.setRunningFrom(this.cache.all());
-      },
-    });
-    await this.pleg.start();
-    logger.info({ pods: this.cache.uids().length }, 'found pods in the runtime');
+    await engine.pleg.start();
+    logger.info({ pods: engine.cache.uids().length }, 'found pods in the runtime');
 
+    const upkeep = this.upkeep = createNodeUpkeep({
+      config, logger, hooks: this.hooks, metrics: this.metrics, events: this.events, cgroups, runtime: () => runtime, volumes,
+      pods: () => this.pods(), activePods: () => engine.loop.activePods(),
+      runningContainers: () => engine.cache.all().flatMap((rs) => rs.containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => ({ id: c.id, logPath: c.logPath }))),
+      evict: (pod, message, grace, disruptionTarget) => engine.loop.evictPod(pod, message, grace, disruptionTarget),
+      podReclaimed: (uid) => engine.syncer.podReclaimed(uid),
+      removeDeadContainers: () => engine.loop.removeDeadContainers(),
+    });
     // The main port before the API side: the Node reports the port it bound.
-    // Persistent volumes' use, asked of their providers (csi-grpc: NodeGetVolumeStats) at most once a minute.
-    const pvStats = new PersistentVolumeStats({
-      hooks: this.hooks,
-      mounted: (uid) => this.volumes.mountedVolumes(uid),
-      logger: logger.child({ component: 'volume-stats' }),
-      onAbnormal: (uid, volume, message) => {
-        const pod = this.pods().find((p) => p.metadata?.uid === uid);
-        if (pod) this.events.record(podRef(pod), 'Warning', 'VolumeConditionAbnormal', `Volume ${volume}: ${message}`);
-      },
-    });
-    this.hooks.podRemoved.tapPromise({ name: 'kubelet:volume-stats', stage: STAGE.OBSERVE }, async (pod) => {
-      if (pod.metadata?.uid) pvStats.forget(pod.metadata.uid);
-    });
-    registerVolumeStatsMetrics(this.metrics.registry, async () => {
-      const perPod = await Promise.all(this.pods().map((p) => pvStats.claimsOf(p.metadata!.uid!, p.metadata?.namespace ?? 'default')));
-      return perPod.flat();
-    });
-    this.stats = new StatsProvider({
-      nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroups,
-      runtime: () => this.runtimeImpl, pods: () => this.pods(), logger: logger.child({ component: 'stats' }),
-      persistentVolumes: (uid, namespace, time) => pvStats.forPod(uid, namespace, time),
-    });
-    // Node pressure (core/eviction): the same stats, a round every evictionMonitoringPeriod once the sources run.
-    this.eviction = new EvictionManager({
-      evictionHard: config.evictionHard,
-      settings: config.eviction,
-      stats: this.stats,
-      activePods: () => this.loop.activePods(),
-      decide: (event) => this.hooks.onPressure.promise(event),
-      evict: (pod, message, grace, disruptionTarget) => this.loop.evictPod(pod, message, grace, disruptionTarget),
-      reclaimNodeLevel: (signal) => this.reclaimNodeLevel(signal),
-      podReclaimed: (uid) => this.syncer.podReclaimed(uid),
-      podEvent: (pod, type, reason, message) => this.events.record(podRef(pod), type, reason, message),
-      nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
-      logger: logger.child({ component: 'eviction' }),
-    });
-    this.imageGC = new ImageGC({
-      settings: config.imageGC,
-      runtime: () => this.runtimeImpl,
-      imageFs: async () => {
-        const fs = (await this.stats.snapshot(0, { pods: false })).summary.node.runtime?.imageFs;
-        return fs?.capacityBytes !== undefined && fs.availableBytes !== undefined ? { capacity: fs.capacityBytes, available: fs.availableBytes } : undefined;
-      },
-      nodeEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
-      logger: logger.child({ component: 'image-gc' }),
-    });
-    this.logRotation = new LogRotation({
-      policy: config.containerLogs,
-      runtime: () => this.runtimeImpl,
-      runningContainers: () => this.cache.all().flatMap((rs) => rs.containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => ({ id: c.id, logPath: c.logPath }))),
-      logger: logger.child({ component: 'log-rotation' }),
-    });
-    // The node's pressure conditions are the eviction manager's; plugins tapping later may still change them.
-    this.hooks.nodeStatus.tap({ name: 'kubelet:eviction', stage: -1000 }, (draft) => {
-      const pressure = this.eviction.conditionDrafts();
-      const others = draft.conditions.filter((c) => !(PRESSURE_CONDITION_TYPES as readonly string[]).includes(c.type));
-      return { ...draft, conditions: [...pressure, ...others] };
-    });
     const routeDeps: KubeletRouteDeps = {
-      config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => this.runtimeImpl,
-      metrics: this.metrics, stats: this.stats, timelines: this.timelines, events: this.events,
+      config, pods: () => this.pods(), podList: () => this.podList(), healthz: () => this.healthz(), runtime: () => runtime,
+      metrics: this.metrics, stats: upkeep.stats, timelines: this.timelines, events: this.events,
     };
     const servers = this.options.servers ?? true;
     if (servers) {
@@ -420,7 +344,7 @@ export class Kubelet {
           rescanPeriodMs: config.fileCheckFrequencyMs,
           logger: logger.child({ source: 'file' }),
           // Of two manifests declaring one pod, the one whose pod runs keeps it, also after a restart.
-          isRunning: (uid) => this.cache.get(uid) !== undefined,
+          isRunning: (uid) => engine.cache.get(uid) !== undefined,
         }),
       );
     }
@@ -431,17 +355,13 @@ export class Kubelet {
     this.startGracefulShutdown();
     if (certs && this.api) this.startCertificateRotation(certs, credentials, serving);
     this.sources.push(...this.extraSources);
-    for (const source of this.sources) await source.start((pods) => this.loop.onSourceSet(source.name, pods));
+    for (const source of this.sources) await source.start((pods) => engine.loop.onSourceSet(source.name, pods));
 
     const sourceNames = (this.sourceNames = this.sources.map((s) => s.name));
-    this.timers.push(setInterval(() => void this.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
-    this.timers.push(setInterval(() => this.loop.resyncAll(), config.syncFrequencyMs));
+    this.timers.push(setInterval(() => void engine.loop.housekeeping(sourceNames), HOUSEKEEPING_MS));
+    this.timers.push(setInterval(() => engine.loop.resyncAll(), config.syncFrequencyMs));
     for (const t of this.timers) t.unref();
-    if (this.options.nodePressure ?? true) {
-      this.eviction.start();
-      this.imageGC.start();
-      this.logRotation.start();
-    }
+    if (this.options.nodePressure ?? true) upkeep.start();
 
     // Only what upstream's read-only port serves: no logs, no exec, no debugging views.
     for (const [route, handler] of readOnlyRoutes(routeDeps)) this.server.route(route, handler);
@@ -454,7 +374,7 @@ export class Kubelet {
     }
     this.started = true;
     this.events.record(nodeRef(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
-    await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: this.runtimeVersion.runtimeName, version: this.runtimeVersion.runtimeVersion, apiVersion: this.runtimeVersion.runtimeApiVersion } });
+    await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: runtimeVersion.runtimeName, version: runtimeVersion.runtimeVersion, apiVersion: runtimeVersion.runtimeApiVersion } });
     logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, port: this.port, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
   }
 
@@ -484,9 +404,9 @@ export class Kubelet {
     const teardown = Date.now() + STOP_TEARDOWN_MS;
     await part('client certificate rotation', teardown, () => this.clientCertificates?.stop());
     await part('serving certificate rotation', teardown, () => this.servingCertificates?.stop());
-    await part('eviction manager', teardown, () => this.eviction?.stop());
-    await part('image GC', teardown, () => this.imageGC?.stop());
-    await part('log rotation', teardown, () => this.logRotation?.stop());
+    await part('eviction manager', teardown, () => this.upkeep?.eviction.stop());
+    await part('image GC', teardown, () => this.upkeep?.imageGC.stop());
+    await part('log rotation', teardown, () => this.upkeep?.logRotation.stop());
     await part('graceful node shutdown', teardown, async () => {
       await this.shutdownStarting;
       await this.shutdown?.stop();
@@ -498,8 +418,8 @@ export class Kubelet {
     await part('services watch', teardown, () => this.services?.stop());
     this.events.setSink(undefined);
     await part('API server side (node status, lease)', teardown, () => this.api?.stop());
-    this.pleg?.stop();
-    this.loop?.stopQueue();
+    this.engine?.pleg.stop();
+    this.engine?.loop.stopQueue();
     await part('read-only server', teardown, () => this.server.close());
     await part('healthz server', teardown, () => this.healthzServer?.close());
     await part('main server', teardown, () => this.mainServer?.close());
@@ -536,12 +456,12 @@ export class Kubelet {
       ...(this.options.machineInfo ? { machineInfo: this.options.machineInfo } : {}),
       ...(this.testHooks.watchSilenceMs !== undefined ? { watchSilenceMs: this.testHooks.watchSilenceMs } : {}),
       inputs: {
-        runtimeVersion: () => this.runtimeImpl.version(),
-        runtimeStatus: async () => ({ conditions: await this.runtimeImpl.status() }),
+        runtimeVersion: () => this.runtime.version(),
+        runtimeStatus: async () => ({ conditions: await this.runtime.status() }),
         plegHealthy: () => this.pleg.healthy(),
         plegLastRelist: () => this.pleg.lastSeen(),
-        images: () => this.runtimeImpl.listImages(),
-        volumesInUse: () => this.volumes?.volumesInUse() ?? [],
+        images: () => this.runtime.listImages(),
+        volumesInUse: () => this.volumeManager?.volumesInUse() ?? [],
         shuttingDown: () => this.shutdown?.isShuttingDown() ?? false,
       },
       onEvent: (type, reason, message) => this.events.record(nodeRef(config.nodeName), type, reason, message),
@@ -622,19 +542,6 @@ export class Kubelet {
   }
 
   /**
-   * Node-level reclaim before evicting pods for disk (upstream deleteAllUnusedContainers): every
-   * dead container of a pod the kubelet failed (an evicted pod's container and log are what
-   * fills the disk), and every other dead container but each name's newest (restart counts);
-   * for the image filesystem, and for the node's when images share its disk, then every unused
-   * image (upstream deleteAllUnusedImages).
-   */
-  private async reclaimNodeLevel(signal: string): Promise<void> {
-    await this.loop.removeDeadContainers();
-    const images = signal.startsWith('imagefs.') || (signal.startsWith('nodefs.') && !(await hasDedicatedImageFs(this.runtimeImpl, this.config.rootDir)));
-    if (images) await this.imageGC.deleteAllUnused();
-  }
-
-  /**
    * The device manager's part of the kubelet: a container's device allocation in its config
    * (before any plugin's tap, which then sees it), devices freed when a pod is gone, and each
    * device resource in the Node's capacity and allocatable (plugins tapping later may change them).
@@ -655,7 +562,7 @@ export class Kubelet {
 
   /** What admission fits pods against: allocatable, the Node's labels and taints (as registered, or as it would be standalone). */
   private admissionNode(): AdmissionNode {
-    const a = this.nodeResources.allocatable;
+    const a = this.builtPart(this.nodeResources, 'node resources').allocatable;
     const node = this.api?.nodeStatus?.node;
     return {
       allocatable: { cpu: Math.round(resourceNumber(a, 'cpu') * 1000), memory: resourceNumber(a, 'memory'), 'ephemeral-storage': resourceNumber(a, 'ephemeral-storage'), pods: this.config.maxPods },
@@ -672,9 +579,9 @@ export class Kubelet {
 
   /** The downward API's inputs for a pod: its IPs (once it has them), the node's, the node's allocatable. */
   private downwardInputs(pod: V1Pod): DownwardInputs {
-    const status = this.status?.get(pod.metadata!.uid!);
+    const status = this.engine?.status.get(pod.metadata!.uid!);
     const podIPs = pod.spec?.hostNetwork ? [this.config.nodeIP] : (status?.podIPs ?? []).map((p) => p.ip).filter((ip): ip is string => !!ip);
-    const allocatable = this.nodeResources.allocatable;
+    const allocatable = this.builtPart(this.nodeResources, 'node resources').allocatable;
     return {
       podIPs,
       hostIPs: [this.config.nodeIP],
@@ -684,12 +591,12 @@ export class Kubelet {
 
   /** The pods this kubelet runs or is terminating, with their current status. */
   pods(): V1Pod[] {
-    return this.loop?.pods() ?? [];
+    return this.engine?.loop.pods() ?? [];
   }
 
   podList(): object {
     // Served with the progress of the pulls running now (never posted: core/pod/pull-progress-status.ts).
-    return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.pods().map((p) => withPullProgress(p, this.puller?.activePulls(p.metadata?.uid ?? '') ?? [])) };
+    return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.pods().map((p) => withPullProgress(p, this.engine?.puller.activePulls(p.metadata?.uid ?? '') ?? [])) };
   }
 
   healthz(): string {

@@ -71,6 +71,7 @@ export type { MountInfo } from '../volumes/mount-utils.ts';
 export { podFsGroup, setVolumeOwnership } from '../volumes/volume-ownership.ts';
 export { expandVars } from '../pod/expansion.ts';
 export { parseQuantity, quantityValue, milliCPU, bytes, binaryQuantity, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';
+export { podFullName, containersOf, allContainersOf, ephemeralContainersOf, isSidecar } from '../objects/pod-util.ts';
 export { resolvePort } from '../pod/container-ports.ts';
 export { Limiter } from '../util/limiter.ts';
 export { serveHttp2OnUnixSocket } from '../util/h2-authority.ts';

@@ -1,5 +1,5 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { ContainerDevices, DeviceManagerView } from 'kubelet-ts';
+import { isSidecar, type ContainerDevices, type DeviceManagerView } from 'kubelet-ts';
 
 /** A podresources v1 ContainerDevices: one device, with its NUMA node when its provider gave one. */
 export interface WireContainerDevices { resourceName: string; deviceIds: string[]; topology?: { nodes: Array<{ ID: string }> } }
@@ -34,7 +34,7 @@ function wireDevices(entries: Array<{ resourceName: string; deviceIds: string[] 
 
 /** The containers podresources reports: sidecars (restartable init containers), then the app containers, as upstream since sidecars. */
 function reportedContainers(pod: V1Pod): V1Container[] {
-  return [...(pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'), ...(pod.spec?.containers ?? [])];
+  return [...(pod.spec?.initContainers ?? []).filter(isSidecar), ...(pod.spec?.containers ?? [])];
 }
 
 /** One pod's resources: each reported container with its devices (no exclusive CPUs or memory: kubelet-ts has no CPU or memory manager). */

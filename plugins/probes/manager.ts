@@ -1,5 +1,5 @@
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { errorMessage, Limiter, type ContainerRuntime, type Logger, type PluginEvent, type ProbeOutcome, type ProbeResultEvent, type ProbeRun, type ProbeType } from 'kubelet-ts';
+import { errorMessage, Limiter, podFullName, type ContainerRuntime, type Logger, type PluginEvent, type ProbeOutcome, type ProbeResultEvent, type ProbeRun, type ProbeType } from 'kubelet-ts';
 import { runHandler } from './handlers/index.ts';
 import { PROBE_FIELD, PROBE_NAME, declaredProbes, normalizeProbe } from './probe-spec.ts';
 import { ProbeWorker, realTimers, type ProbeRunResult, type Timers } from './probe-worker.ts';
@@ -39,7 +39,6 @@ interface ContainerProbes {
 }
 
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
-const podName = (pod: V1Pod) => `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
 /** `containerd://<id>` → `<id>`. */
 const bareId = (id: string | undefined) => (id ? id.slice(id.indexOf('://') + 3) : '');
 
@@ -91,7 +90,7 @@ export class ProbeManager {
 
     const entry: ContainerProbes = { uid, name: container.name, containerId, container, podIP, workers: new Map(), startup: undefined };
     this.containers.set(containerId, entry);
-    const log = this.deps.logger.child({ pod: podName(pod), container: container.name, containerId: containerId.slice(0, 13) });
+    const log = this.deps.logger.child({ pod: podFullName(pod), container: container.name, containerId: containerId.slice(0, 13) });
     for (const [type, probe] of probes) {
       const checked = normalizeProbe(probe, type, `spec.containers[${index}].${PROBE_FIELD[type]}`);
       if ('errors' in checked) {

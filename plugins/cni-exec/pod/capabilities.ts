@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { parseQuantity } from 'kubelet-ts';
+import { containersOf, parseQuantity } from 'kubelet-ts';
 
 /** Pod annotations that feed `runtimeConfig`. */
 export const ANNOTATIONS = Object.freeze({
@@ -25,7 +25,7 @@ const MAX_RATE = 1e15;
 /** Port mappings of every container port with a hostPort, as containerd passes them to CNI (protocol lower case). */
 export function portMappings(pod: V1Pod): CniPortMapping[] {
   const out: CniPortMapping[] = [];
-  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+  for (const c of containersOf(pod)) {
     for (const p of c.ports ?? []) {
       if (!p.hostPort) continue;
       out.push({ hostPort: p.hostPort, containerPort: p.containerPort, protocol: (p.protocol ?? 'TCP').toLowerCase(), ...(p.hostIP ? { hostIP: p.hostIP } : {}) });

@@ -62,6 +62,7 @@ export function createNodeUpkeep(deps: NodeUpkeepDeps): NodeUpkeep {
     hooks,
     mounted: (uid) => deps.volumes.mountedVolumes(uid),
     logger: logger.child({ component: 'volume-stats' }),
+    periodMs: config.volumeStatsAggPeriodMs,
     onAbnormal: (uid, volume, message) => {
       const pod = deps.pods().find((p) => p.metadata?.uid === uid);
       if (pod) events.record(podRef(pod), 'Warning', 'VolumeConditionAbnormal', `Volume ${volume}: ${message}`);
@@ -78,6 +79,7 @@ export function createNodeUpkeep(deps: NodeUpkeepDeps): NodeUpkeep {
     nodeName: config.nodeName, rootDir: config.rootDir, podLogsDir: config.podLogsDir, cgroups: deps.cgroups,
     runtime: deps.runtime, pods: deps.pods, logger: logger.child({ component: 'stats' }),
     persistentVolumes: (uid, namespace, time) => pvStats.forPod(uid, namespace, time),
+    volumeStatsPeriodMs: config.volumeStatsAggPeriodMs,
   });
   const imageGC = new ImageGC({
     settings: config.imageGC,

@@ -302,6 +302,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     evictionHard: c.evictionHard ?? { ...DEFAULT_EVICTION_HARD },
     eviction: resolveEvictionSettings(c),
     imageGC: resolveImageGCSettings(c),
+    volumeStatsAggPeriodMs: parseDuration(c.volumeStatsAggPeriod ?? '1m'),
     containerLogs: { maxSizeBytes: Math.floor(quantityValue(c.containerLogMaxSize ?? '10Mi') ?? 10 * 2 ** 20), maxFiles: c.containerLogMaxFiles ?? 5, monitorIntervalMs: parseDuration(c.containerLogMonitorInterval ?? '10s') },
     allowedUnsafeSysctls: c.allowedUnsafeSysctls,
     seccompDefault: c.seccompDefault,

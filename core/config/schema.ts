@@ -215,6 +215,7 @@ export const configSchema = {
     imageGCLowThresholdPercent: { type: 'integer', minimum: 0, maximum: 100, default: 80, 'x-allowed': 'an integer percentage 0-100, below imageGCHighThresholdPercent' },
     imageMinimumGCAge: { ...duration('how long an image is on the node before it may be collected'), default: '2m' },
     imageMaximumGCAge: { ...duration('how long an unused image is kept whatever the disk (0: for ever)'), default: '0s' },
+    volumeStatsAggPeriod: { ...duration("how long a volume's measured use is reused (0: volumes are not measured)"), default: '1m' },
     allowedUnsafeSysctls: {
       type: 'array',
       default: [],

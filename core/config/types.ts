@@ -252,6 +252,13 @@ export interface KubeletConfigInput {
   /** An image unused for this long is collected whatever the disk (upstream imageMaximumGCAge). Default '0s': off. */
   imageMaximumGCAge?: Duration;
   /**
+   * How long a volume's measured use is reused (upstream volumeStatsAggPeriod): local volumes'
+   * disk use, and persistent volumes' figures asked of their providers (CSI NodeGetVolumeStats).
+   * Default '1m'; '0s': volumes are not measured (no volume figures in /stats/summary, no
+   * eviction for an emptyDir's sizeLimit), as upstream's negative value.
+   */
+  volumeStatsAggPeriod?: Duration;
+  /**
    * Sysctls pods may set besides the safe ones (upstream allowedUnsafeSysctls): names, or
    * prefixes ending in `*` (`kernel.msg*`, `net.core.*`); only namespaced ones (kernel.shm*,
    * kernel.msg*, kernel.sem, fs.mqueue.*, net.*). A pod with any other sysctl is rejected
@@ -377,6 +384,8 @@ export interface KubeletConfig {
   imageGC: ImageGCSettings;
   /** Container log rotation (core/logs/log-rotation.ts), resolved. */
   containerLogs: { maxSizeBytes: number; maxFiles: number; monitorIntervalMs: number };
+  /** How long a volume's measured use is reused; 0: volumes are not measured. */
+  volumeStatsAggPeriodMs: number;
   /** Sysctl names and `prefix*` patterns pods may set besides the safe ones. */
   allowedUnsafeSysctls: string[];
   seccompDefault: boolean;

@@ -169,7 +169,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   imageMaximumGCAge: implZ('duration'),
   imageGCHighThresholdPercent: impl('int'),
   imageGCLowThresholdPercent: impl('int'),
-  volumeStatsAggPeriod: not('duration', durationOf('1m'), '1m (kubelet-ts measures volumes at most once a minute)', 'another volume measuring period'),
+  volumeStatsAggPeriod: implZ('duration'),
   kubeletCgroups: not('string', zero, '""', 'moving the kubelet into its own cgroup (use the systemd unit)'),
   systemCgroups: not('string', zero, '""', 'moving system processes into a cgroup'),
   cgroupRoot: implZ('string'),

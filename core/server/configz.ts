@@ -80,6 +80,7 @@ export function configzBody(c: KubeletConfig): { kubeletconfig: Record<string, u
       containerLogMaxSize: `${c.containerLogs.maxSizeBytes}`,
       containerLogMaxFiles: c.containerLogs.maxFiles,
       containerLogMonitorInterval: d(c.containerLogs.monitorIntervalMs),
+      volumeStatsAggPeriod: d(c.volumeStatsAggPeriodMs),
       registerWithTaints: c.registerWithTaints,
       nodeLabels: c.nodeLabels,
       crashLoopBackOff: { maxContainerRestartPeriod: d(c.crashLoopBackOff.maxMs) },

@@ -35,7 +35,7 @@ import {
   type CPUStats, type ContainerStats, type FsStats, type MemoryStats, type NetworkStats, type NodeStats, type PodStats, type Summary, type VolumeStats,
 } from './summary-types.ts';
 
-/** How long a volume's measured use is reused (upstream volumeStatsAggPeriod default). */
+/** How long a volume's measured use is reused by default (upstream volumeStatsAggPeriod). */
 const VOLUME_STATS_TTL_MS = 60_000;
 /** How long a container's measured log use is reused. */
 const LOG_STATS_TTL_MS = 10_000;
@@ -56,6 +56,8 @@ export interface StatsProviderDeps {
   logger: Logger;
   /** The pod's persistent volumes as their providers measure them (with pvcRef); none without. */
   persistentVolumes?: (uid: string, namespace: string, time: string) => Promise<VolumeStats[]>;
+  /** How long a local volume's measured use is reused (volumeStatsAggPeriod; default 1 min); 0: volumes are not measured. */
+  volumeStatsPeriodMs?: number;
   /** Reads cgroup files (tests: another host's). */
   cgroupReader?: CgroupReader;
   now?: () => number;
@@ -107,7 +109,7 @@ export class StatsProvider {
   private readonly cgroups: CgroupReader;
   private readonly now: () => number;
   private readonly rates = new RateTracker();
-  private readonly volumeUsage = new DiskUsageCache(VOLUME_STATS_TTL_MS);
+  private readonly volumeUsage: DiskUsageCache;
   private readonly logUsage = new DiskUsageCache(LOG_STATS_TTL_MS);
   /** Sandbox id → its process's pid (0: the runtime did not tell), for network figures containerd 1.6 does not give. */
   private readonly sandboxPids = new Map<string, number>();
@@ -122,6 +124,7 @@ export class StatsProvider {
   constructor(private readonly deps: StatsProviderDeps) {
     this.cgroups = deps.cgroupReader ?? new CgroupReader();
     this.now = deps.now ?? Date.now;
+    this.volumeUsage = new DiskUsageCache(deps.volumeStatsPeriodMs ?? VOLUME_STATS_TTL_MS);
   }
 
   /**
@@ -395,6 +398,8 @@ export class StatsProvider {
   private async volumeStats(uid: string, time: string): Promise<VolumeStats[]> {
     const base = path.join(this.deps.rootDir, 'pods', uid, 'volumes');
     const out: VolumeStats[] = [];
+    // volumeStatsAggPeriod 0 (upstream: negative): volume stats collection disabled.
+    if (this.deps.volumeStatsPeriodMs === 0) return out;
     // One read of the pod's volumes directory says which plugin directories exist: a pod
     // without local volumes (most, every collection) costs one failed readdir, not one per
     // plugin (failed calls are the expensive ones: each builds an Error).

@@ -5,7 +5,7 @@ import type { VolumeStats } from '../stats/summary-types.ts';
 import type { MountedVolume } from './volume-manager.ts';
 import type { ClaimUsage } from '../metrics/volume-stats-metrics.ts';
 
-/** How long a volume's figures are reused: upstream's volumeStatsAggPeriod default (a driver call per volume per minute at most). */
+/** How long a volume's figures are reused by default: upstream's volumeStatsAggPeriod (a driver call per volume per minute at most). */
 const STATS_TTL_MS = 60_000;
 
 /**
@@ -24,6 +24,8 @@ export class PersistentVolumeStats {
     logger: Logger;
     /** Told once per abnormal report: upstream's VolumeConditionAbnormal event. */
     onAbnormal?: (podUID: string, volumeName: string, message: string) => void;
+    /** How long figures are reused (volumeStatsAggPeriod; default 1 min); 0: providers are not asked. */
+    periodMs?: number;
     now?: () => number;
   }) {}
 
@@ -45,12 +47,14 @@ export class PersistentVolumeStats {
   /** The pod's set-up claim volumes whose provider reported figures, asked again when a minute old. */
   private async usageOf(uid: string): Promise<Array<{ name: string; claim: string; usage: VolumeUsage }>> {
     const out: Array<{ name: string; claim: string; usage: VolumeUsage }> = [];
+    const period = this.deps.periodMs ?? STATS_TTL_MS;
+    if (period === 0) return out;
     const now = (this.deps.now ?? Date.now)();
     for (const mv of this.deps.mounted(uid)) {
       if (!mv.claim) continue;
       const key = `${uid}/${mv.name}`;
       let entry = this.cache.get(key);
-      if (!entry || now - entry.at >= STATS_TTL_MS) {
+      if (!entry || now - entry.at >= period) {
         entry = { at: now, usage: await this.ask(uid, mv) };
         this.cache.set(key, entry);
         if (entry.usage?.abnormal) this.deps.onAbnormal?.(uid, mv.name, entry.usage.abnormal);

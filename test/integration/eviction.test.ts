@@ -132,11 +132,11 @@ describe('eviction on containerd', function () {
   });
 
   it('an emptyDir filled past its sizeLimit is evicted with upstream message', async function () {
-    const t = await kubelet([['eviction-default']], { eviction: settings() });
+    // Volume use measured every 2 s (volumeStatsAggPeriod; upstream's default is a minute).
+    const t = await kubelet([['eviction-default']], { eviction: settings(), volumeStatsAggPeriodMs: 2000 });
     await t.writeManifest('filler.json', pod('h15-filler', [sh('fill', 'sleep 1; dd if=/dev/zero of=/scratch/f bs=1M count=4; sleep 3600', { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] })], {
       volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1Mi' } }],
     }));
-    // Volume use is measured at most once a minute (upstream volumeStatsAggPeriod).
     const filler = await evicted(t, 'h15-filler');
     assert.equal(filler!.status!.message, 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ');
     assert.equal(eventsOf(t, 'h15-filler').length, 1);

@@ -81,6 +81,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     eviction: { soft: {}, softGracePeriodMs: {}, minimumReclaim: {}, pressureTransitionPeriodMs: 300_000, maxPodGracePeriodSeconds: 0, monitoringPeriodMs: 10_000, evictStaticPods: false },
     imageGC: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 120_000, maxAgeMs: 0 },
     containerLogs: { maxSizeBytes: 10 * 2 ** 20, maxFiles: 5, monitorIntervalMs: 10_000 },
+    volumeStatsAggPeriodMs: 60_000,
     allowedUnsafeSysctls: [],
     seccompDefault: false,
     clusterDNS: [],

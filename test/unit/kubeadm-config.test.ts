@@ -146,15 +146,21 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
     });
   });
 
+  it('volumeStatsAggPeriod is honoured: the period given, 0s as upstream defaults it (1m)', async function () {
+    assert.equal((await load(['--config', await upstream({ volumeStatsAggPeriod: '15s' })])).config.volumeStatsAggPeriodMs, 15_000);
+    assert.equal((await load(['--config', await upstream({ volumeStatsAggPeriod: '0s' })])).config.volumeStatsAggPeriodMs, 60_000);
+    assert.deepEqual((await load(['--config', await upstream({ volumeStatsAggPeriod: '2m' })])).warnings, []);
+  });
+
   describe('fields kubelet-ts does not implement', function () {
     it('are named once, in one line, only when their value asks for something kubelet-ts does not do', async function () {
-      const quiet = { cpuManagerPolicy: 'none', featureGates: {}, enableServer: true, shutdownGracePeriod: '0s', volumeStatsAggPeriod: '1m', memorySwap: { swapBehavior: 'NoSwap' }, topologyManagerScope: 'pod', podPidsLimit: -1, cgroupDriver: 'cgroupfs', hairpinMode: 'hairpin-veth' };
+      const quiet = { cpuManagerPolicy: 'none', featureGates: {}, enableServer: true, shutdownGracePeriod: '0s', cpuCFSQuotaPeriod: '100ms', memorySwap: { swapBehavior: 'NoSwap' }, topologyManagerScope: 'pod', podPidsLimit: -1, cgroupDriver: 'cgroupfs', hairpinMode: 'hairpin-veth' };
       assert.deepEqual((await load(['--config', await upstream(quiet)])).warnings, []);
-      const loud = { cpuManagerPolicy: 'static', featureGates: { SidecarContainers: true }, volumeStatsAggPeriod: '2m', memorySwap: { swapBehavior: 'LimitedSwap' } };
+      const loud = { cpuManagerPolicy: 'static', featureGates: { SidecarContainers: true }, cpuCFSQuotaPeriod: '50ms', memorySwap: { swapBehavior: 'LimitedSwap' } };
       const { warnings } = await load(['--config', await upstream(loud)]);
       assert.equal(warnings.length, 1);
       assert.deepEqual(warnings[0]!.ignored!.map((i) => `${i.name}=${JSON.stringify(i.value)}`).sort(), [
-        'cpuManagerPolicy="static"', 'featureGates={"SidecarContainers":true}', 'memorySwap.swapBehavior="LimitedSwap"', 'volumeStatsAggPeriod="2m"',
+        'cpuCFSQuotaPeriod="50ms"', 'cpuManagerPolicy="static"', 'featureGates={"SidecarContainers":true}', 'memorySwap.swapBehavior="LimitedSwap"',
       ]);
       assert.match(warnings[0]!.msg, /cpuManagerPolicy: static \(would need a CPU manager \(exclusive CPUs for Guaranteed pods\)\)/);
     });

@@ -30,6 +30,22 @@ describe('persistent volume stats for /stats/summary', function () {
     assert.deepEqual(abnormal, ['u1 data disk gone']);
     assert.equal('abnormal' in (await stats.forPod('u1', 'ns', 't3'))[0]!, false, 'the condition is an event, not a summary field');
   });
+
+  it('volumeStatsAggPeriod: figures are reused for the period given; 0 asks no provider', async function () {
+    const hooks = createHooks();
+    let calls = 0;
+    hooks.volumeStats.for('csi').tapPromise('t', async () => ({ capacityBytes: 100, usedBytes: 10 * ++calls, availableBytes: 90 }));
+    const mounted: MountedVolume[] = [{ name: 'data', type: 'csi', dir: '/d', claim: 'data-web-0', result: { path: '/d/mount' } }];
+    let now = 0;
+    const every5s = new PersistentVolumeStats({ hooks, mounted: () => mounted, logger: silentLogger(), now: () => now, periodMs: 5000 });
+    await every5s.forPod('u1', 'ns', 't0');
+    now = 5000;
+    assert.equal((await every5s.forPod('u1', 'ns', 't1'))[0]!.usedBytes, 20, 'asked again after 5 s');
+    const off = new PersistentVolumeStats({ hooks, mounted: () => mounted, logger: silentLogger(), now: () => now, periodMs: 0 });
+    assert.deepEqual(await off.forPod('u1', 'ns', 't2'), []);
+    assert.deepEqual(await off.claimsOf('u1', 'ns'), []);
+    assert.equal(calls, 2, 'the provider is not asked with 0');
+  });
 });
 
 describe('kubelet_volume_stats_* metrics', function () {

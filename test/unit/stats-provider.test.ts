@@ -7,7 +7,7 @@ import { LABEL } from '../../core/runtime/labels.ts';
 import type { ContainerRuntime, ContainerStats, ContainerSummary, PodSandboxStats, SandboxSummary } from '../../core/runtime/types.ts';
 import { diskUsage } from '../../core/stats/disk-usage.ts';
 import { CgroupReader, defaultInterface, parseBootTimeMs, parseLoadavgTasks, parseNetDev, parseProcStatCpuNs } from '../../core/stats/host-readers.ts';
-import { StatsProvider } from '../../core/stats/stats-provider.ts';
+import { StatsProvider, type StatsProviderDeps } from '../../core/stats/stats-provider.ts';
 import { resourceMetricsText } from '../../core/stats/stats-routes.ts';
 
 describe('stats: host readers', () => {
@@ -161,6 +161,7 @@ describe('stats: the provider', function () {
   }
 
   let provider: StatsProvider;
+  let makeProvider: (more?: Partial<StatsProviderDeps>) => StatsProvider;
   beforeEach(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-stats-'));
     clock = 1_800_000_000_000;
@@ -184,11 +185,13 @@ describe('stats: the provider', function () {
     await fs.writeFile(path.join(cg, 'memory', 'memory.usage_in_bytes'), String(3 * 2 ** 20));
     await fs.writeFile(path.join(cg, 'memory', 'memory.limit_in_bytes'), String(2 ** 30));
     await fs.writeFile(path.join(cg, 'memory', 'memory.stat'), `total_inactive_file ${2 ** 20}\n`);
-    provider = new StatsProvider({
+    makeProvider = (more = {}) => new StatsProvider({
       nodeName: 'n1', rootDir: path.join(dir, 'root'), podLogsDir: path.join(dir, 'logs'), cgroups: undefined,
       runtime: () => runtime(), pods: () => [{ metadata: { name: 'web', namespace: sandbox.metadata.namespace, uid }, status: { startTime: new Date(1_700_000_000_500) } }],
       logger: silentLogger(), cgroupReader: new CgroupReader(new Map([['cpuacct', path.join(cg, 'cpuacct')], ['memory', path.join(cg, 'memory')]])), now: () => clock,
+      ...more,
     });
+    provider = makeProvider();
   });
   afterEach(async () => {
     await fs.rm(dir, { recursive: true, force: true });
@@ -221,6 +224,22 @@ describe('stats: the provider', function () {
     assert.deepEqual(p.volume!.map((v) => v.name), ['data'], 'local volumes only');
     assert.ok(p.volume![0]!.usedBytes! >= 64 * 1024);
     assert.equal(p['ephemeral-storage']!.usedBytes, 2 * 1000 + app.logs!.usedBytes! + p.volume![0]!.usedBytes!);
+  });
+
+  it('volumeStatsAggPeriod: a volume is measured again once the period passed, not before; 0 measures no volume', async () => {
+    const blob = path.join(dir, 'root', 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'data', 'more');
+    const used = async (p: StatsProvider) => (await p.snapshot(0)).summary.pods[0]!.volume?.find((v) => v.name === 'data')?.usedBytes;
+    const slow = makeProvider();
+    const fast = makeProvider({ volumeStatsPeriodMs: 50 });
+    const [slowBefore, fastBefore] = [await used(slow), await used(fast)];
+    await fs.writeFile(blob, Buffer.alloc(256 * 1024, 2));
+    await new Promise((r) => setTimeout(r, 80));
+    clock += 1000; // a new collection (the snapshot's own clock), not the one just made
+    assert.equal(await used(slow), slowBefore, 'the default period (1m) reuses the figure');
+    const fastAfter = await used(fast);
+    assert.ok(fastAfter! >= fastBefore! + 256 * 1024, `a 50 ms period measures again: ${fastBefore} then ${fastAfter}`);
+    const off = makeProvider({ volumeStatsPeriodMs: 0 });
+    assert.deepEqual((await off.snapshot(0)).summary.pods[0]!.volume ?? [], [], 'no volume figures');
   });
 
   it('CPU rates from two collections a second or more apart; one collection serves callers within its max age', async () => {

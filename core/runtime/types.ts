@@ -70,6 +70,8 @@ export interface Mount {
   containerPath: string;
   hostPath: string;
   readonly?: boolean;
+  /** Submounts read-only too (CRI Mount.recursive_read_only); only on a handler that reports recursiveReadOnlyMounts. */
+  recursiveReadOnly?: boolean;
   selinuxRelabel?: boolean;
   propagation?: 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
 }

@@ -280,7 +280,7 @@ export class PodSyncer {
     const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
     const handlers = (await this.deps.runtime.runtimeHandlers?.()) ?? [];
     if (!handlers.find((h) => h.name === handler)?.userNamespaces) {
-      throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
+      throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces, which hostUsers: false asks for (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
     }
     if (!this.deps.userNamespaces) throw new Error('this kubelet gives no user namespaces');
     return this.deps.userNamespaces.forPod(pod);

@@ -60,7 +60,10 @@ export const POD_FIELD_SECTIONS = [
   { prefix: 'securityContext', model: 'V1SecurityContext', title: 'Container security context (`spec.containers[*].securityContext.*`)' },
   { prefix: 'resources', model: 'V1ResourceRequirements', title: 'Container resources (`spec.containers[*].resources.*`)' },
   { prefix: 'volumeMount', model: 'V1VolumeMount', title: 'Volume mounts (`spec.containers[*].volumeMounts[*].*`)' },
+  { prefix: 'envSource', model: 'V1EnvVarSource', title: 'Environment variable sources (`env[*].valueFrom.*`)' },
+  { prefix: 'envFrom', model: 'V1EnvFromSource', title: 'Environment from objects (`envFrom[*].*`)' },
   { prefix: 'volume', model: 'V1Volume', title: 'Volume sources (`spec.volumes[*].*`)' },
+  { prefix: 'projection', model: 'V1VolumeProjection', title: 'Projected volume sources (`spec.volumes[*].projected.sources[*].*`)' },
   { prefix: 'probe', model: 'V1Probe', title: 'Probes (`livenessProbe`, `readinessProbe`, `startupProbe`)' },
   { prefix: 'lifecycle', model: 'V1Lifecycle', title: 'Lifecycle (`spec.containers[*].lifecycle.*`)' },
   { prefix: 'lifecycleHandler', model: 'V1LifecycleHandler', title: 'Lifecycle handlers (`postStart`, `preStop`)' },
@@ -268,6 +271,23 @@ export const POD_FIELD_SUPPORT: Record<string, PodFieldEntry> = {
   'volumeMount.subPath': { support: 'honoured', what: 'bound safely (no symlink escapes)', where: 'core/volumes/subpath.ts' },
   'volumeMount.subPathExpr': { support: 'honoured', what: 'expanded from the container\'s env, then as subPath', where: 'core/pod/container-mounts.ts' },
 
+  // V1EnvVarSource
+  'envSource.configMapKeyRef': { support: 'honoured', what: 'a ConfigMap key (optional honoured; a missing one is CreateContainerConfigError until it appears)', where: 'core/pod/container-env.ts' },
+  'envSource.fieldRef': { support: 'honoured', what: 'the downward API: metadata, labels, annotations, nodeName, serviceAccountName, pod and host IPs', where: 'core/objects/downward-api.ts' },
+  'envSource.fileKeyRef': {
+    support: 'refused',
+    what: `${NOT_IN_128}: a key of a file in an emptyDir is not read, so the container is not created rather than run with an empty value (a 1.28 kubelet would set it empty)`,
+    where: 'core/pod/container-env.ts',
+    refusal: { stage: 'container-config', when: 'any value', reason: 'CreateContainerConfigError: env <name>: valueFrom.fileKeyRef is not supported by this kubelet' },
+  },
+  'envSource.resourceFieldRef': { support: 'honoured', what: 'requests and limits, an unset limit as the node\'s allocatable', where: 'core/objects/downward-api.ts' },
+  'envSource.secretKeyRef': { support: 'honoured', what: 'a Secret key (optional honoured; a missing one is CreateContainerConfigError until it appears)', where: 'core/pod/container-env.ts' },
+
+  // V1EnvFromSource
+  'envFrom.configMapRef': { support: 'honoured', what: 'every key of a ConfigMap; keys that are no env var names skipped with an InvalidEnvironmentVariableNames event', where: 'core/pod/container-env.ts' },
+  'envFrom.prefix': { support: 'honoured', what: 'prepended to each key', where: 'core/pod/container-env.ts' },
+  'envFrom.secretRef': { support: 'honoured', what: 'every key of a Secret, as configMapRef', where: 'core/pod/container-env.ts' },
+
   // V1Volume
   'volume.name': { support: 'honoured', what: 'the volume\'s name and directory', where: VOLUMES },
   'volume.awsElasticBlockStore': migratedVolume('ebs.csi.aws.com'),
@@ -293,13 +313,31 @@ export const POD_FIELD_SUPPORT: Record<string, PodFieldEntry> = {
   'volume.persistentVolumeClaim': { support: 'honoured', what: `the claim's PersistentVolume: csi by ${CSI}, hostPath and local by the core`, where: VOLUMES },
   'volume.photonPersistentDisk': removedVolume('photonPersistentDisk', 'a release before v1.28'),
   'volume.portworxVolume': inTreeVolume('portworxVolume', 'mounts it with its in-tree plugin (CSI migration off by default)'),
-  'volume.projected': { support: 'honoured', what: 'secrets, configMaps, the downward API, service account tokens and cluster trust bundles in one directory', where: BUILTIN_VOLUMES },
+  'volume.projected': { support: 'honoured', what: 'its sources in one directory: see the projected volume sources', where: BUILTIN_VOLUMES },
   'volume.quobyte': removedVolume('quobyte', 'v1.25'),
   'volume.rbd': inTreeVolume('rbd', 'maps it with the node\'s rbd tool'),
   'volume.scaleIO': removedVolume('scaleIO', 'a release before v1.28'),
   'volume.secret': { support: 'honoured', what: 'files on tmpfs, written atomically, updated while the pod runs', where: BUILTIN_VOLUMES },
   'volume.storageos': removedVolume('storageos', 'v1.25'),
   'volume.vsphereVolume': migratedVolume('csi.vsphere.vmware.com'),
+
+  // V1VolumeProjection
+  'projection.clusterTrustBundle': {
+    support: 'refused',
+    what: 'not in the v1.28 API (v1.29, alpha): an API pod\'s volume is not set up (FailedMount: unsupported projected volume source clusterTrustBundle); a static pod may not have it, as upstream validates',
+    where: 'core/volumes/builtin/projection.ts',
+    refusal: { stage: 'static-pod-validation', when: 'any value', reason: 'spec.volumes[0].projected.sources[0].clusterTrustBundle: Forbidden: static pods may not use ClusterTrustBundle projected volume sources' },
+  },
+  'projection.configMap': { support: 'honoured', what: 'a ConfigMap\'s keys as files', where: 'core/volumes/builtin/projection.ts' },
+  'projection.downwardAPI': { support: 'honoured', what: 'downward API files', where: 'core/volumes/builtin/projection.ts' },
+  'projection.podCertificate': {
+    support: 'refused',
+    what: `${NOT_IN_128}: an API pod's volume is not set up (FailedMount: unsupported projected volume source podCertificate); a static pod may not have it, as upstream validates`,
+    where: 'core/volumes/builtin/projection.ts',
+    refusal: { stage: 'static-pod-validation', when: 'any value', reason: 'spec.volumes[0].projected.sources[0].podCertificate: Forbidden: static pods may not use PodCertificate projected volume sources' },
+  },
+  'projection.secret': { support: 'honoured', what: 'a Secret\'s keys as files', where: 'core/volumes/builtin/projection.ts' },
+  'projection.serviceAccountToken': { support: 'honoured', what: 'a bound token, refreshed before it expires (API-server mode; standalone: FailedMount)', where: 'core/apiserver/token-manager.ts' },
 
   // V1Probe
   'probe.exec': { support: 'honoured', what: 'a command in the container (CRI ExecSync)', where: 'plugins/probes' },

@@ -41,7 +41,7 @@ function clientFieldKeys(): string[] {
 const fieldWord = (key: string) => key.split('.').at(-1)!.replace(/s$/, '').toLowerCase();
 
 describe('pod field support table (issue 36: nothing accepted silently)', function () {
-  it('has an entry for every field of the client\'s pod, container, security context, resources, mount, volume, probe and lifecycle models', function () {
+  it('has an entry for every field of the client\'s pod, container, security context, resources, env source, mount, volume, projection, probe and lifecycle models', function () {
     const missing = clientFieldKeys().filter((key) => !Object.hasOwn(POD_FIELD_SUPPORT, key));
     assert.deepEqual(missing, [], `fields with no entry in core/objects/pod-field-support.ts (say what kubelet-ts does with them): ${missing.join(', ')}`);
   });
@@ -100,6 +100,12 @@ function probeFor(key: string): object {
     case 'podSecurityContext.sysctls': return probePod(name, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '1' }] } });
     case 'securityContext.capabilities': return probePod(name, {}, { securityContext: { capabilities: { add: ['NOT_A_CAPABILITY'] } } });
     case 'securityContext.procMount': return probePod(name, {}, { securityContext: { procMount: 'Unmasked' } });
+    case 'envSource.fileKeyRef':
+      return probePod(name, { volumes: [{ name: 'v', emptyDir: {} }] }, { env: [{ name: 'FROM_FILE', valueFrom: { fileKeyRef: { volumeName: 'v', path: 'env', key: 'K' } } }] });
+    case 'projection.clusterTrustBundle':
+      return volumePod(name, 'projected', { sources: [{ clusterTrustBundle: { signerName: 'example.com/signer', path: 'bundle.pem' } }] });
+    case 'projection.podCertificate':
+      return volumePod(name, 'projected', { sources: [{ podCertificate: { signerName: 'example.com/signer', keyType: 'ED25519', credentialBundlePath: 'creds.pem' } }] });
     case 'volumeMount.recursiveReadOnly':
       return probePod(name, { volumes: [{ name: 'v', emptyDir: {} }] }, { volumeMounts: [{ name: 'v', mountPath: '/v', readOnly: true, recursiveReadOnly: 'Enabled' }] });
     default: throw new Error(`${key} is refused in the table but this test has no pod for it: add one to probeFor`);

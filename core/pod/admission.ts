@@ -30,6 +30,12 @@ export interface AdmissionNode {
   extended?: Record<string, number>;
   labels: Record<string, string>;
   taints: V1Taint[];
+  /**
+   * Allocatable huge pages by resource name ('hugepages-2Mi'), bytes. When given, a pod's huge
+   * page request is checked against it, a size the node lacks counting as 0 (upstream: huge pages
+   * are no extended resources, never skipped): a pod cannot get pages the node has not reserved.
+   */
+  hugePages?: Record<string, number>;
 }
 
 export interface Rejection { reason: string; message: string }
@@ -209,6 +215,16 @@ export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNod
     if (wanted === 0) continue;
     const used = others.reduce((n, p) => n + extendedRequest(p, r), 0);
     if (used + wanted > capacity) return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${wanted}, used: ${used}, capacity: ${capacity}` };
+  }
+  if (node.hugePages) {
+    const sizes = new Set(containersOf(pod).flatMap((c) => Object.keys({ ...c.resources?.limits, ...c.resources?.requests })).filter((r) => r.startsWith('hugepages-')));
+    for (const r of [...sizes].sort()) {
+      const wanted = extendedRequest(pod, r);
+      if (wanted === 0) continue;
+      const used = others.reduce((n, p) => n + extendedRequest(p, r), 0);
+      const capacity = node.hugePages[r] ?? 0;
+      if (used + wanted > capacity) return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${wanted}, used: ${used}, capacity: ${capacity}` };
+    }
   }
   if (!affinityMatches(pod, node, opts.nodeName)) return { reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
   const mine = hostPorts(pod);

@@ -90,6 +90,8 @@ export interface LinuxContainerResources {
   cpuShares?: number;
   memoryLimitInBytes?: number;
   oomScoreAdj?: number;
+  /** Huge page limits by page size as the runtime spells it ('2MB', '1GB'), bytes (CRI HugepageLimit). */
+  hugepageLimits?: Array<{ pageSize: string; limit: number }>;
 }
 
 export interface LinuxContainerSecurityContext {

@@ -254,8 +254,13 @@ export const POD_FIELD_SUPPORT: Record<string, PodFieldEntry> = {
     where: 'core/objects/validation/resources.ts',
     refusal: { stage: 'static-pod-validation', when: 'in a static pod manifest', reason: 'spec.containers[0].resources.claims: Forbidden: static pods may not use ResourceClaims' },
   },
-  'resources.limits': { support: 'honoured', what: 'CPU quota, memory limit, oom_score_adj, the pod cgroup; extended resources through device plugins', where: 'core/pod/container-config.ts' },
-  'resources.requests': { support: 'honoured', what: 'admission, QoS class, CPU shares', where: 'core/pod/admission.ts' },
+  'resources.limits': { support: 'honoured', what: 'CPU quota, memory limit, oom_score_adj, the pod cgroup; hugepages-<size> as the container\'s hugetlb limits (not the pod cgroup\'s); extended resources through device plugins', where: 'core/pod/container-config.ts' },
+  'resources.requests': {
+    support: 'honoured',
+    what: 'admission (cpu, memory, ephemeral-storage, huge pages, extended resources), QoS class, CPU shares',
+    where: 'core/pod/admission.ts',
+    refusal: { stage: 'admission', when: 'more than the node has left, huge pages of a size the node has not reserved included', reason: 'OutOfhugepages-1Gi' },
+  },
 
   // V1VolumeMount
   'volumeMount.mountPath': { support: 'honoured', what: 'where the volume is mounted', where: 'core/pod/container-mounts.ts' },

@@ -95,6 +95,7 @@ function probeFor(key: string): object {
     case 'spec.os': return probePod(name, { os: { name: 'windows' } });
     case 'spec.resources': return probePod(name, { resources: { limits: { cpu: '1', memory: '64Mi' } } });
     case 'container.restartPolicy': return probePod(name, {}, { restartPolicy: 'Always' });
+    case 'resources.requests': return probePod(name, {}, { resources: { limits: { memory: '64Mi', 'hugepages-1Gi': '1000Gi' } } });
     case 'resources.claims': return probePod(name, {}, { resources: { claims: [{ name: 'gpu' }] } });
     case 'podSecurityContext.supplementalGroupsPolicy': return probePod(name, { securityContext: { supplementalGroupsPolicy: 'Strict' } });
     case 'podSecurityContext.sysctls': return probePod(name, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '1' }] } });

@@ -149,7 +149,7 @@ export const POD_FIELD_SUPPORT: Record<string, PodFieldEntry> = {
   },
   'spec.resources': {
     support: 'refused',
-    what: `pod-level requests and limits are not applied, so a pod that sets them is not run (${NOT_IN_128}; a newer upstream kubelet without the PodLevelResources gate refuses it the same way)`,
+    what: `pod-level requests and limits are not applied, so a pod that sets them is not run; ${NOT_IN_128}, and a newer upstream kubelet without the PodLevelResources gate refuses it the same way`,
     where: 'core/pod/admission.ts',
     refusal: { stage: 'admission', when: 'any request or limit', reason: 'PodLevelResourcesNotSupported' },
   },
@@ -303,7 +303,7 @@ export const POD_FIELD_SUPPORT: Record<string, PodFieldEntry> = {
   'volume.configMap': { support: 'honoured', what: 'files written atomically, updated while the pod runs', where: BUILTIN_VOLUMES },
   'volume.csi': { support: 'honoured', what: `inline CSI volumes, by ${CSI}`, where: CSI },
   'volume.downwardAPI': { support: 'honoured', what: 'files written atomically, updated while the pod runs', where: BUILTIN_VOLUMES },
-  'volume.emptyDir': { support: 'honoured', what: 'a directory, or a tmpfs for medium Memory sized by sizeLimit', where: BUILTIN_VOLUMES },
+  'volume.emptyDir': { support: 'honoured', what: 'a directory, or a tmpfs for medium Memory sized by sizeLimit; medium HugePages is not set up (FailedMount: emptyDir medium "HugePages" is not supported; upstream v1.28 mounts a hugetlbfs)', where: BUILTIN_VOLUMES },
   'volume.ephemeral': { support: 'honoured', what: `the generic ephemeral volume's claim, mounted by ${CSI} (csi, hostPath and local PersistentVolumes)`, where: VOLUMES },
   'volume.fc': inTreeVolume('fc', 'attaches it with its in-tree Fibre Channel plugin'),
   'volume.flexVolume': inTreeVolume('flexVolume', 'runs the driver found under the volume plugin dir'),

@@ -567,6 +567,7 @@ export class Kubelet {
     return {
       allocatable: { cpu: Math.round(resourceNumber(a, 'cpu') * 1000), memory: resourceNumber(a, 'memory'), 'ephemeral-storage': resourceNumber(a, 'ephemeral-storage'), pods: this.config.maxPods },
       extended: this.devices.admissionAllocatable(),
+      hugePages: Object.fromEntries(Object.keys(a).filter((k) => k.startsWith('hugepages-')).map((k) => [k, resourceNumber(a, k)])),
       labels: node?.metadata?.labels ?? { ...defaultNodeLabels(this.config.nodeName, goOS(), goArch()), ...this.config.nodeLabels },
       taints: node?.spec?.taints ?? this.config.registerWithTaints,
     };

@@ -452,6 +452,8 @@ export class SyncLoop {
     if (rejection) {
       this.d.devices?.release(uid);
       this.d.logger.warn({ pod: podFullName(pod), uid, ...rejection }, 'pod rejected');
+      // Upstream's rejectPod: a Warning event of the reason besides the Failed status.
+      this.d.events.record(podRef(pod), 'Warning', rejection.reason, rejection.message);
       this.d.status.reject(uid, rejection.reason, rejection.message);
       await this.d.status.update(this.desired.get(uid) ?? pod, undefined);
       return 'rejected';

@@ -9,6 +9,8 @@
  *   OutOfcpu / OutOfmemory / OutOfephemeral-storage / OutOfpods / OutOf<extended resource>:
  *     "Node didn't have enough resource: cpu, requested: 2000, used: 500, capacity: 1000"
  *   NodeAffinity, NodePorts, TaintToleration: "Predicate <name> failed: <reason>"
+ * and, after the OS checks, what a newer upstream refuses on a node that cannot apply it
+ * (checkUnsupportedFeatures: SupplementalGroupsPolicyNotSupported, PodLevelResourcesNotSupported).
  */
 import type { V1Container, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { parseQuantity, quantityValue } from '../objects/quantity.ts';
@@ -28,6 +30,12 @@ export interface AdmissionNode {
   extended?: Record<string, number>;
   labels: Record<string, string>;
   taints: V1Taint[];
+  /**
+   * Allocatable huge pages by resource name ('hugepages-2Mi'), bytes. When given, a pod's huge
+   * page request is checked against it, a size the node lacks counting as 0 (upstream: huge pages
+   * are no extended resources, never skipped): a pod cannot get pages the node has not reserved.
+   */
+  hugePages?: Record<string, number>;
 }
 
 export interface Rejection { reason: string; message: string }
@@ -159,6 +167,27 @@ function portsConflict(a: { protocol: string; ip: string; port: number }, b: { p
 }
 
 /**
+ * Pod fields kubelet-ts does not apply and will not run a pod without, refused with the reason a
+ * newer upstream kubelet gives on a node that cannot apply them (both fields are newer than
+ * v1.28, whose API server and kubelet drop them; kubelet-ts decodes them, so it must say):
+ * - `spec.securityContext.supplementalGroupsPolicy: Strict`: the image's groups would be merged
+ *   in anyway (SupplementalGroupsPolicyNotSupported, upstream's message);
+ * - pod-level `spec.resources`: no pod-level limit would hold the containers
+ *   (PodLevelResourcesNotSupported, as upstream with the PodLevelResources gate off).
+ */
+export function checkUnsupportedFeatures(pod: V1Pod): Rejection | undefined {
+  const spec = pod.spec as (V1Pod['spec'] & { securityContext?: { supplementalGroupsPolicy?: string } }) | undefined;
+  if (spec?.securityContext?.supplementalGroupsPolicy === 'Strict') {
+    return { reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' };
+  }
+  const podLevel = (spec as { resources?: { requests?: object; limits?: object } } | undefined)?.resources;
+  if (podLevel && (Object.keys(podLevel.requests ?? {}).length > 0 || Object.keys(podLevel.limits ?? {}).length > 0)) {
+    return { reason: 'PodLevelResourcesNotSupported', message: 'PodLevelResources feature gate is disabled: this kubelet does not apply pod-level resources (spec.resources); set them on the containers' };
+  }
+  return undefined;
+}
+
+/**
  * Whether `pod` may run next to `admitted` (the pods the node runs, not terminal) on `node`;
  * the first failure in upstream's order, or undefined.
  */
@@ -166,6 +195,8 @@ export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNod
   // Upstream checks the OS first: no preemption can make a pod for another OS fit.
   const wrongOS = checkPodOS(pod);
   if (wrongOS) return wrongOS;
+  const unsupported = checkUnsupportedFeatures(pod);
+  if (unsupported) return unsupported;
   const others = admitted.filter((p) => p.metadata?.uid !== pod.metadata?.uid);
   if (others.length + 1 > node.allocatable.pods) {
     return { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${others.length}, capacity: ${node.allocatable.pods}` };
@@ -184,6 +215,16 @@ export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNod
     if (wanted === 0) continue;
     const used = others.reduce((n, p) => n + extendedRequest(p, r), 0);
     if (used + wanted > capacity) return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${wanted}, used: ${used}, capacity: ${capacity}` };
+  }
+  if (node.hugePages) {
+    const sizes = new Set(containersOf(pod).flatMap((c) => Object.keys({ ...c.resources?.limits, ...c.resources?.requests })).filter((r) => r.startsWith('hugepages-')));
+    for (const r of [...sizes].sort()) {
+      const wanted = extendedRequest(pod, r);
+      if (wanted === 0) continue;
+      const used = others.reduce((n, p) => n + extendedRequest(p, r), 0);
+      const capacity = node.hugePages[r] ?? 0;
+      if (used + wanted > capacity) return { reason: `OutOf${r}`, message: `Node didn't have enough resource: ${r}, requested: ${wanted}, used: ${used}, capacity: ${capacity}` };
+    }
   }
   if (!affinityMatches(pod, node, opts.nodeName)) return { reason: 'NodeAffinity', message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" };
   const mine = hostPorts(pod);

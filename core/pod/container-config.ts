@@ -63,7 +63,36 @@ export function linuxResources(pod: V1Pod, container: V1Container, memoryCapacit
   }
   if (limits.memory !== undefined) out.memoryLimitInBytes = bytes(limits.memory);
   out.oomScoreAdj = oomScoreAdj(pod, container, memoryCapacityBytes);
+  const hugepages = hugepageLimits(limits);
+  if (hugepages.length > 0) out.hugepageLimits = hugepages;
   return out;
+}
+
+/** Upstream's HugePageUnitSizeFromByteSize: a page size in bytes as '2MB', '1GB' (1024-based), the hugetlb cgroup's spelling. */
+export function hugePageUnitSize(sizeBytes: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB', 'PB'];
+  let i = 0;
+  let size = sizeBytes;
+  while (size >= 1024 && i < units.length - 1) {
+    size /= 1024;
+    i++;
+  }
+  return `${size}${units[i]}`;
+}
+
+/**
+ * The huge page limits of a container's `hugepages-<size>` limits, as upstream's
+ * GetHugepageLimitsFromResources sets them (CRI hugepage_limits, the hugetlb cgroup). Upstream
+ * also writes a 0 limit for every other page size the machine has; here only the sizes the
+ * container names are sent, so a container that asks for none is created as before.
+ */
+export function hugepageLimits(limits: Record<string, string>): Array<{ pageSize: string; limit: number }> {
+  const out: Array<{ pageSize: string; limit: number }> = [];
+  for (const [name, q] of Object.entries(limits)) {
+    if (!name.startsWith('hugepages-')) continue;
+    out.push({ pageSize: hugePageUnitSize(bytes(name.slice('hugepages-'.length))), limit: bytes(q) });
+  }
+  return out.sort((a, b) => (a.pageSize < b.pageSize ? -1 : a.pageSize > b.pageSize ? 1 : 0));
 }
 
 /** Upstream's default seccomp profile root (--seccomp-profile-root): `<rootDir>/seccomp` of the default root dir. */

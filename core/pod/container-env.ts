@@ -128,8 +128,13 @@ export function containerEnv(
           if (ref.optional) continue;
           throw new ContainerConfigError(`couldn't find key ${ref.key} in ${KIND_NAME[kind][1]} ${ns}/${ref.name}`);
         }
-      } else if (from) throw new ContainerConfigError(`env ${e.name}: valueFrom has no source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)`);
-      else value = expandVars(e.value ?? '', (name) => defined.get(name) ?? serviceEnv.get(name));
+      } else if (from) {
+        // A source newer than this kubelet (fileKeyRef, v1.34) is named, not run with an empty value.
+        const other = Object.keys(from).find((k) => (from as Record<string, unknown>)[k] !== undefined && (from as Record<string, unknown>)[k] !== null);
+        throw new ContainerConfigError(other
+          ? `env ${e.name}: valueFrom.${other} is not supported by this kubelet (it reads fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef)`
+          : `env ${e.name}: valueFrom has no source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)`);
+      } else value = expandVars(e.value ?? '', (name) => defined.get(name) ?? serviceEnv.get(name));
     } catch (err) {
       if (err instanceof DownwardApiError) throw new ContainerConfigError(`env ${e.name}: ${err.message}`);
       throw err;

@@ -24,15 +24,37 @@ export function expandSubPathExpr(expr: string, env: ReadonlyMap<string, string>
 }
 
 /**
+ * Whether a mount is made recursively read-only, as upstream's resolveRecursiveReadOnly
+ * (v1.30+; the field is newer than v1.28, whose kubelet drops it): Enabled needs a runtime
+ * handler that reports recursive read-only mounts, else the container is not created rather
+ * than run with writable submounts; IfPossible is recursive only where the handler can.
+ */
+export function recursiveReadOnly(m: V1VolumeMount, runtimeSupportsRRO: boolean): boolean {
+  const mode = (m as V1VolumeMount & { recursiveReadOnly?: string }).recursiveReadOnly;
+  if (mode === undefined || mode === null || mode === 'Disabled') return false;
+  const what = `volumeMount "${m.name}": recursiveReadOnly ${mode}`;
+  if (m.readOnly !== true) throw new ContainerConfigError(`${what}: requested recursive read-only mode, but the mount is not read-only`);
+  if ((m.mountPropagation ?? 'None') !== 'None') throw new ContainerConfigError(`${what}: requested recursive read-only mode, but it is not compatible with propagation "${m.mountPropagation}"`);
+  if (mode === 'IfPossible') return runtimeSupportsRRO;
+  if (mode !== 'Enabled') throw new ContainerConfigError(`${what}: unknown recursive read-only mode (allowed: Disabled, IfPossible, Enabled)`);
+  if (!runtimeSupportsRRO) throw new ContainerConfigError(`${what}: requested recursive read-only mode, but it is not supported by the runtime (its RuntimeClass handler reports no recursive read-only mounts: containerd 2.0 or later on Linux 5.12 or later)`);
+  return true;
+}
+
+/**
  * The CRI mounts of one container from its volumeMounts and the pod's set-up volumes:
- * readOnly, subPath / subPathExpr (bound through `bindSubPath`) and mountPropagation.
+ * readOnly, recursiveReadOnly (`runtimeSupportsRRO`: the pod's runtime handler can make them),
+ * subPath / subPathExpr (bound through `bindSubPath`) and mountPropagation.
  * Throws ContainerConfigError (upstream CreateContainerConfigError) on a bad mount.
  */
-export async function containerMounts(_pod: V1Pod, container: V1Container, envs: KeyValue[], volumes: ReadonlyMap<string, VolumeMountResult>, bindSubPath: SubPathBinder): Promise<Mount[]> {
+export async function containerMounts(_pod: V1Pod, container: V1Container, envs: KeyValue[], volumes: ReadonlyMap<string, VolumeMountResult>, bindSubPath: SubPathBinder, runtimeSupportsRRO = false): Promise<Mount[]> {
   const env = new Map(envs.map((e) => [e.key, e.value]));
   const out: Mount[] = [];
   for (const [i, m] of (container.volumeMounts ?? []).entries()) {
-    out.push(await oneMount(container, m, i, env, volumes, bindSubPath));
+    // Decided before a subPath is bound: a refused mount leaves no bind behind.
+    const rro = recursiveReadOnly(m, runtimeSupportsRRO);
+    const mount = await oneMount(container, m, i, env, volumes, bindSubPath);
+    out.push(rro ? { ...mount, recursiveReadOnly: true } : mount);
   }
   return out;
 }

@@ -260,6 +260,18 @@ export class PodSyncer {
   }
 
   /**
+   * Whether the pod's runtime handler makes recursive read-only mounts (CRI Status features),
+   * asked only for a container that wants one.
+   */
+  private async recursiveReadOnlyMounts(pod: V1Pod, c: V1Container): Promise<boolean> {
+    const wants = (c.volumeMounts ?? []).some((m) => { const mode = (m as { recursiveReadOnly?: string }).recursiveReadOnly; return mode === 'Enabled' || mode === 'IfPossible'; });
+    if (!wants) return false;
+    const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
+    const handlers = (await this.deps.runtime.runtimeHandlers?.()) ?? [];
+    return handlers.find((h) => h.name === handler)?.recursiveReadOnlyMounts === true;
+  }
+
+  /**
    * A `hostUsers: false` pod's user namespace: its own block of host IDs, when the runtime
    * handler its sandbox is made with can do user namespaces. As upstream (>= 1.30), the pod is
    * not run in the host's user namespace instead: its sandbox fails with the reason.
@@ -268,7 +280,7 @@ export class PodSyncer {
     const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
     const handlers = (await this.deps.runtime.runtimeHandlers?.()) ?? [];
     if (!handlers.find((h) => h.name === handler)?.userNamespaces) {
-      throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
+      throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces, which hostUsers: false asks for (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
     }
     if (!this.deps.userNamespaces) throw new Error('this kubelet gives no user namespaces');
     return this.deps.userNamespaces.forPod(pod);
@@ -389,7 +401,7 @@ export class PodSyncer {
       const userns = sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions;
       if (userns) containerConfig.linux.securityContext.namespaceOptions = { ...containerConfig.linux.securityContext.namespaceOptions!, usernsOptions: userns };
       const volumes = this.deps.volumes.mounted(uid);
-      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, volumes, this.deps.volumes.subPathBinder(uid, c.name));
+      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, volumes, this.deps.volumes.subPathBinder(uid, c.name), await this.recursiveReadOnlyMounts(pod, c));
       const blockDevices = blockVolumeDevices(c, volumes);
       if (blockDevices.length > 0) containerConfig.devices = [...(containerConfig.devices ?? []), ...blockDevices];
       const hosts = await etcHostsMount(pod, c, { podDir: this.deps.volumes.podDir(uid), podIPs: inputs.podIPs, clusterDomain: config.clusterDomain }).catch((err: unknown) => {

@@ -70,6 +70,8 @@ export interface Mount {
   containerPath: string;
   hostPath: string;
   readonly?: boolean;
+  /** Submounts read-only too (CRI Mount.recursive_read_only); only on a handler that reports recursiveReadOnlyMounts. */
+  recursiveReadOnly?: boolean;
   selinuxRelabel?: boolean;
   propagation?: 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
 }
@@ -88,6 +90,8 @@ export interface LinuxContainerResources {
   cpuShares?: number;
   memoryLimitInBytes?: number;
   oomScoreAdj?: number;
+  /** Huge page limits by page size as the runtime spells it ('2MB', '1GB'), bytes (CRI HugepageLimit). */
+  hugepageLimits?: Array<{ pageSize: string; limit: number }>;
 }
 
 export interface LinuxContainerSecurityContext {

@@ -232,6 +232,9 @@ export function applyPodDefaults(pod: V1Pod): V1Pod {
   if (spec.terminationGracePeriodSeconds === undefined || spec.terminationGracePeriodSeconds === null) spec.terminationGracePeriodSeconds = 30;
   if (!spec.schedulerName) spec.schedulerName = 'default-scheduler';
   if (spec.enableServiceLinks === undefined || spec.enableServiceLinks === null) spec.enableServiceLinks = true;
+  // The v1 -> internal conversion upstream decodes a pod through: the deprecated serviceAccount
+  // names the service account when serviceAccountName does not (the downward API reads it).
+  if (!spec.serviceAccountName && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
   const hostNetwork = spec.hostNetwork === true;
   for (const c of spec.containers ?? []) defaultContainer(c, hostNetwork);
   for (const c of spec.initContainers ?? []) defaultContainer(c, hostNetwork);

@@ -244,6 +244,21 @@ describe('volumes on containerd', function () {
     await remove('esc.json', 'esc');
   });
 
+  it('recursiveReadOnly on a runtime without recursive read-only mounts (containerd 1.x): IfPossible is a read-only mount, Enabled is not created and says why', async function () {
+    await t.writeManifest('rro.json', pod('rro', [
+      sh('enabled', 'exec sleep 3600', { volumeMounts: [{ name: 'v', mountPath: '/v', readOnly: true, recursiveReadOnly: 'Enabled' }] }),
+      sh('ifpossible', 'exec sleep 3600', { volumeMounts: [{ name: 'v', mountPath: '/v', readOnly: true, recursiveReadOnly: 'IfPossible' }] }),
+    ], [{ name: 'v', emptyDir: {} }]));
+    const p = await t.waitForPod('rro', (x) => {
+      const byName = new Map((x?.status?.containerStatuses ?? []).map((c) => [c.name, c.state]));
+      return byName.get('enabled')?.waiting?.reason === 'CreateContainerConfigError' && byName.get('ifpossible')?.running !== undefined;
+    }, 40_000, 'enabled refused, ifpossible running');
+    const enabled = p!.status!.containerStatuses!.find((c) => c.name === 'enabled')!;
+    assert.match(enabled.state!.waiting!.message!, /volumeMount "v": recursiveReadOnly Enabled: requested recursive read-only mode, but it is not supported by the runtime/);
+    assert.notEqual((await exec('rro', 'ifpossible', ['sh', '-c', 'echo x > /v/f'])).code, 0, 'the IfPossible mount is read-only');
+    await remove('rro.json', 'rro');
+  });
+
   it('waits with a clear reason for an unknown volume type', async function () {
     await t.writeManifest('nfs.json', pod('nfs', [sh('main', 'exec sleep 3600', { volumeMounts: [{ name: 'n', mountPath: '/n' }] })], [{ name: 'n', nfs: { server: 'nfs.example', path: '/x' } }]));
     const p = await t.waitForPod('nfs', (x) => /no volume plugin/.test(waitingMessage(x)), 20_000, 'waiting');

@@ -27,6 +27,15 @@ describe('admission (upstream general predicates)', function () {
     assert.equal(admit(pod('fits', { containers: [c('a', { cpu: '1', memory: '1Gi' })] }), [pod('o1', { containers: [c('a', { cpu: '1' })] })]), undefined);
   });
 
+  it('huge pages: requests fit the node\'s reserved pages of that size, a size it lacks counting as none (OutOfhugepages-<size>)', function () {
+    const withPages: AdmissionNode = { ...node, hugePages: { 'hugepages-2Mi': 4 * 2 ** 20 } };
+    const huge = (uid: string, q: string, size = '2Mi') => pod(uid, { containers: [c('a', { memory: '64Mi', [`hugepages-${size}`]: q })] });
+    const admitOn = (p: V1Pod, others: V1Pod[] = []) => checkAdmission(p, others, withPages, { nodeName: 'n1', isStatic: false });
+    assert.equal(admitOn(huge('h1', '2Mi'), [huge('h0', '2Mi')]), undefined);
+    assert.deepEqual(admitOn(huge('h2', '4Mi'), [huge('h0', '2Mi')]), { reason: 'OutOfhugepages-2Mi', message: "Node didn't have enough resource: hugepages-2Mi, requested: 4194304, used: 2097152, capacity: 4194304" });
+    assert.equal(admitOn(huge('g', '1Gi', '1Gi'))?.reason, 'OutOfhugepages-1Gi', 'a page size the node does not have');
+  });
+
   it('nodeSelector and required node affinity must match the node labels', function () {
     assert.equal(admit(pod('s', { nodeSelector: { zone: 'b' } }))?.reason, 'NodeAffinity');
     assert.equal(admit(pod('s', { nodeSelector: { zone: 'a' } })), undefined);

@@ -10,7 +10,7 @@ import { CgroupfsDriver } from '../../core/cgroups/cgroupfs-driver.ts';
 import { kubepodsResources } from '../../core/cgroups/kubepods-resources.ts';
 import { setUpNodeCgroups } from '../../core/cgroups/node-cgroups.ts';
 import { PodCgroups, podCgroupName, podResources } from '../../core/cgroups/pod-cgroups.ts';
-import { oomScoreAdj } from '../../core/pod/container-config.ts';
+import { hugePageUnitSize, linuxResources, oomScoreAdj } from '../../core/pod/container-config.ts';
 import { SystemdDriver } from '../../core/cgroups/systemd-driver.ts';
 import { ConfigError } from '../../core/errors.ts';
 import { silentLogger } from '../../core/logger.ts';
@@ -234,5 +234,15 @@ describe('QoS oom_score_adj (upstream GetContainerOOMScoreAdjust)', function () 
     const side = c('64Mi', { restartPolicy: 'Always' });
     const withSidecar = pod([c('4Gi'), c('2Gi')], { initContainers: [side] });
     assert.equal(oomScoreAdj(withSidecar, side, 8 * GiB), 750, 'the sidecar scores as the smallest app container (2Gi), not its own 64Mi');
+  });
+});
+
+describe('huge page limits (upstream GetHugepageLimitsFromResources)', function () {
+  it('each hugepages-<size> limit reaches CRI as the hugetlb cgroup spells the size; a container without one gets none', () => {
+    const p: V1Pod = { metadata: { name: 'h', namespace: 'ns', uid: 'h' }, spec: { containers: [{ name: 'c', image: 'x', resources: { limits: { memory: '64Mi', 'hugepages-2Mi': '4Mi', 'hugepages-1Gi': '2Gi' } } }] } };
+    assert.deepEqual(linuxResources(p, p.spec!.containers[0]!, 8 * 2 ** 30).hugepageLimits, [{ pageSize: '1GB', limit: 2 * 2 ** 30 }, { pageSize: '2MB', limit: 4 * 2 ** 20 }]);
+    assert.equal(hugePageUnitSize(64 * 1024), '64KB');
+    const plain: V1Pod = { metadata: { name: 'p', namespace: 'ns', uid: 'p' }, spec: { containers: [{ name: 'c', image: 'x', resources: { limits: { memory: '64Mi' } } }] } };
+    assert.equal(linuxResources(plain, plain.spec!.containers[0]!, 8 * 2 ** 30).hugepageLimits, undefined);
   });
 });

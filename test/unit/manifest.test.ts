@@ -239,6 +239,12 @@ describe('manifest: applyStaticPodDefaults', () => {
     assert.deepEqual(c.resources?.requests, { cpu: '1', memory: '64Mi' });
   });
 
+  it('takes the deprecated serviceAccount as serviceAccountName when that is unset, as upstream\'s conversion does', () => {
+    const spec = (yaml: string) => applyStaticPodDefaults(parseManifest(pod(yaml), FILE), opts).spec!;
+    assert.equal(spec('  serviceAccount: old\n  containers: [{name: a, image: x}]').serviceAccountName, 'old');
+    assert.equal(spec('  serviceAccount: old\n  serviceAccountName: new\n  containers: [{name: a, image: x}]').serviceAccountName, 'new');
+  });
+
   it('keeps explicit values', () => {
     const p = applyStaticPodDefaults(
       parseManifest(pod('  restartPolicy: Never\n  dnsPolicy: Default\n  terminationGracePeriodSeconds: 0\n  enableServiceLinks: false\n  containers: [{name: a, image: x, imagePullPolicy: Never}]'), FILE),

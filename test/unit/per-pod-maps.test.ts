@@ -29,9 +29,9 @@ describe('per-pod and per-container maps are emptied when their pod or container
       },
     });
     const t = await suite.start({ crashLoopBackOff: { initialMs: 50, maxMs: 100 }, plegRelistPeriodMs: 50, maxPerPodContainer: 0 }, [reporter]);
-    const internals = t.kubelet as unknown as { probes: ProbeResults; puller: ImagePuller };
+    const internals = t.kubelet as unknown as { probes: ProbeResults; engine: { puller: ImagePuller } };
     const probesAtStart = internals.probes.size;
-    const pullsAtStart = internals.puller.podsWithPullTime;
+    const pullsAtStart = internals.engine.puller.podsWithPullTime;
 
     for (let round = 0; round < 3; round++) {
       const name = `churn${round}`;
@@ -48,6 +48,6 @@ describe('per-pod and per-container maps are emptied when their pod or container
       await t.waitForPod(name, (p) => p === undefined, 10_000, 'removed');
     }
     await waitFor('probe results back to the start', () => internals.probes.size === probesAtStart, 10_000);
-    assert.equal(internals.puller.podsWithPullTime, pullsAtStart, 'pull times go with their pods');
+    assert.equal(internals.engine.puller.podsWithPullTime, pullsAtStart, 'pull times go with their pods');
   });
 });

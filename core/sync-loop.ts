@@ -6,17 +6,19 @@ import type { KubeletConfig } from './config/types.ts';
 import type { KubeletMetrics } from './metrics/kubelet-metrics.ts';
 import type { RuntimeCache } from './runtime/runtime-cache.ts';
 import type { StatusManager } from './status/status-manager.ts';
+import type { PodRejection } from './status/pod-status.ts';
 import type { ProbeResults } from './status/probe-results.ts';
 import type { PodTimelines } from './timeline/pod-timeline.ts';
 import type { VolumeManager } from './volumes/volume-manager.ts';
 import { podRef, type EventRecorder } from './events/event-recorder.ts';
 import { orphanPod, type PodSyncer } from './pod/pod-sync.ts';
 import { evictableContainers } from './pod/container-gc.ts';
-import { podFullName } from './objects/pod-util.ts';
+import { gracePeriodSeconds, podFullName } from './objects/pod-util.ts';
 import { effectiveGracePeriod } from './pod/termination-grace.ts';
 import { PodWorkers } from './pod/pod-workers.ts';
 import { WorkQueue } from './pod/work-queue.ts';
 import { checkAdmission, checkPressureAdmission, type AdmissionNode } from './pod/admission.ts';
+import { preemptForCriticalPod, PREEMPTED_DISRUPTION_MESSAGE, PREEMPTED_MESSAGE, PREEMPTED_REASON } from './pod/critical-pod-preemption.ts';
 import type { SecurityAdmission } from './pod/security-admission.ts';
 import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
@@ -220,7 +222,7 @@ export class SyncLoop {
    * `disruptionTarget`, its status carries DisruptionTarget; with `event`, the pod gets an event
    * of that type with the reason and message. False when it is no longer active.
    */
-  failPod(pod: V1Pod, f: { reason: string; message: string; gracePeriodSeconds: number; disruptionTarget: boolean; event?: 'Normal' | 'Warning' }): boolean {
+  failPod(pod: V1Pod, f: { reason: string; message: string; gracePeriodSeconds: number; disruptionTarget: PodRejection['disruptionTarget']; event?: 'Normal' | 'Warning' }): boolean {
     const uid = pod.metadata!.uid!;
     const current = this.desired.get(uid);
     if (!current || this.d.status.rejection(uid)) return false;
@@ -434,7 +436,22 @@ export class SyncLoop {
     rejection ??= this.d.securityAdmission.admit(pod);
     const allocating = rejection ? undefined : this.d.devices?.admit(pod);
     if (allocating) rejection = await allocating;
-    rejection ??= checkAdmission(pod, this.admittedPods(uid).filter((p) => before.has(p.metadata!.uid!)), this.d.admissionNode(), { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
+    const admitted = this.admittedPods(uid).filter((p) => before.has(p.metadata!.uid!));
+    const node = this.d.admissionNode();
+    rejection ??= checkAdmission(pod, admitted, node, { nodeName: this.d.config.nodeName, isStatic: isStaticPod(pod) });
+    // A critical pod short of resources ends pods to make room instead (upstream's CriticalPodAdmissionHandler).
+    if (rejection?.reason.startsWith('OutOf') && pressure.isCritical(pod)) {
+      rejection = await preemptForCriticalPod(pod, admitted, node, {
+        isCritical: (p) => pressure.isCritical(p),
+        end: (victim) => this.failPod(victim, {
+          reason: PREEMPTED_REASON, message: PREEMPTED_MESSAGE, gracePeriodSeconds: gracePeriodSeconds(victim),
+          disruptionTarget: { message: PREEMPTED_DISRUPTION_MESSAGE }, event: 'Warning',
+        }),
+        stopped: (victimUID) => !(this.d.cache.get(victimUID)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false),
+        logger: this.d.logger,
+        nodeName: this.d.config.nodeName,
+      });
+    }
     if (!rejection) {
       try {
         const reason = await this.d.hooks.admitPod.promise(pod);

@@ -39,6 +39,8 @@ export interface PodFieldRefusal {
   when: string;
   /** The reason the pod or its container gets (upstream's where upstream has one). */
   reason: string;
+  /** What the message names instead of the field (upstream's words name a resource, not `requests`). */
+  messageNames?: string;
 }
 
 export interface PodFieldEntry {
@@ -257,9 +259,9 @@ export const POD_FIELD_SUPPORT: Record<string, PodFieldEntry> = {
   'resources.limits': { support: 'honoured', what: 'CPU quota, memory limit, oom_score_adj, the pod cgroup; hugepages-<size> as the container\'s hugetlb limits (not the pod cgroup\'s); extended resources through device plugins', where: 'core/pod/container-config.ts' },
   'resources.requests': {
     support: 'honoured',
-    what: 'admission (cpu, memory, ephemeral-storage, huge pages, extended resources), QoS class, CPU shares',
-    where: 'core/pod/admission.ts',
-    refusal: { stage: 'admission', when: 'more than the node has left, huge pages of a size the node has not reserved included', reason: 'OutOfhugepages-1Gi' },
+    what: 'admission (cpu, memory, ephemeral-storage, huge pages, extended resources; critical pods preempt others), QoS class, CPU shares',
+    where: 'core/pod/admission.ts, core/pod/critical-pod-preemption.ts',
+    refusal: { stage: 'admission', when: 'more than the node has left, huge pages of a size the node has not reserved included: an API pod gets OutOf<resource> (OutOfhugepages-1Gi); a critical pod (static, or of system-critical priority) preempts other pods first and gets this reason when none would free enough', reason: 'UnexpectedAdmissionError', messageNames: 'hugepages-1Gi' },
   },
 
   // V1VolumeMount

@@ -240,6 +240,49 @@ export function checkAdmission(pod: V1Pod, admitted: V1Pod[], node: AdmissionNod
   return undefined;
 }
 
+/** A pod's request of one resource as upstream's preemption counts it (resource.GetResourceRequest): `pods` is 1, cpu in millicores. */
+export function resourceRequest(pod: V1Pod, name: string): number {
+  if (name === 'pods') return 1;
+  if ((RESOURCES as readonly string[]).includes(name)) return podRequests(pod)[name as Resource];
+  return extendedRequest(pod, name);
+}
+
+/** How much of a resource a pod lacks to fit (upstream InsufficientResourceError.GetInsufficientAmount: requested - (capacity - used)). */
+export interface InsufficientResource { resource: string; quantity: number }
+
+/**
+ * Every resource `pod` does not fit next to `admitted` on `node`, in upstream's order (pods,
+ * cpu, memory, ephemeral-storage, extended resources, huge pages), each with how much is
+ * missing; and its first failure that is not a resource's (affinity, ports, taints: the checks
+ * checkAdmission makes after them), if any. Critical pod preemption frees what is missing.
+ */
+export function insufficientResources(pod: V1Pod, admitted: V1Pod[], node: AdmissionNode, opts: { nodeName: string; isStatic: boolean }): { missing: InsufficientResource[]; otherFailure: Rejection | undefined } {
+  const others = admitted.filter((p) => p.metadata?.uid !== pod.metadata?.uid);
+  const missing: InsufficientResource[] = [];
+  const check = (resource: string, capacity: number) => {
+    const wanted = resourceRequest(pod, resource);
+    if (wanted === 0) return;
+    const used = others.reduce((n, p) => n + resourceRequest(p, resource), 0);
+    if (used + wanted > capacity) missing.push({ resource, quantity: wanted - (capacity - used) });
+  };
+  check('pods', node.allocatable.pods);
+  for (const r of RESOURCES) check(r, node.allocatable[r]);
+  for (const [r, capacity] of Object.entries(node.extended ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) check(r, capacity);
+  if (node.hugePages) {
+    const sizes = new Set(containersOf(pod).flatMap((c) => Object.keys({ ...c.resources?.limits, ...c.resources?.requests })).filter((r) => r.startsWith('hugepages-')));
+    for (const r of [...sizes].sort()) check(r, node.hugePages[r] ?? 0);
+  }
+  // The same pod on a node without resource limits: any failure left is not a resource's.
+  const unlimited = (m: Record<string, number> | undefined) => (m ? Object.fromEntries(Object.keys(m).map((k) => [k, Infinity])) : undefined);
+  const roomy: AdmissionNode = {
+    ...node,
+    allocatable: { cpu: Infinity, memory: Infinity, 'ephemeral-storage': Infinity, pods: Infinity },
+    ...(node.extended ? { extended: unlimited(node.extended)! } : {}),
+    ...(node.hugePages ? { hugePages: new Proxy({}, { get: () => Infinity }) as Record<string, number> } : {}),
+  };
+  return { missing, otherFailure: checkAdmission(pod, admitted, roomy, opts) };
+}
+
 /** The taint a BestEffort pod must tolerate to be admitted under memory pressure (upstream v1.TaintNodeMemoryPressure). */
 const MEMORY_PRESSURE_TAINT: V1Taint = { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' };
 

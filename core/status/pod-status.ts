@@ -13,8 +13,11 @@ export interface PodRejection {
   message: string;
   /** The grace its containers are stopped with (an eviction's), when not the pod's own. */
   gracePeriodSeconds?: number;
-  /** An admitted pod the kubelet ended for the node's sake: its status carries DisruptionTarget. */
-  disruptionTarget?: boolean;
+  /**
+   * An admitted pod the kubelet ended for the node's sake: its status carries DisruptionTarget,
+   * with the rejection's message or (a preemption) a message of its own.
+   */
+  disruptionTarget?: boolean | { message: string };
 }
 
 export interface StatusInputs {
@@ -235,7 +238,8 @@ export function computePodStatus(pod: V1Pod, rs: PodRuntimeStatus | undefined, i
   if (inputs.rejected) {
     status.reason = inputs.rejected.reason;
     status.message = inputs.rejected.message;
-    if (inputs.rejected.disruptionTarget) status.conditions!.push(disruptionTargetCondition(inputs.rejected.message, inputs));
+    const disruption = inputs.rejected.disruptionTarget;
+    if (disruption) status.conditions!.push(disruptionTargetCondition(typeof disruption === 'object' ? disruption.message : inputs.rejected.message, inputs));
   }
   return status;
 }

@@ -53,7 +53,7 @@ export class StatusManager {
    * for a pressure signal), which upstream (PodDisruptionConditions, on in 1.28) tells on the
    * pod with a DisruptionTarget condition, so controllers and users tell it from a crash.
    */
-  reject(uid: string, reason: string, message: string, gracePeriodSeconds?: number, disruptionTarget = false): void {
+  reject(uid: string, reason: string, message: string, gracePeriodSeconds?: number, disruptionTarget: PodRejection['disruptionTarget'] = false): void {
     this.entry(uid).rejected = { reason, message, ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}), ...(disruptionTarget ? { disruptionTarget } : {}) };
   }
 

@@ -232,6 +232,29 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
     }
   });
 
+  it('a static pod (critical) that does not fit preempts an API pod, as upstream: the API pod Failed/Preempting with DisruptionTarget and a Warning event, the static pod runs', async function () {
+    // Room for two pods: two API pods take it.
+    const { name, kubelet } = await node('preempt', undefined, { maxPods: 2 });
+    const ns = await namespace('preempt');
+    for (const p of ['api-1', 'api-2']) {
+      await suite.core.createNamespacedPod({ namespace: ns, body: { metadata: { name: p }, spec: { nodeName: name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [sleeper()] } } });
+    }
+    await waitFor('both API pods Running', async () => running(await readPod('api-1', ns)) && running(await readPod('api-2', ns)), 60_000);
+    // A static pod is critical (upstream IsCriticalPod): it is not rejected OutOfpods, an API pod makes room.
+    await kubelet.writeManifest('critical.json', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'critical', namespace: ns }, spec: { terminationGracePeriodSeconds: 1, containers: [sleeper()] } });
+    const victim = await waitFor('an API pod preempted', async () => (await suite.core.listNamespacedPod({ namespace: ns })).items.find((p) => p.status?.reason === 'Preempting'), 60_000);
+    assert.equal(victim.status?.phase, 'Failed');
+    assert.equal(victim.status?.message, 'Preempted in order to admit critical pod');
+    const disruption = victim.status?.conditions?.find((c) => c.type === 'DisruptionTarget');
+    assert.deepEqual([disruption?.status, disruption?.reason, disruption?.message], ['True', 'TerminationByKubelet', 'Pod was preempted by Kubelet to accommodate a critical pod.']);
+    const spared = victim.metadata!.name === 'api-1' ? 'api-2' : 'api-1';
+    assert.ok(running(await readPod(spared, ns)), 'one pod is enough: the other runs on');
+    await kubelet.waitForPod('critical', running, 60_000, 'the static pod Running');
+    const event = await waitFor('the Preempting event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === victim.metadata!.name && e.reason === 'Preempting'), 30_000, 300);
+    assert.deepEqual([event.type, event.message], ['Warning', 'Preempted in order to admit critical pod']);
+    await kubelet.removeManifest('critical.json');
+  });
+
   it('a label an admin adds to the Node admits a pod selecting it at once (the kubelet watches its Node, no wait for the status period)', async function () {
     const { name } = await node('label');
     const ns = await namespace('label');

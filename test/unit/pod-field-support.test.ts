@@ -160,7 +160,8 @@ describe('every refusal in the pod field table is what the kubelet does', functi
         });
         if (!pod) return;
         const match = seen(pod).filter((s) => s.reason === want);
-        if (!match.some((s) => s.message.toLowerCase().includes(fieldWord(key)))) failures.push(`${key}: ${want} does not name the field: ${JSON.stringify(match)}`);
+        const named = (entry.refusal.messageNames ?? fieldWord(key)).toLowerCase();
+        if (!match.some((s) => s.message.toLowerCase().includes(named))) failures.push(`${key}: ${want} does not name the field: ${JSON.stringify(match)}`);
         const check = (ok: boolean, what: string) => ok || failures.push(`${key}: ${what}`);
         if (entry.refusal.stage === 'admission') {
           check(pod.status?.phase === 'Failed', `an admission refusal fails the pod (phase ${pod.status?.phase})`);

@@ -443,10 +443,14 @@ export class SyncLoop {
     if (rejection?.reason.startsWith('OutOf') && pressure.isCritical(pod)) {
       rejection = await preemptForCriticalPod(pod, admitted, node, {
         isCritical: (p) => pressure.isCritical(p),
-        end: (victim) => this.failPod(victim, {
-          reason: PREEMPTED_REASON, message: PREEMPTED_MESSAGE, gracePeriodSeconds: gracePeriodSeconds(victim),
-          disruptionTarget: { message: PREEMPTED_DISRUPTION_MESSAGE }, event: 'Warning',
-        }),
+        end: (victim, signal) => {
+          const ended = this.failPod(victim, {
+            reason: PREEMPTED_REASON, message: PREEMPTED_MESSAGE, gracePeriodSeconds: gracePeriodSeconds(victim),
+            disruptionTarget: { message: PREEMPTED_DISRUPTION_MESSAGE }, event: 'Warning',
+          });
+          if (ended) this.d.metrics.preemptions.inc({ preemption_signal: signal });
+          return ended;
+        },
         stopped: (victimUID) => !(this.d.cache.get(victimUID)?.containers.some((c) => c.state === 'CONTAINER_RUNNING') ?? false),
         logger: this.d.logger,
         nodeName: this.d.config.nodeName,

@@ -125,6 +125,8 @@ export class KubeletMetrics {
   readonly proberProbeTotal: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace' | 'pod_uid'>;
   readonly hookTapDuration: Histogram<'hook' | 'plugin'>;
   readonly hookTapErrors: Counter<'hook' | 'plugin'>;
+  /** Pods ended to admit a critical pod, by the first resource it lacked (upstream kubelet_preemptions). */
+  readonly preemptions: Counter<'preemption_signal'>;
 
   constructor(options: KubeletMetricsOptions = {}) {
     const registers = [this.registry];
@@ -225,6 +227,12 @@ export class KubeletMetrics {
       name: 'kubelet_ts_hook_tap_errors_total',
       help: 'Cumulative number of plugin taps that threw or timed out. Broken down by hook and plugin (kubelet-ts).',
       labelNames: ['hook', 'plugin'],
+      registers,
+    });
+    this.preemptions = new Counter({
+      name: 'kubelet_preemptions',
+      help: 'Cumulative number of pod preemptions by preemption resource',
+      labelNames: ['preemption_signal'],
       registers,
     });
     // Gauges read 0 before the first update, as upstream's do; the state series exist from the start.

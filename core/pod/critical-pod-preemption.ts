@@ -111,8 +111,11 @@ export function podsToPreempt(preemptor: V1Pod, pods: V1Pod[], missing: Insuffic
 /** What preempting for a pod needs of the kubelet. */
 export interface PreemptionDeps {
   isCritical: (pod: V1Pod) => boolean;
-  /** Ends a pod for good (Failed, reason Preempting, DisruptionTarget) and has its worker kill it; false when it is no longer active. */
-  end: (victim: V1Pod) => boolean;
+  /**
+   * Ends a pod for good (Failed, reason Preempting, DisruptionTarget) and has its worker kill it;
+   * false when it is no longer active. `signal`: the first resource the critical pod lacked.
+   */
+  end: (victim: V1Pod, signal: string) => boolean;
   /** Whether none of the pod's containers runs any more. */
   stopped: (uid: string) => boolean;
   logger: Logger;
@@ -141,7 +144,7 @@ export async function preemptForCriticalPod(pod: V1Pod, admitted: V1Pod[], node:
   }
   const ended = victims.filter((victim) => {
     deps.logger.info({ pod: podFullName(victim), uid: victim.metadata?.uid, for: podFullName(pod), insufficientResources: describe(missing) }, 'preempting a pod to free resources for a critical pod');
-    return deps.end(victim);
+    return deps.end(victim, missing[0]?.resource ?? '');
   });
   await Promise.all(ended.map(async (victim) => {
     const uid = victim.metadata!.uid!;

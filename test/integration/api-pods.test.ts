@@ -252,6 +252,7 @@ describe('API pods: configMaps, secrets, tokens, pull secrets', function () {
     await kubelet.waitForPod('critical', running, 60_000, 'the static pod Running');
     const event = await waitFor('the Preempting event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === victim.metadata!.name && e.reason === 'Preempting'), 30_000, 300);
     assert.deepEqual([event.type, event.message], ['Warning', 'Preempted in order to admit critical pod']);
+    assert.match(await kubelet.kubelet.metrics.registry.metrics(), /^kubelet_preemptions\{preemption_signal="pods"\} 1$/m);
     await kubelet.removeManifest('critical.json');
   });
 

@@ -32,5 +32,6 @@ module.exports = {
   // tests, if a test started it. Tests must clean up after themselves: no `exit: true`.
   require: ['test/support/root-hooks.ts'],
   timeout: 30000,
-  reporter: 'spec',
+  // The spec reporter, plus each test file's duration (the slowest printed; TEST_TIMINGS=<file> for all).
+  reporter: 'test/support/timing-reporter.cjs',
 };

@@ -358,7 +358,6 @@ export class DeviceManager {
     const answers = this.podDevices.containerAllocations(uid, container.name);
     if (answers.length === 0) return undefined;
     const merged = mergeAllocations(answers, (what) => this.log.warn({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, container: container.name }, what));
-    if (merged.cdiDevices.length > 0) this.log.info({ container: container.name, cdiDevices: merged.cdiDevices }, 'CDI devices of an allocation are not passed to the runtime (upstream does only behind an alpha feature gate)');
     return merged;
   }
 

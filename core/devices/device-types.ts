@@ -41,8 +41,8 @@ export interface DeviceNode {
 
 /**
  * What a container gets for the devices allocated to it (upstream ContainerAllocateResponse):
- * environment variables, mounts, device nodes and annotations for the runtime. CDI device names
- * are accepted but not passed on (upstream passes them only behind an alpha feature gate).
+ * environment variables, mounts, device nodes, CDI device names (passed to the runtime as CRI
+ * `CDI_devices`, as upstream since DevicePluginCDIDevices went GA in 1.31) and annotations.
  */
 export interface ContainerAllocation {
   envs: Record<string, string>;

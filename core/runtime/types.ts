@@ -127,6 +127,12 @@ export interface ContainerConfig {
   mounts: Mount[];
   /** Host device nodes (device plugins' allocations). */
   devices?: ContainerDevice[];
+  /**
+   * CDI devices by fully-qualified name (`vendor.com/gpu=gpu0`) that the runtime resolves from
+   * its CDI spec dirs (CRI `CDI_devices`; containerd 1.7 with `enable_cdi`, 2.x by default; a
+   * runtime without CDI ignores them).
+   */
+  CDIDevices?: Array<{ name: string }>;
   labels: Record<string, string>;
   annotations: Record<string, string>;
   /** Relative to the sandbox's logDirectory, as CRI defines it. */

@@ -220,12 +220,12 @@ describe('device manager', function () {
     assert.deepEqual(m.allocations('a')[0]?.deviceIds, ['Dev-3', 'Dev-1'], 'Dev-3 preferred, Dev-9 (not the provider\'s) ignored, the rest filled in');
   });
 
-  it('a container\'s config gets its allocation: envs before its own (its own win), mounts first, device nodes, annotations under the kubelet\'s', async function () {
+  it('a container\'s config gets its allocation: envs before its own (its own win), mounts first, device nodes, CDI devices, annotations under the kubelet\'s', async function () {
     const m = manager();
     const preStarts: string[][] = [];
     await register(m, {
       resourceName: R,
-      allocate: async () => ({ envs: { VISIBLE: 'Dev-1', MINE: 'device' }, mounts: [{ containerPath: '/lib/dev', hostPath: '/opt/lib', readOnly: true }], devices: [{ containerPath: '/dev/dev1', hostPath: '/dev/null', permissions: 'rw' }], annotations: { 'vendor/x': '1', 'io.kubernetes.container.hash': 'device' } }),
+      allocate: async () => ({ envs: { VISIBLE: 'Dev-1', MINE: 'device' }, mounts: [{ containerPath: '/lib/dev', hostPath: '/opt/lib', readOnly: true }], devices: [{ containerPath: '/dev/dev1', hostPath: '/dev/null', permissions: 'rw' }], annotations: { 'vendor/x': '1', 'io.kubernetes.container.hash': 'device' }, cdiDevices: ['example.com/dev=Dev-1'] }),
       preStart: async (ids) => void preStarts.push(ids),
     }, healthy('Dev-1'));
     const p = pod('a', [container('c', 1)]);
@@ -242,6 +242,7 @@ describe('device manager', function () {
     assert.deepEqual(cfg.mounts.map((x) => [x.containerPath, x.hostPath, x.readonly ?? false]), [['/lib/dev', '/opt/lib', true], ['/data', '/v', false]]);
     assert.deepEqual(cfg.devices, [{ containerPath: '/dev/dev1', hostPath: '/dev/null', permissions: 'rw' }]);
     assert.deepEqual(cfg.annotations, { 'vendor/x': '1', 'io.kubernetes.container.hash': 'kubelet' });
+    assert.deepEqual(cfg.CDIDevices, [{ name: 'example.com/dev=Dev-1' }], 'CDI device names for the runtime to resolve');
   });
 
   it('a failing PreStartContainer fails the container\'s start with upstream\'s words', async function () {

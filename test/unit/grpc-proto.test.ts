@@ -103,6 +103,15 @@ describe('loadGrpcServiceDefinitions (the plugins\' protos without @grpc/proto-l
     assert.deepEqual(Object.keys(pkg.RuntimeService.prototype).sort(), Object.keys(reference.RuntimeService.prototype).sort(), 'the same client methods, camelCase aliases included');
   });
 
+  it('a container config\'s CDIDevices reach the wire as CRI field 17 (CDI_devices), names intact', function () {
+    const create = loadCriPackage().RuntimeService.service.CreateContainer!;
+    const config = { metadata: { name: 'c', attempt: 0 }, image: { image: 'busybox' }, CDIDevices: [{ name: 'example.com/gpu=gpu0' }] };
+    const wire = create.requestSerialize({ podSandboxId: 's', config });
+    // ContainerConfig field 17, length-delimited: tag (17 << 3 | 2) as a varint, 0x8a 0x01.
+    assert.ok(wire.includes(Buffer.from([0x8a, 0x01])), 'field 17 is on the wire');
+    assert.deepEqual((create.requestDeserialize(wire) as { config: { CDIDevices: unknown } }).config.CDIDevices, [{ name: 'example.com/gpu=gpu0' }]);
+  });
+
   it('loadGrpcClientConstructors: a client constructor per service, keyed and named by its short name, serving its definition', function () {
     const file = proto('csi-grpc/proto/csi.proto');
     const { Identity, Node } = loadGrpcClientConstructors(file, ['csi.v1.Identity', 'csi.v1.Node'], FULL);

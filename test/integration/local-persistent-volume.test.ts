@@ -126,6 +126,29 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
     await deletePod(ns, 'raw');
   });
 
+  it('a local PV on a block device (volumeMode Filesystem): formatted with its fsType on first use, mounted; the next pod finds the data', async function () {
+    const node = suite.node('localblockfs');
+    const kubelet = await suite.kubelet(node);
+    const ns = await suite.namespace('localblockfs');
+    // A blank loop device stands for the node's new disk (upstream's e2e "blockfswithformat").
+    const backing = path.join(suite.dir, `${node.name}-disk.img`);
+    await fs.writeFile(backing, Buffer.alloc(16 * 1024 * 1024));
+    const loop = (await run('losetup', ['--find', '--show', backing])).stdout.trim();
+    suite.onCleanup(async () => {
+      await run('losetup', ['--detach', loop]).catch(() => {});
+      await fs.rm(backing, { force: true });
+    });
+    await boundClaim(ns, 'disk', { local: { path: loop, fsType: 'ext4' } }, node.name);
+    const first = await runClaimPod(ns, 'first', node.name, 'disk', 'echo from-first > /data/f && stat -c %g /data', 4321);
+    assert.equal((await run('blkid', ['-p', '-s', 'TYPE', '-o', 'value', loop])).stdout.trim(), 'ext4', 'the blank device was formatted ext4');
+    const podDir = path.join(kubelet.config.rootDir, 'pods', first.metadata!.uid!);
+    await waitFor("the finished pod's mount released", async () => (await mountsUnder(podDir)).length === 0, 30_000, 300);
+    await deletePod(ns, 'first');
+    // Mounted again, not formatted again: what the first pod wrote is there.
+    await runClaimPod(ns, 'second', node.name, 'disk', '[ "$(cat /data/f)" = from-first ]');
+    await deletePod(ns, 'second');
+  });
+
   it('a hostPath PV: the pod reads and writes the host path itself', async function () {
     const node = suite.node('hostpathpv');
     await suite.kubelet(node);

@@ -13,6 +13,7 @@ import type { TokenSource } from '../../objects/object-source.ts';
 import { checkHostPath } from './host-path.ts';
 import { checkLocalVolume } from './local-volume.ts';
 import { formatAndMount } from '../format-and-mount.ts';
+import { resizeFs } from '../resize-fs.ts';
 import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
 import { podFullName } from '../../objects/pod-util.ts';
 
@@ -120,6 +121,18 @@ export function tapBuiltinVolumes(
     return { path: r.dir, mountPoint: true, readOnly };
   });
   unmountWith('local', tearDown);
+  // A local PV's node expansion (upstream's localVolumePlugin.NodeExpand), after the admin grew
+  // what is under it and the PV: a directory's file system is the admin's to grow (done, as
+  // upstream says: a no-op), a block device mounted as the volume gets its file system grown, a
+  // Block PV's device is the pod's as it is. The core then gives the claim its new size.
+  hooks.expandVolume.for('local').tapPromise(CORE, async (r) => {
+    const spec = r.persistentVolume.volume.spec;
+    const devicePath = spec?.local?.path ?? '';
+    if (hostMounts && spec?.volumeMode !== 'Block' && (await fs.stat(devicePath).catch(() => undefined))?.isBlockDevice()) {
+      await resizeFs(devicePath, r.mounted.path);
+    }
+    return 'expanded';
+  });
 
   const projection = (type: string, tmpfs: boolean, payload: (pod: V1Pod, v: V1Volume) => Promise<Payload>) => {
     mount(type, async (r) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { V1PersistentVolumeSpec, V1Pod } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1PersistentVolumeSpec, type V1Pod } from '@kubernetes/client-node';
 import { clusterSuite } from '../support/cluster-suite.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { run } from '../../tools/node-env/util.ts';
@@ -124,6 +124,54 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
     await fd.read(head, 0, 11, 0).finally(() => fd.close());
     assert.equal(head.toString(), 'written-raw', 'the bytes are on the node\'s device');
     await deletePod(ns, 'raw');
+  });
+
+  it('a local PV on a block device (volumeMode Filesystem): formatted with its fsType on first use, mounted; the next pod finds the data', async function () {
+    const node = suite.node('localblockfs');
+    const kubelet = await suite.kubelet(node);
+    const ns = await suite.namespace('localblockfs');
+    // A blank loop device stands for the node's new disk (upstream's e2e "blockfswithformat").
+    const backing = path.join(suite.dir, `${node.name}-disk.img`);
+    await fs.writeFile(backing, Buffer.alloc(16 * 1024 * 1024));
+    const loop = (await run('losetup', ['--find', '--show', backing])).stdout.trim();
+    suite.onCleanup(async () => {
+      await run('losetup', ['--detach', loop]).catch(() => {});
+      await fs.rm(backing, { force: true });
+    });
+    await boundClaim(ns, 'disk', { local: { path: loop, fsType: 'ext4' } }, node.name);
+    const first = await runClaimPod(ns, 'first', node.name, 'disk', 'echo from-first > /data/f && stat -c %g /data', 4321);
+    assert.equal((await run('blkid', ['-p', '-s', 'TYPE', '-o', 'value', loop])).stdout.trim(), 'ext4', 'the blank device was formatted ext4');
+    const podDir = path.join(kubelet.config.rootDir, 'pods', first.metadata!.uid!);
+    await waitFor("the finished pod's mount released", async () => (await mountsUnder(podDir)).length === 0, 30_000, 300);
+    await deletePod(ns, 'first');
+    // Mounted again, not formatted again: what the first pod wrote is there.
+    await runClaimPod(ns, 'second', node.name, 'disk', '[ "$(cat /data/f)" = from-first ]');
+    await deletePod(ns, 'second');
+  });
+
+  it("a local PV grown under a running pod: the claim gets the PV's size, with upstream's FileSystemResizeSuccessful event", async function () {
+    // Upstream's e2e "loopback local block volume should support online expansion on node": the
+    // PV is a directory where the admin mounted a disk; the admin grows the disk and the PV, the
+    // node has nothing to grow (upstream's local NodeExpand is a no-op for a directory) and
+    // finishes the resize on the claim. (A PV naming the device itself gets resize2fs, which
+    // needs CAP_SYS_RESOURCE: this machine's root lacks it, so that path is not tested here.)
+    const node = suite.node('localgrow');
+    await suite.kubelet(node);
+    const ns = await suite.namespace('localgrow');
+    const hostDir = path.join(suite.dir, `${node.name}-disk`);
+    await fs.mkdir(hostDir, { recursive: true, mode: 0o755 });
+    suite.onCleanup(() => fs.rm(hostDir, { recursive: true, force: true }));
+    const pv = await boundClaim(ns, 'data', { local: { path: hostDir } }, node.name);
+    await suite.core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'runs' }, spec: { nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: suite.env.images.busybox, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }] } },
+    });
+    await waitFor('pod runs Running', async () => (await suite.core.readNamespacedPod({ name: 'runs', namespace: ns })).status?.phase === 'Running', 90_000, 300);
+    await suite.core.patchPersistentVolume({ name: pv, body: { spec: { capacity: { storage: '32Mi' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await waitFor("the claim's status capacity 32Mi", async () => (await suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns })).status?.capacity?.storage === '32Mi', 60_000, 500);
+    const events = (await suite.core.listNamespacedEvent({ namespace: ns })).items;
+    assert.ok(events.some((e) => e.reason === 'FileSystemResizeSuccessful' && e.involvedObject.name === 'runs' && e.message === `MountVolume.NodeExpandVolume succeeded for volume "${pv}" ${node.name}`), 'the pod has the resize event');
+    await deletePod(ns, 'runs');
   });
 
   it('a hostPath PV: the pod reads and writes the host path itself', async function () {

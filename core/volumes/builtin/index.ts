@@ -12,6 +12,8 @@ import type { ObjectSource } from '../../objects/object-source.ts';
 import type { TokenSource } from '../../objects/object-source.ts';
 import { checkHostPath } from './host-path.ts';
 import { checkLocalVolume } from './local-volume.ts';
+import { formatAndMount } from '../format-and-mount.ts';
+import { resizeFs } from '../resize-fs.ts';
 import { podFsGroup, setVolumeOwnership } from '../volume-ownership.ts';
 import { podFullName } from '../../objects/pod-util.ts';
 
@@ -23,7 +25,8 @@ const CORE = { name: 'kubelet', stage: STAGE.DEFAULT };
  * HookMaps (a vendor plugin tapping `mountVolume.for('emptyDir')` at STAGE.POLICY comes first):
  *  - emptyDir: a directory in the pod's volume dir; `medium: Memory` is a tmpfs sized by `sizeLimit`;
  *  - hostPath: the host path itself, after its `type` check (a pod's, or a hostPath PersistentVolume's);
- *  - local: a `local` PersistentVolume's directory, bind-mounted into the pod's volume dir;
+ *  - local: a `local` PersistentVolume's directory, bind-mounted into the pod's volume dir (a
+ *    block device of a Filesystem PV: formatted if blank, mounted there);
  *  - configMap, secret, downwardAPI, projected: files written atomically (`..data` swap),
  *    again on every sync so edits reach running pods; secret and projected live on tmpfs;
  *    always read-only in containers.
@@ -92,13 +95,22 @@ export function tapBuiltinVolumes(
     const pvName = pv.metadata?.name ?? '';
     const readOnly = r.persistentVolume!.readOnly;
     const block = pv.spec?.volumeMode === 'Block';
-    await checkLocalVolume(pvName, src, block ? 'Block' : 'Filesystem');
+    const kind = await checkLocalVolume(pvName, src, block ? 'Block' : 'Filesystem');
     // A block device goes to the containers' volumeDevices as it is: nothing to mount.
     if (block) return { path: src.path, blockDevice: true, readOnly };
     // Without host mounts the pod's node is not this host: the path is handed over as it is.
     if (!hostMounts) return { path: src.path, readOnly };
     await fs.mkdir(r.dir, { recursive: true, mode: 0o750 });
-    if (!(await isMountPoint(r.dir))) await bindMount(src.path, r.dir, readOnly);
+    if (!(await isMountPoint(r.dir))) {
+      // A device holding the volume's file system is mounted in the pod's dir itself (upstream
+      // mounts it once under plugins/kubernetes.io/local-volume/mounts/ and bind-mounts that).
+      if (kind === 'blockDevice') {
+        await formatAndMount(src.path, r.dir, src.fsType || 'ext4', readOnly)
+          .catch((err: Error) => { throw new Error(`local PersistentVolume ${pvName}: ${err.message}`); });
+      } else {
+        await bindMount(src.path, r.dir, readOnly);
+      }
+    }
     const own = podFsGroup(r.pod);
     if (own && !readOnly) {
       await setVolumeOwnership(r.dir, {
@@ -109,6 +121,18 @@ export function tapBuiltinVolumes(
     return { path: r.dir, mountPoint: true, readOnly };
   });
   unmountWith('local', tearDown);
+  // A local PV's node expansion (upstream's localVolumePlugin.NodeExpand), after the admin grew
+  // what is under it and the PV: a directory's file system is the admin's to grow (done, as
+  // upstream says: a no-op), a block device mounted as the volume gets its file system grown, a
+  // Block PV's device is the pod's as it is. The core then gives the claim its new size.
+  hooks.expandVolume.for('local').tapPromise(CORE, async (r) => {
+    const spec = r.persistentVolume.volume.spec;
+    const devicePath = spec?.local?.path ?? '';
+    if (hostMounts && spec?.volumeMode !== 'Block' && (await fs.stat(devicePath).catch(() => undefined))?.isBlockDevice()) {
+      await resizeFs(devicePath, r.mounted.path);
+    }
+    return 'expanded';
+  });
 
   const projection = (type: string, tmpfs: boolean, payload: (pod: V1Pod, v: V1Volume) => Promise<Payload>) => {
     mount(type, async (r) => {

@@ -14,6 +14,8 @@ const run = promisify(execFile);
  * one new device do not both format it.
  */
 export async function formatAndMount(device: string, dir: string, fsType: string, readOnly: boolean): Promise<void> {
+  // The type names a program (mkfs.<type>): only a plain name, never a path.
+  if (!/^[a-z0-9]{1,16}$/.test(fsType)) throw new Error(`fsType ${JSON.stringify(fsType)} is not a file system type name (lower-case letters and digits, such as ext4 or xfs)`);
   const prev = inFlight.get(device) ?? Promise.resolve();
   const next = prev.catch(() => {}).then(() => formatAndMountNow(device, dir, fsType, readOnly));
   inFlight.set(device, next);

@@ -2,8 +2,9 @@
 # Installs the Debian packages a kubelet-ts node and its tests need, when missing:
 # containerd, runc, the CNI plugins, a registry, skopeo, static busybox, iptables, iproute2.
 #   --test  also what the API tests' control plane (../shared/k8s/control-plane.sh) needs:
-#           etcd-server, curl, openssl (and util-linux, gzip, which Debian has anyway), and
-#           apache2-utils (htpasswd: the password-protected registry of the credential provider tests)
+#           etcd-server, curl, openssl (and util-linux, gzip, which Debian has anyway),
+#           apache2-utils (htpasswd: the password-protected registry of the credential provider tests),
+#           and gcc with libc6-dev (the extended conformance harness builds its static nsenter)
 #   --vm    also what the node VM suite (npm run test:vm, tools/node-vm) needs on the host:
 #           qemu-system-x86 and qemu-utils 10 and debootstrap from bookworm-backports (bookworm's
 #           qemu 7.2 with multi-threaded TCG panicked the guest in 1 boot of 13; its debootstrap
@@ -17,7 +18,7 @@ BACKPORTS=()
 declare -A MIN_VERSION=()
 for arg in "$@"; do
   case "$arg" in
-    --test) PACKAGES+=(etcd-server curl openssl util-linux gzip apache2-utils) ;;
+    --test) PACKAGES+=(etcd-server curl openssl util-linux gzip apache2-utils gcc libc6-dev) ;;
     --vm)
       PACKAGES+=(e2fsprogs openssh-client)
       BACKPORTS+=(qemu-system-x86 qemu-utils debootstrap)

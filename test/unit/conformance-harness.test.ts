@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { realPartMissing } from '../support/real-part.ts';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,7 +24,7 @@ describe('conformance --extended: the harness whose node has its own PID namespa
   afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
   it("the patch applies to ../shared/conformance: containerd's holder is PID 1 of a new PID namespace, the kubelet joins it", async function () {
-    if (!fs.existsSync(path.join(SHARED, 'stack.sh'))) this.skip();
+    if (!fs.existsSync(path.join(SHARED, 'stack.sh'))) realPartMissing(this, '../shared/conformance is missing', `${SHARED}/stack.sh not found`);
     const { stdout } = await run('bash', [path.join(TOOLS, 'pid-namespace-harness.sh'), SHARED, path.join(tmp, 'h')]);
     assert.equal(stdout.trim(), path.join(tmp, 'h/conformance/run.sh'));
     const stack = fs.readFileSync(path.join(tmp, 'h/conformance/stack.sh'), 'utf8');
@@ -35,7 +36,7 @@ describe('conformance --extended: the harness whose node has its own PID namespa
   });
 
   it("agnhost's nsenter stand-in runs the command from the entered namespace's PATH, not a busybox applet", async function () {
-    if (!(await run('gcc', ['--version']).then(() => true, () => false))) this.skip();
+    if (!(await run('gcc', ['--version']).then(() => true, () => false))) realPartMissing(this, 'gcc is missing', 'scripts/install-node-packages.sh --test installs it');
     const bin = path.join(tmp, 'nsenter');
     await run('gcc', ['-static', '-O2', '-Wall', '-o', bin, path.join(TOOLS, 'nsenter.c')]);
     const { stdout } = await run(bin, ['--mount=/proc/self/ns/mnt', '--', 'sh', '-c', 'losetup --version']);

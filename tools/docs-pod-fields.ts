@@ -4,9 +4,9 @@
  * cannot drift: test/unit/pod-field-support.test.ts fails when the doc differs, and
  * `npx tsx tools/docs-pod-fields.ts` writes it again.
  */
-import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readBlock, writeBlock } from './generated-doc-block.ts';
 import { POD_FIELD_SECTIONS, POD_FIELD_SUPPORT, type PodFieldEntry, type RefusalStage } from '../core/objects/pod-field-support.ts';
 
 /** The file that holds the block between the markers. */
@@ -44,17 +44,10 @@ export function podFieldsMarkdown(): string {
 
 /** The doc's text between the markers, or undefined without them. */
 export function podFieldsBlock(doc: string): string | undefined {
-  const a = doc.indexOf(BEGIN);
-  const b = doc.indexOf(END);
-  if (a < 0 || b < a) return undefined;
-  return doc.slice(a + BEGIN.length, b).trim();
+  return readBlock(doc, { begin: BEGIN, end: END });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const doc = await readFile(POD_FIELDS_DOC, 'utf8');
-  const a = doc.indexOf(BEGIN);
-  const b = doc.indexOf(END);
-  if (a < 0 || b < a) throw new Error(`${DOC_NAME} has no ${BEGIN} ... ${END} block`);
-  await writeFile(POD_FIELDS_DOC, `${doc.slice(0, a + BEGIN.length)}\n${podFieldsMarkdown()}\n${doc.slice(b)}`);
+  await writeBlock(POD_FIELDS_DOC, DOC_NAME, { begin: BEGIN, end: END }, podFieldsMarkdown());
   process.stdout.write(`${DOC_NAME}: the pod field table is written\n`);
 }

@@ -5,9 +5,9 @@
  * test/unit/kubeadm-config.test.ts fails when the docs differ, and
  * `npx tsx tools/readme-upstream-fields.ts` writes it again.
  */
-import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readBlock, writeBlock } from './generated-doc-block.ts';
 import { UPSTREAM_FIELDS } from '../core/config/upstream-fields.ts';
 import { CADVISOR_NEEDS, KUBELET_FLAGS } from '../core/config/upstream-flags.ts';
 
@@ -43,17 +43,10 @@ export function notImplementedMarkdown(): string {
 
 /** The doc's text between the markers, or undefined without them. */
 export function readmeBlock(doc: string): string | undefined {
-  const a = doc.indexOf(BEGIN);
-  const b = doc.indexOf(END);
-  if (a < 0 || b < a) return undefined;
-  return doc.slice(a + BEGIN.length, b).trim();
+  return readBlock(doc, { begin: BEGIN, end: END });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const doc = await readFile(UPSTREAM_SETTINGS_DOC, 'utf8');
-  const a = doc.indexOf(BEGIN);
-  const b = doc.indexOf(END);
-  if (a < 0 || b < a) throw new Error(`${DOC_NAME} has no ${BEGIN} ... ${END} block`);
-  await writeFile(UPSTREAM_SETTINGS_DOC, `${doc.slice(0, a + BEGIN.length)}\n${notImplementedMarkdown()}\n${doc.slice(b)}`);
+  await writeBlock(UPSTREAM_SETTINGS_DOC, DOC_NAME, { begin: BEGIN, end: END }, notImplementedMarkdown());
   process.stdout.write(`${DOC_NAME}: the list of upstream settings not implemented is written\n`);
 }

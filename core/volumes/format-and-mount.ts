@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { probeDevice, stderrOf } from './device-probe.ts';
 
 const run = promisify(execFile);
 
@@ -29,7 +30,7 @@ export async function formatAndMount(device: string, dir: string, fsType: string
 const inFlight = new Map<string, Promise<void>>();
 
 async function formatAndMountNow(device: string, dir: string, fsType: string, readOnly: boolean): Promise<void> {
-  const found = await probe(device);
+  const found = await probeDevice(device);
   if (!found.type) {
     if (found.partitionTable) throw new Error(`${device} has a ${found.partitionTable} partition table and no file system: not formatting it as ${fsType}`);
     if (readOnly) throw new Error(`${device} has no file system and the volume is read-only: not formatting it as ${fsType}`);
@@ -46,22 +47,4 @@ async function formatAndMountNow(device: string, dir: string, fsType: string, re
   } catch (err) {
     throw new Error(`mount ${args.join(' ')}${found.type && found.type !== fsType ? ` (the device holds ${found.type})` : ''}: ${stderrOf(err)}`);
   }
-}
-
-/** What blkid sees on the device: its file system type and partition table type, '' when none. */
-async function probe(device: string): Promise<{ type: string; partitionTable: string }> {
-  try {
-    const { stdout } = await run('blkid', ['-p', '-s', 'TYPE', '-s', 'PTTYPE', '-o', 'export', device]);
-    const v = Object.fromEntries(stdout.split('\n').map((l) => l.split('=')).filter((kv) => kv.length === 2)) as Record<string, string>;
-    return { type: v.TYPE ?? '', partitionTable: v.PTTYPE ?? '' };
-  } catch (err) {
-    // blkid exits 2 when it finds nothing on the device: an unformatted disk.
-    if ((err as { code?: number }).code === 2) return { type: '', partitionTable: '' };
-    throw new Error(`blkid -p ${device}: ${stderrOf(err)}`);
-  }
-}
-
-function stderrOf(err: unknown): string {
-  const e = err as { stderr?: string; message?: string };
-  return (e.stderr || e.message || String(err)).trim();
 }

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { probeDevice, stderrOf } from './device-probe.ts';
 
 const run = promisify(execFile);
 
@@ -9,12 +10,7 @@ const run = promisify(execFile);
  * `xfs_growfs MOUNTPATH` for xfs). Another file system type is an error naming it.
  */
 export async function resizeFs(device: string, mountPath: string): Promise<void> {
-  let type = '';
-  try {
-    type = (await run('blkid', ['-p', '-s', 'TYPE', '-o', 'value', device])).stdout.trim();
-  } catch (err) {
-    throw new Error(`blkid -p ${device}: ${stderrOf(err)}`);
-  }
+  const { type } = await probeDevice(device);
   const [cmd, args] = type === 'ext2' || type === 'ext3' || type === 'ext4' ? ['resize2fs', [device]] : type === 'xfs' ? ['xfs_growfs', [mountPath]] : ['', []];
   if (!cmd) throw new Error(`resizing the ${type || 'unknown'} file system on ${device} is not supported (ext2/3/4 and xfs are)`);
   try {
@@ -22,9 +18,4 @@ export async function resizeFs(device: string, mountPath: string): Promise<void>
   } catch (err) {
     throw new Error(`${cmd} ${args.join(' ')}: ${stderrOf(err)}`);
   }
-}
-
-function stderrOf(err: unknown): string {
-  const e = err as { stderr?: string; message?: string };
-  return (e.stderr || e.message || String(err)).trim();
 }

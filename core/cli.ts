@@ -117,6 +117,12 @@ async function main(): Promise<number> {
   // What the config reader has to say: one warning naming every setting kubelet-ts ignores, and
   // why flags accepted without effect have none.
   for (const n of notices) logger[n.level](n.ignored ? { config: config.configFile, ignored: n.ignored.map((i) => i.name) } : {}, n.msg);
+  // The node's tools find the kubelet by its process name, as they find upstream's: `pidof
+  // kubelet`, `pgrep -x kubelet`, upstream's Mount propagation e2e test (it enters the kubelet's
+  // mount namespace through `pidof kubelet`). The name must be exactly `kubelet`: Linux keeps 15
+  // bytes of it as the process's comm, which is what pidof compares, so the flags cannot follow
+  // it; the effective configuration is at /configz and `kubelet-ts config view`.
+  process.title = 'kubelet';
   const kubelet = new Kubelet(config, logger);
 
   exitOnUncaughtErrors({ logger, pluginOfError: (err) => kubelet.plugins.pluginOfError(err), consequence: 'pods keep running, and the kubelet started again takes them over' });

@@ -119,7 +119,11 @@ spec:
     assert.doesNotMatch(stderr, /EPIPE/);
 
     // Nothing of the node is left: processes, mounts, the bridge, the pods' cgroups.
-    assert.deepEqual(processesMentioning(nodeDir), [], 'no process of the node (containerd, registry, shims, kubelet)');
+    assert.deepEqual(processesMentioning(nodeDir), [], 'no process of the node (containerd, registry, shims)');
+    // The kubelet names itself `kubelet` (its command line no longer holds the node dir): the pid up printed.
+    const kubeletPid = Number(/kubelet {5}pid (\d+)/.exec(screen)?.[1]);
+    assert.ok(kubeletPid > 0, screen);
+    assert.equal(existsSync(`/proc/${kubeletPid}`), false, `the kubelet (pid ${kubeletPid}) has exited`);
     const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(nodeDir));
     assert.deepEqual(mounts, [], 'no mount under the node dir');
     assert.equal(existsSync(`/sys/class/net/${bridge}`), false, `bridge ${bridge} is gone`);

@@ -3,6 +3,9 @@ import type { V1Container, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, 
 import type { StorageObjectSource } from './objects/storage-objects.ts';
 import type { ContainerConfig, PodSandboxConfig, PullAuth, SandboxStatus } from './runtime/types.ts';
 import type { ObjectSource } from './objects/object-source.ts';
+import type { HookContext } from './util/cancellation.ts';
+
+export type { HookContext } from './util/cancellation.ts';
 
 /**
  * Tap stages: a tap's `stage` orders it among the taps of one hook (lower runs first).
@@ -251,12 +254,13 @@ export interface HostStartedEvent { nodeName: string; nodeIP: string; runtime: {
  *   may edit the object it was given, which was built for this call, and return it). Every
  *   other argument (the pod, an event, a context) is the kubelet's own: read-only.
  * - **Time**: every promise or callback tap is bounded by `hookTimeout` (default 2 m); past it
- *   the tap counts as failed and the core goes on. Each tap runs with a signal of its own:
- *   `currentSignal()` (from `kubelet-ts`) called inside the tap, or anything it starts, is an
- *   AbortSignal that aborts when the tap's hookTimeout expires (its reason: the timeout's
- *   error), so the work stops instead of running on after the core gave up; pass it to fetch,
- *   child processes and loops. Runtime calls the tap makes abort with it. A sync tap is not
- *   bounded: it blocks the event loop, keep it short.
+ *   the tap counts as failed and the core goes on. Every asynchronous hook's taps get a
+ *   `HookContext` as their last argument (`ctx`): `ctx.signal` is an AbortSignal of the tap's
+ *   own that aborts when the tap's hookTimeout expires (its reason: the timeout's error) or when
+ *   the work the hook is part of is given up on (a pod's sync when the pod is to be terminated,
+ *   the kubelet stopping), so the work stops instead of running on; pass it to fetch, child
+ *   processes, loops and the runtime calls the tap makes (`{ signal: ctx.signal }`). A sync tap
+ *   is not bounded and gets no context: it blocks the event loop, keep it short.
  * - **Throw**: what a throw (or an overrun) does. Every error leaving a tap is a
  *   `PluginError` naming the plugin and the hook, logged where it happens. On the
  *   notification hooks (NOTIFICATION_HOOKS below) a throw is logged and nothing else: the
@@ -273,14 +277,14 @@ export function createHooks() {
      * Again: once per start of the kubelet. Changes: nothing. Time: hookTimeout per tap.
      * Throw: fails the kubelet's start, naming the plugin (the process exits; systemd starts it again).
      */
-    started: new AsyncSeriesHook<[HostStartedEvent]>(['event']),
+    started: new AsyncSeriesHook<[HostStartedEvent, HookContext]>(['event', 'ctx']),
     /**
      * Series, a notification. On stop, after pod workers and before plugin cleanups: taps flush and stop background work.
      * Again: once per stop. Changes: nothing. Time: hookTimeout per tap, and all of it within
      * the stop's bound (about 20 s for the whole stop: what is left over is cut short, logged).
      * Throw: logged; the other taps and the stop go on.
      */
-    shutdown: new AsyncSeriesHook<[]>([]),
+    shutdown: new AsyncSeriesHook<[HookContext]>(['ctx']),
 
     // Admission
     /**
@@ -290,7 +294,7 @@ export function createHooks() {
      * Changes: nothing (return the reason instead). Time: hookTimeout per tap.
      * Throw: rejects the pod (UnexpectedAdmissionError) with the error as its message.
      */
-    admitPod: new AsyncSeriesBailHook<[V1Pod], string | undefined>(['pod']),
+    admitPod: new AsyncSeriesBailHook<[V1Pod, HookContext], string | undefined>(['pod', 'ctx']),
 
     // Sandbox
     /**
@@ -303,7 +307,7 @@ export function createHooks() {
      * Throw: fails the sandbox creation (FailedCreatePodSandBox on every container), retried with
      * back-off; on adoption it fails the pod's sync, retried.
      */
-    beforeSandbox: new AsyncSeriesWaterfallHook<[PodSandboxConfig, V1Pod]>(['config', 'pod']),
+    beforeSandbox: new AsyncSeriesWaterfallHook<[PodSandboxConfig, V1Pod, HookContext]>(['config', 'pod', 'ctx']),
     /**
      * Series. The sandbox this kubelet created runs and its network is set up: taps observe IPs, may add side effects.
      * Again: never for the same sandbox: not on a retry of the sync, not when a restarted
@@ -312,7 +316,7 @@ export function createHooks() {
      * Throw: fails the pod's sync (its containers wait in ContainerCreating with the error),
      * retried with back-off; the sandbox stays and the retry does not fire this hook again.
      */
-    afterSandbox: new AsyncSeriesHook<[SandboxReadyEvent]>(['event']),
+    afterSandbox: new AsyncSeriesHook<[SandboxReadyEvent, HookContext]>(['event', 'ctx']),
 
     // Containers
     /**
@@ -322,7 +326,7 @@ export function createHooks() {
      * Time: hookTimeout per tap.
      * Throw: the container waits (CreateContainerError, a Warning event with the error), retried at the next sync.
      */
-    beforeContainerCreate: new AsyncSeriesWaterfallHook<[ContainerConfig, ContainerCreateContext]>(['config', 'context']),
+    beforeContainerCreate: new AsyncSeriesWaterfallHook<[ContainerConfig, ContainerCreateContext, HookContext]>(['config', 'context', 'ctx']),
     /**
      * Series. A container has started and its postStart handler (run by the core, before this
      * hook) succeeded: taps start per-container work (probe workers).
@@ -332,7 +336,7 @@ export function createHooks() {
      * Throw: fails that start as a failed postStart does: the container is killed and restarted
      * per policy (FailedPostStartHook).
      */
-    afterStart: new AsyncSeriesHook<[ContainerStartedEvent]>(['event']),
+    afterStart: new AsyncSeriesHook<[ContainerStartedEvent, HookContext]>(['event', 'ctx']),
     /**
      * Series, a notification. A running container is about to be stopped by the kubelet: taps
      * run first, then the core runs the container's preStop handler with what is left of the
@@ -342,7 +346,7 @@ export function createHooks() {
      * Changes: nothing. Time: hookTimeout per tap, and it counts against the grace period.
      * Throw: logged; the other taps and the stop go on.
      */
-    beforeKill: new AsyncSeriesHook<[ContainerKillEvent]>(['event']),
+    beforeKill: new AsyncSeriesHook<[ContainerKillEvent, HookContext]>(['event', 'ctx']),
 
     // Images
     /**
@@ -357,7 +361,7 @@ export function createHooks() {
      * the container or the request. Time: hookTimeout per tap.
      * Throw: this lookup's credentials are lost, one Warning event names the plugin, the pull goes on.
      */
-    imageCredentials: new AsyncSeriesWaterfallHook<[ImageCredentials, ImageCredentialsRequest]>(['credentials', 'request']),
+    imageCredentials: new AsyncSeriesWaterfallHook<[ImageCredentials, ImageCredentialsRequest, HookContext]>(['credentials', 'request', 'ctx']),
 
     // Volumes (per-type dispatch: plugins tap `mountVolume.for('csi')`, the host fires `get(type)`)
     /**
@@ -369,20 +373,20 @@ export function createHooks() {
      * the result). Time: hookTimeout per tap.
      * Throw: the pod's containers wait in ContainerCreating (a FailedMount event with the error); retried.
      */
-    mountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeMountRequest], VolumeMountResult | undefined>(['request'])),
+    mountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeMountRequest, HookContext], VolumeMountResult | undefined>(['request', 'ctx'])),
     /**
      * Bail per volume type: tear down one volume after the pod's last container is gone; the first tap returning true handled it.
      * Again: until it succeeds (the termination is retried), and for volumes of pods gone while
      * the kubelet was down (housekeeping): idempotent. Changes: nothing. Time: hookTimeout per tap.
      * Throw: fails the pod's termination, retried with back-off until it succeeds.
      */
-    unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest], true | undefined>(['request'])),
+    unmountVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeUnmountRequest, HookContext], true | undefined>(['request', 'ctx'])),
     /**
      * Bail per volume type: the use of one set-up persistent volume, for `/stats/summary`; the first tap returning figures serves it; none → the volume is left out.
      * Again: at most once per minute per volume (upstream's volumeStatsAggPeriod), when a summary is asked for. Changes: nothing. Time: hookTimeout per tap.
      * Throw: the volume is left out of the summary (logged at debug).
      */
-    volumeStats: new HookMap(() => new AsyncSeriesBailHook<[VolumeStatsRequest], VolumeUsage | undefined>(['request'])),
+    volumeStats: new HookMap(() => new AsyncSeriesBailHook<[VolumeStatsRequest, HookContext], VolumeUsage | undefined>(['request', 'ctx'])),
     /**
      * Bail per volume type: grow one set-up persistent volume whose PV grew (a resize the control plane left to the node); the first tap returning an outcome serves it; none → `not-supported`.
      * Again: on a sync of the pod while the PV's capacity is above its claim's status capacity (a
@@ -390,7 +394,7 @@ export function createHooks() {
      * same size may be asked again). Changes: nothing (the core patches the claim's status). Time: hookTimeout per tap.
      * Throw: a `VolumeResizeFailed` Warning event on the pod with the error; retried on the next sync; the pod runs on.
      */
-    expandVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeExpandRequest], VolumeExpandOutcome | undefined>(['request'])),
+    expandVolume: new HookMap(() => new AsyncSeriesBailHook<[VolumeExpandRequest, HookContext], VolumeExpandOutcome | undefined>(['request', 'ctx'])),
 
     // Health and pressure
     /**
@@ -398,7 +402,7 @@ export function createHooks() {
      * Again: at each change of a container's result, not for each probe run. Changes: nothing.
      * Time: hookTimeout per tap. Throw: logged; the other taps go on, the result stands.
      */
-    onProbe: new AsyncSeriesHook<[ProbeResultEvent]>(['event']),
+    onProbe: new AsyncSeriesHook<[ProbeResultEvent, HookContext]>(['event', 'ctx']),
     /**
      * Bail (one policy decides): an eviction signal crossed a threshold (core/eviction, every
      * evictionMonitoringPeriod); the first tap returning a decision chooses what to evict, and the core carries it out.
@@ -406,13 +410,13 @@ export function createHooks() {
      * Changes: nothing (return the decision). Time: hookTimeout per tap.
      * Throw: ends that round (logged); the next round asks again.
      */
-    onPressure: new AsyncSeriesBailHook<[PressureEvent], EvictionDecision | undefined>(['event']),
+    onPressure: new AsyncSeriesBailHook<[PressureEvent, HookContext], EvictionDecision | undefined>(['event', 'ctx']),
     /**
      * Waterfall: before each node status post, taps may change and must return the draft (pressure conditions, extra capacity, labels).
      * Again: before every post (nodeStatusUpdateFrequency). Changes: the draft; the context is
      * read-only. Time: hookTimeout per tap. Throw: fails that post; the next update period tries again.
      */
-    nodeStatus: new AsyncSeriesWaterfallHook<[NodeStatusDraft, NodeStatusContext]>(['status', 'context']),
+    nodeStatus: new AsyncSeriesWaterfallHook<[NodeStatusDraft, NodeStatusContext, HookContext]>(['status', 'context', 'ctx']),
 
     // Status and removal
     /**
@@ -424,7 +428,7 @@ export function createHooks() {
      * runtime change while the pod's worker is busy, a removal) is not published, logged
      * naming the pod and the plugin.
      */
-    podStatus: new AsyncSeriesWaterfallHook<[V1PodStatus, V1Pod]>(['status', 'pod']),
+    podStatus: new AsyncSeriesWaterfallHook<[V1PodStatus, V1Pod, HookContext]>(['status', 'pod', 'ctx']),
     /**
      * Sync, a notification (observers only, nothing to wait for): a pod's status changed in a
      * way users see (phase, readiness, a container's state or restarts).
@@ -445,7 +449,7 @@ export function createHooks() {
      * pod terminating for good; each retry records a Warning event (FailedPodRemovedHook)
      * naming the plugin, so an operator sees why the pod does not go.
      */
-    podRemoved: new AsyncSeriesHook<[V1Pod]>(['pod']),
+    podRemoved: new AsyncSeriesHook<[V1Pod, HookContext]>(['pod', 'ctx']),
   });
 }
 

@@ -62,6 +62,7 @@ import type { ClientCredentials } from './certificates/kubelet-certificates.ts';
 import type { KubeletOptions } from './kubelet-options.ts';
 import { DeviceManager } from './devices/device-manager.ts';
 import { GracefulNodeShutdown, NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON } from './node/graceful-shutdown.ts';
+import { hookContext } from './util/cancellation.ts';
 import { withDevices } from './devices/container-devices.ts';
 
 /** The pod a hook call is about: hooks pass it first, second (waterfalls) or in an event's `pod`. */
@@ -374,7 +375,7 @@ export class Kubelet {
     }
     this.started = true;
     this.events.record(nodeRef(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
-    await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: runtimeVersion.runtimeName, version: runtimeVersion.runtimeVersion, apiVersion: runtimeVersion.runtimeApiVersion } });
+    await this.hooks.started.promise({ nodeName: config.nodeName, nodeIP: config.nodeIP, runtime: { name: runtimeVersion.runtimeName, version: runtimeVersion.runtimeVersion, apiVersion: runtimeVersion.runtimeApiVersion } }, hookContext());
     logger.info({ node: config.nodeName, nodeIP: config.nodeIP, staticPodPath: config.staticPodPath, port: this.port, readOnlyPort: this.readOnlyPort, code: RUNS_COMPILED ? 'compiled' : 'sources' }, 'kubelet started');
   }
 
@@ -431,7 +432,7 @@ export class Kubelet {
         this.logger.warn({ pods: busy, waitedMs: waitMs }, 'stopping while pod workers are still busy; a restarted kubelet takes their pods over');
       }
     }
-    await part('shutdown hook', Date.now() + STOP_SHUTDOWN_HOOK_MS, () => this.hooks.shutdown.promise());
+    await part('shutdown hook', Date.now() + STOP_SHUTDOWN_HOOK_MS, () => this.hooks.shutdown.promise(hookContext()));
     await this.plugins.close({ deadline });
     await part('cgroup driver', deadline, () => this.cgroups?.close());
     // The device checkpoint's last write is local and short: it gets its second even when the plugins used up the bound.

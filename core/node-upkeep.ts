@@ -13,6 +13,7 @@ import { registerVolumeStatsMetrics } from './metrics/volume-stats-metrics.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 import { StatsProvider } from './stats/stats-provider.ts';
 import { PersistentVolumeStats } from './volumes/persistent-volume-stats.ts';
+import { hookContext } from './util/cancellation.ts';
 import type { VolumeManager } from './volumes/volume-manager.ts';
 
 /**
@@ -109,7 +110,7 @@ export function createNodeUpkeep(deps: NodeUpkeepDeps): NodeUpkeep {
     settings: config.eviction,
     stats,
     activePods: deps.activePods,
-    decide: (event) => hooks.onPressure.promise(event),
+    decide: (event) => hooks.onPressure.promise(event, hookContext()),
     evict: deps.evict,
     reclaimNodeLevel,
     podReclaimed: deps.podReclaimed,

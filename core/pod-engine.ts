@@ -25,6 +25,7 @@ import { SyncLoop, type SyncLoopDeps } from './sync-loop.ts';
 import type { PodTimelines } from './timeline/pod-timeline.ts';
 import { Limiter } from './util/limiter.ts';
 import type { VolumeManager } from './volumes/volume-manager.ts';
+import { hookContext } from './util/cancellation.ts';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
 /**
@@ -78,7 +79,7 @@ export function createPodEngine(deps: PodEngineDeps): PodEngine {
   const status = new StatusManager({ hooks, logger, nodeIP: config.nodeIP, runtimeName: deps.runtimeName, probes: deps.probes, onUpdate: deps.onStatus });
   const puller = new ImagePuller({
     runtime, backoff: pullBackoff, logger, events, ...(config.maxParallelImagePulls ? { maxParallelPulls: config.maxParallelImagePulls } : {}),
-    providerCredentials: (request) => hooks.imageCredentials.promise({ credentials: [], failures: [] }, request),
+    providerCredentials: (request, signal) => hooks.imageCredentials.promise({ credentials: [], failures: [] }, request, hookContext(signal)),
   });
   // A creation still running after SANDBOX_SLOT_MS gives up its slot: a hung CNI plugin delays
   // the pods behind it by that much, not by the runtime request timeout.

@@ -24,6 +24,7 @@ import { PodConfig, type PodUpdate } from './sources/pod-config.ts';
 import { isApiPod, isStaticPod } from './objects/pod-origin.ts';
 import { isMirrorPod } from './objects/pod-origin.ts';
 import { objectRefsOf, type ObjectRef } from './objects/object-refs.ts';
+import { hookContext } from './util/cancellation.ts';
 import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 
 /** How soon a replacement static pod checks again whether its predecessor is gone. */
@@ -144,8 +145,8 @@ export class SyncLoop {
     this.queue = new WorkQueue((uid) => this.resync(uid));
     this.workers = new PodWorkers(
       {
-        sync: (pod, stopping) => this.syncPod(pod, stopping),
-        terminate: (pod, grace) => d.syncer.terminate(pod, grace),
+        sync: (pod, signal) => this.syncPod(pod, signal),
+        terminate: (pod, grace, signal) => d.syncer.terminate(pod, grace, signal),
         requeue: (uid, ms) => this.queue.enqueue(uid, ms),
         terminated: (pod) => this.onTerminated(pod),
         observe: d.metrics.observePodWorker,
@@ -255,7 +256,7 @@ export class SyncLoop {
     this.d.probes.set(e.containerId, e.probe, e.result);
     const pod = this.desired.get(e.pod.metadata!.uid!);
     if (pod) this.workers.update(pod);
-    await this.d.hooks.onProbe.promise(e).catch((err) => this.d.logger.warn({ pod: podFullName(e.pod), container: e.containerName, plugin: pluginOf(err), err: errorMessage(err) }, 'an onProbe tap failed'));
+    await this.d.hooks.onProbe.promise(e, hookContext()).catch((err) => this.d.logger.warn({ pod: podFullName(e.pod), container: e.containerName, plugin: pluginOf(err), err: errorMessage(err) }, 'an onProbe tap failed'));
   }
 
   /** The first time a pod has all its containers running: kubelet_pod_start_duration_seconds. */
@@ -425,7 +426,7 @@ export class SyncLoop {
    * published), or 'gone' when the pod was removed while admission awaited (no rejection is kept
    * or posted for it; its worker terminates it next).
    */
-  private async admit(pod: V1Pod, before: ReadonlySet<string>): Promise<'admitted' | 'rejected' | 'gone'> {
+  private async admit(pod: V1Pod, before: ReadonlySet<string>, signal: AbortSignal): Promise<'admitted' | 'rejected' | 'gone'> {
     const uid = pod.metadata!.uid!;
     const admitStart = Date.now();
     // A node shutting down refuses every pod first; then upstream's order of admit handlers: node
@@ -458,7 +459,7 @@ export class SyncLoop {
     }
     if (!rejection) {
       try {
-        const reason = await this.d.hooks.admitPod.promise(pod);
+        const reason = await this.d.hooks.admitPod.promise(pod, hookContext(signal));
         if (reason) rejection = { reason: 'UnexpectedAdmissionError', message: reason };
       } catch (err) {
         rejection = { reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
@@ -483,14 +484,14 @@ export class SyncLoop {
     return 'admitted';
   }
 
-  private async syncPod(pod: V1Pod, stopping: () => boolean): Promise<{ requeueAfterMs?: number }> {
+  private async syncPod(pod: V1Pod, signal: AbortSignal): Promise<{ requeueAfterMs?: number }> {
     const uid = pod.metadata!.uid!;
     // Not admitted yet: admission first, in this worker, so nothing of the pod runs before it is
     // admitted and updates meanwhile wait (they run as this worker's next sync).
     const before = this.pendingAdmission.get(uid);
     if (before) {
       if (this.d.status.rejection(uid)) this.pendingAdmission.delete(uid);
-      else if ((await this.admit(pod, before)) !== 'admitted') return {};
+      else if ((await this.admit(pod, before, signal)) !== 'admitted') return {};
     }
     // A pod replacing another of the same namespace/name (an edited static pod) waits until its
     // predecessor has fully stopped: the two never run side by side (both may bind host ports).
@@ -502,14 +503,14 @@ export class SyncLoop {
     }
     // Rejected at admission (or failed for good): it never gets a sandbox, across resyncs too.
     // The syncer still stops what runs of it (a pod past its active deadline whose kill failed is retried).
-    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod, stopping);
+    if (this.d.status.rejection(pod.metadata!.uid!)) return this.d.syncer.sync(pod, signal);
     // An API pod the server already has as Succeeded or Failed (it finished before a restart of
     // the kubelet) is never started again, whatever the runtime still holds of it.
     if (isApiPod(pod) && (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') && !this.d.status.get(pod.metadata!.uid!)) {
       const rs = this.d.cache.get(pod.metadata!.uid!);
       if (!rs?.containers.some((c) => c.state === 'CONTAINER_RUNNING')) return {};
     }
-    return this.d.syncer.sync(pod, stopping);
+    return this.d.syncer.sync(pod, signal);
   }
 
   /**

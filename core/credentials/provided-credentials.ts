@@ -10,7 +10,8 @@ import { errorMessage, isPluginError } from '../errors.ts';
 import { imageRepository, repositoryRegistry } from './image-match.ts';
 
 /** Fires the `imageCredentials` hook for one image. */
-export type CredentialLookup = (request: ImageCredentialsRequest) => Promise<ImageCredentials>;
+/** Asks the credential providers (the imageCredentials hook); `signal`: the pod's sync gives up. */
+export type CredentialLookup = (request: ImageCredentialsRequest, signal: AbortSignal) => Promise<ImageCredentials>;
 
 /** The fields of a credential, all strings when present. */
 const AUTH_FIELDS = ['username', 'password', 'auth', 'serverAddress', 'identityToken', 'registryToken'] as const;
@@ -28,14 +29,14 @@ function wellFormed(c: unknown): c is ImageCredential {
  * provider that could not answer (for one Warning event each). Never throws: a tap's throw is
  * one of the messages, and the pull goes on without that lookup's credentials.
  */
-export async function providedCredentials(lookup: CredentialLookup | undefined, pod: V1Pod, container: V1Container, image: string): Promise<{ credentials: ImageCredential[]; problems: string[] }> {
+export async function providedCredentials(lookup: CredentialLookup | undefined, pod: V1Pod, container: V1Container, image: string, signal: AbortSignal): Promise<{ credentials: ImageCredential[]; problems: string[] }> {
   if (!lookup) return { credentials: [], problems: [] };
   const repository = imageRepository(image);
   const problem = (provider: string, message: string) =>
     `Failed getting credential from external registry credential provider "${provider}": ${message}; attempting to pull the image may not succeed.`;
   let draft: ImageCredentials;
   try {
-    draft = await lookup({ pod, container, image, repository });
+    draft = await lookup({ pod, container, image, repository }, signal);
   } catch (err) {
     return { credentials: [], problems: [problem(isPluginError(err) ? err.plugin : 'unknown', errorMessage(err))] };
   }

@@ -20,6 +20,7 @@ import { AllocationRefused, acceptAllocation, mergeAllocations } from './allocat
 import { readCheckpoint, writeCheckpoint } from './device-checkpoint.ts';
 import { PodDevices } from './pod-devices.ts';
 import { deviceIdProblem, isExtendedResourceName, shownName } from './resource-names.ts';
+import type { CallOptions } from '../util/cancellation.ts';
 import type { ContainerAllocation, ContainerDevices, Device, DeviceManagerView, DeviceProvider, DeviceRegistration, ResourceDevices } from './device-types.ts';
 
 /** Upstream's endpointStopGracePeriod: how long a resource whose provider went away stays on the Node. */
@@ -84,12 +85,18 @@ class Registration implements DeviceRegistration {
 }
 
 /** `p`, or a rejection once `ms` passed. */
-function bounded<T>(p: () => Promise<T>, ms: number, what: string): Promise<T> {
+/** A provider call bounded by `ms`: past it the call fails and its signal aborts (the provider stops its work too). */
+function bounded<T>(p: (options: CallOptions) => Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  const controller = new AbortController();
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`}`)), ms);
+    timer = setTimeout(() => {
+      const err = new Error(`${what} did not answer within ${ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`}`);
+      controller.abort(err);
+      reject(err);
+    }, ms);
   });
-  return Promise.race([Promise.resolve().then(p), timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([Promise.resolve().then(() => p({ signal: controller.signal })), timeout]).finally(() => clearTimeout(timer));
 }
 
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -373,7 +380,7 @@ export class DeviceManager {
     const provider = state.serving?.provider;
     if (!provider?.preStart) throw new Error(`device plugin PreStartContainer rpc failed with err: the device provider of ${resource} is not registered`);
     try {
-      await bounded(() => provider.preStart!([...devices].sort(byId)), this.timeout, `device plugin ${resource} PreStartContainer`);
+      await bounded((options) => provider.preStart!([...devices].sort(byId), options), this.timeout, `device plugin ${resource} PreStartContainer`);
     } catch (err) {
       throw new Error(`device plugin PreStartContainer rpc failed with err: ${errorMessage(err)}`, { cause: err });
     }
@@ -406,7 +413,7 @@ export class DeviceManager {
       if (!ids) continue;
       const provider = this.resourcesByName.get(resource)?.serving?.provider;
       if (!provider) throw new Error(`unknown Device Plugin ${resource}`);
-      const answer = await bounded(() => provider.allocate(ids), this.timeout, `device plugin ${resource} Allocate`);
+      const answer = await bounded((options) => provider.allocate(ids, options), this.timeout, `device plugin ${resource} Allocate`);
       let allocation: ContainerAllocation;
       try {
         allocation = acceptAllocation(answer, this.deps.rootDir);
@@ -455,7 +462,7 @@ export class DeviceManager {
     if (provider?.preferredAllocation) {
       let preferred: string[];
       try {
-        preferred = await bounded(() => provider.preferredAllocation!({ available: [...chosen, ...available], mustInclude: [...chosen], size: required }), this.timeout, `device plugin ${resource} GetPreferredAllocation`);
+        preferred = await bounded((options) => provider.preferredAllocation!({ available: [...chosen, ...available], mustInclude: [...chosen], size: required }, options), this.timeout, `device plugin ${resource} GetPreferredAllocation`);
       } catch (err) {
         throw new Error(`device plugin GetPreferredAllocation rpc failed with err: ${errorMessage(err)}`, { cause: err });
       }

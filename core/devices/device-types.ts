@@ -12,6 +12,7 @@
  * at pod admission, once per container needing the resource, `preferredAllocation` before it
  * (when offered) and `preStart` before each start of such a container (when offered).
  */
+import type { CallOptions } from '../util/cancellation.ts';
 
 /** A device's health, as the provider reports it (anything else counts as Unhealthy). */
 export type DeviceHealth = 'Healthy' | 'Unhealthy';
@@ -69,13 +70,14 @@ export interface DeviceProvider {
   /**
    * Prepares `deviceIds` for one container and answers what the container must get. Called at
    * admission; a rejection (or an answer the kubelet refuses: see docs/operating/device-plugins.md) refuses the pod
-   * with `UnexpectedAdmissionError`. Bounded by the kubelet (30 s).
+   * with `UnexpectedAdmissionError`. Bounded by the kubelet (30 s). Every call takes `options`
+   * last: its signal aborts when the kubelet gives up on the call (that bound), as the runtime's do.
    */
-  allocate(deviceIds: string[]): Promise<Partial<ContainerAllocation>>;
+  allocate(deviceIds: string[], options?: CallOptions): Promise<Partial<ContainerAllocation>>;
   /** Offered: the kubelet asks which devices it prefers before it allocates (upstream GetPreferredAllocation). */
-  preferredAllocation?(request: PreferredAllocationRequest): Promise<string[]>;
+  preferredAllocation?(request: PreferredAllocationRequest, options?: CallOptions): Promise<string[]>;
   /** Offered: called before each start of a container with devices of this resource (upstream PreStartContainer); a rejection fails that start. */
-  preStart?(deviceIds: string[]): Promise<void>;
+  preStart?(deviceIds: string[], options?: CallOptions): Promise<void>;
 }
 
 /** A provider's registration: how it reports its devices and its end. */

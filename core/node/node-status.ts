@@ -54,6 +54,7 @@ import {
 } from './node-object.ts';
 import { InterruptibleSleep } from '../util/interruptible-sleep.ts';
 import { NodeWatch, type NodeWatchOptions } from './node-watch.ts';
+import { hookContext } from '../util/cancellation.ts';
 import { withTimeout } from '../util/with-timeout.ts';
 
 /**
@@ -417,7 +418,7 @@ export class NodeStatusManager {
       conditions: [...PRESSURE_CONDITIONS.map((c) => ({ ...c })), ready],
       labels: {},
     };
-    draft = await opts.hooks.nodeStatus.promise(draft, { nodeName: opts.nodeName, node: server });
+    draft = await opts.hooks.nodeStatus.promise(draft, { nodeName: opts.nodeName, node: server }, hookContext());
     const labels: Record<string, string> = {};
     for (const [k, v] of Object.entries(draft.labels ?? {})) {
       if (kubeletMaySetLabel(k)) labels[k] = v;

@@ -3,7 +3,7 @@ import { PluginError, errorMessage, isPluginError } from '../errors.ts';
 import { HookMap } from 'tapable';
 import type { KubeletHooks } from '../hooks.ts';
 import { withTimeout } from '../util/with-timeout.ts';
-import { childSignal, runWithSignal } from '../util/abort-scope.ts';
+import { childSignal, hookContext, isHookContext, type ChildSignal } from '../util/cancellation.ts';
 
 /** Reported once per tap invocation; metrics (tap duration histogram) subscribe to it. */
 export type TapObserver = (hook: string, plugin: string, durationMs: number, error: unknown, args?: readonly unknown[]) => void;
@@ -27,10 +27,11 @@ interface Interceptable { intercept(i: { register?: (tap: any) => any }): void }
  * per-tap isolation of its own): each tap's function is wrapped so that
  *  - an error leaving it names the hook and the plugin (`PluginError`) and is logged there;
  *  - its duration is reported to the observer;
- *  - a promise or callback tap that outlives `timeoutMs` fails instead of stalling the pod's
- *    worker (a sync tap blocks the event loop and cannot be bounded: keep them short), and its
- *    signal (`currentSignal()` inside the tap, util/abort-scope.ts) aborts then, with that
- *    error as its reason, so the plugin's work stops too;
+ *  - a promise or callback tap gets a context of its own in place of the caller's (the last
+ *    argument, when it is a HookContext: util/cancellation.ts), whose signal follows the
+ *    caller's; a tap that outlives `timeoutMs` fails instead of stalling the pod's worker (a
+ *    sync tap blocks the event loop and cannot be bounded: keep them short), and its signal
+ *    aborts then, with that error as its reason, so the plugin's work stops too;
  *  - on a notification hook, the failure stops there: logged, and the next tap runs.
  * Taps registered before or after this call are both covered (tapable re-registers).
  * A HookMap's hooks are covered too, named `mountVolume[csi]`: those it already made, and,
@@ -77,16 +78,16 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
   if (tap.type === 'promise') {
     return {
       ...tap,
-      fn: async (...args: unknown[]) => {
+      fn: async (...callerArgs: unknown[]) => {
         const start = performance.now();
-        const scope = childSignal();
+        const { args, scope } = ownContext(callerArgs);
         try {
           const timedOut = () => {
             const err = new Error(`did not finish within ${options.timeoutMs} ms`);
             scope.abort(err);
             return err;
           };
-          const result = await withTimeout(() => runWithSignal(scope.signal, () => fn(...args)), options.timeoutMs, { unref: true, error: timedOut });
+          const result = await withTimeout(() => fn(...args), options.timeoutMs, { unref: true, error: timedOut });
           observe(start, undefined, args);
           return result;
         } catch (err) {
@@ -103,10 +104,10 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
   if (tap.type === 'async') {
     return {
       ...tap,
-      fn: (...args: unknown[]) => {
+      fn: (...callerArgs: unknown[]) => {
         const start = performance.now();
-        const callback = args.pop() as (err?: unknown, result?: unknown) => void;
-        const scope = childSignal();
+        const callback = callerArgs.pop() as (err?: unknown, result?: unknown) => void;
+        const { args, scope } = ownContext(callerArgs);
         // The callback is called once: by the tap, or by the timeout when the tap never calls
         // back (a lost callback would otherwise hold the pod's worker, and shutdown, forever).
         let settled = false;
@@ -127,7 +128,7 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
         }, options.timeoutMs);
         timer.unref();
         try {
-          runWithSignal(scope.signal, () => fn(...args, (err: unknown, result: unknown) => settle(err, result)));
+          fn(...args, (err: unknown, result: unknown) => settle(err, result));
         } catch (err) {
           settle(err);
         }
@@ -150,4 +151,17 @@ function wrapTap(hook: string, tap: FullTap, logger: Logger, options: TapIsolati
       }
     },
   };
+}
+
+/**
+ * The tap's own context: a signal that follows the caller's (the hook's last argument, when it
+ * is a HookContext) and that the tap's timeout aborts; the arguments with it in the caller's
+ * place. A hook without a context (a plugin's own hook whose caller passes none) keeps its
+ * arguments, and its tap's signal only serves the timeout.
+ */
+function ownContext(callerArgs: unknown[]): { args: unknown[]; scope: ChildSignal } {
+  const last = callerArgs[callerArgs.length - 1];
+  if (!isHookContext(last)) return { args: callerArgs, scope: childSignal() };
+  const scope = childSignal(last.signal);
+  return { args: [...callerArgs.slice(0, -1), hookContext(scope.signal)], scope };
 }

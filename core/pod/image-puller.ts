@@ -11,6 +11,7 @@ import { pullCredentials, type RegistryCredential } from './pull-credentials.ts'
 import { PullProgressTracker, type PullHandle } from '../runtime/pull-progress.ts';
 import type { ActivePull } from './pull-progress-status.ts';
 import { podFullName } from '../objects/pod-util.ts';
+import { NEVER_ABORTS } from '../util/cancellation.ts';
 import { providedCredentials, type CredentialLookup } from '../credentials/provided-credentials.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
@@ -76,16 +77,19 @@ export class ImagePuller {
 
   /**
    * Makes sure the container's image is there. `objects` gives the pod's image pull secrets:
-   * each matching credential is tried in turn (upstream's keyring), then none.
+   * each matching credential is tried in turn (upstream's keyring), then none. `signal`: the
+   * pod's sync gives up; it cancels the image lookups and the credential providers' taps, not
+   * the pull itself, which other pods of the node may be waiting for too (it is bounded by the
+   * runtime plugin's pull timeout).
    */
-  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource): Promise<ImageReady | ImageWait> {
+  async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource, signal: AbortSignal = NEVER_ABORTS): Promise<ImageReady | ImageWait> {
     const ref = podRef(pod, container.name);
     const event = (type: 'Normal' | 'Warning', reason: string, message: string) => this.deps.events?.record(ref, type, reason, message);
     const image = container.image ?? '';
     if (!image.trim()) return { reason: 'InvalidImageName', message: `Failed to apply default image tag "${image}": couldn't parse image name` };
     const policy = container.imagePullPolicy ?? 'IfNotPresent';
     if (policy !== 'Always') {
-      const present = await this.deps.runtime.imageStatus(image);
+      const present = await this.deps.runtime.imageStatus(image, { signal });
       if (present) {
         event('Normal', 'Pulled', `Container image "${image}" already present on machine`);
         return { imageRef: present.id };
@@ -108,7 +112,7 @@ export class ImagePuller {
     // Upstream's wording; the pull goes on without them (the registry may not need them).
     if (problems.length > 0) event('Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${problems.join('; ')}); attempting to pull the image may not succeed.`);
     // Upstream's keyring order: the pull secrets' credentials, then the credential providers'.
-    const provided = await providedCredentials(this.deps.providerCredentials, pod, container, image);
+    const provided = await providedCredentials(this.deps.providerCredentials, pod, container, image, signal);
     for (const problem of provided.problems) event('Warning', 'FailedToRetrieveImageCredentials', problem);
     const credentials = [...secretCredentials, ...provided.credentials];
     event('Normal', 'Pulling', `Pulling image "${image}"`);

@@ -13,6 +13,7 @@ import { allContainersOf, isHostNetwork, isSidecar, podUID } from '../objects/po
 import { inLanes } from '../util/in-lanes.ts';
 import { TerminationGrace } from './termination-grace.ts';
 import { podLogger, recordPodEvent } from './pod-reporting.ts';
+import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
 
 /** Upstream's minimum time a container gets to stop after its preStop hook ran over. */
 export const MIN_GRACE_SECONDS = 2;
@@ -51,12 +52,12 @@ export class PodKiller {
    * deadline and asks the runtime again to stop the container with the new time left (the stop
    * in flight with the old timeout ends too once the container is gone).
    */
-  async killContainer(pod: V1Pod, id: string, name: string, graceIn: number | TerminationGrace, reason: string): Promise<void> {
+  async killContainer(pod: V1Pod, id: string, name: string, graceIn: number | TerminationGrace, reason: string, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const container = allContainersOf(pod).find((c) => c.name === name);
     const podIP = isHostNetwork(pod) ? this.deps.config.nodeIP : (this.deps.status.get(podUID(pod))?.podIP ?? '');
     try {
-      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace.seconds, reason });
+      await this.deps.hooks.beforeKill.promise({ pod, container, containerId: id, podIP, gracePeriodSeconds: grace.seconds, reason }, hookContext(signal));
     } catch (err) {
       this.podLogger(pod).warn({ container: name, err: errorMessage(err) }, 'a beforeKill tap failed');
     }
@@ -74,10 +75,10 @@ export class PodKiller {
     this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason);
     const again = grace.onShorten(() => {
       this.podLogger(pod).info({ container: name, containerId: id, gracePeriod: grace.seconds }, 'grace period shortened: stopping the container again with the time left');
-      this.deps.runtime.stopContainer(id, timeout()).catch(() => {});
+      this.deps.runtime.stopContainer(id, timeout(), { signal }).catch(() => {});
     });
     try {
-      await this.deps.runtime.stopContainer(id, timeout());
+      await this.deps.runtime.stopContainer(id, timeout(), { signal });
       this.deps.probes.forget(id);
       this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
     } catch (err) {
@@ -88,19 +89,19 @@ export class PodKiller {
   }
 
   /** Stops every running container (CONTAINER_STOPS_PER_POD at a time, each with what is left of the grace period), then the sandboxes. */
-  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, graceIn: number | TerminationGrace): Promise<void> {
+  async killPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, graceIn: number | TerminationGrace, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     const grace = typeof graceIn === 'number' ? new TerminationGrace(graceIn) : graceIn;
     const live = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED');
     // Sidecars outlive the containers they serve: app and regular containers stop first, in
     // parallel; then sidecars one by one in reverse order, each with what is left of the grace period.
     const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
-    await inLanes(live.filter((c) => !sidecarNames.includes(c.metadata.name)), CONTAINER_STOPS_PER_POD, () => false, (c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container'));
+    await inLanes(live.filter((c) => !sidecarNames.includes(c.metadata.name)), CONTAINER_STOPS_PER_POD, () => false, (c) => this.killContainer(pod, c.id, c.metadata.name, grace, 'Stopping container', signal));
     for (const name of [...sidecarNames].reverse()) {
       for (const c of live.filter((l) => l.metadata.name === name)) {
         const left = new TerminationGrace(grace.seconds === 0 ? 0 : Math.max(MIN_GRACE_SECONDS, grace.leftSeconds()));
         const follow = grace.onShorten(() => left.shorten(Math.max(MIN_GRACE_SECONDS, grace.leftSeconds())));
         try {
-          await this.killContainer(pod, c.id, name, left, 'Stopping sidecar container');
+          await this.killContainer(pod, c.id, name, left, 'Stopping sidecar container', signal);
         } finally {
           follow();
         }
@@ -109,7 +110,7 @@ export class PodKiller {
     // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
     for (const sb of rs?.sandboxes ?? []) {
       try {
-        await this.deps.runtime.stopPodSandbox(sb.id);
+        await this.deps.runtime.stopPodSandbox(sb.id, { signal });
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }

@@ -37,6 +37,7 @@ import { TerminalPodReclaim } from './terminal-pod-reclaim.ts';
 import { PodTermination, type PodTerminationDeps } from './pod-termination.ts';
 import { podLogger, recordPodEvent } from './pod-reporting.ts';
 import { inLanes } from '../util/in-lanes.ts';
+import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
 
 /** How a sync ended: when to look at the pod again (a back-off expiring, a pull to retry). */
 export interface SyncOutcome { requeueAfterMs?: number }
@@ -120,10 +121,12 @@ export class PodSyncer {
 
   /**
    * Brings a pod to its desired state; throws on a failure that should be retried with back-off.
-   * `stopping`: true once the pod is to be terminated (or the kubelet stops): no further
-   * container is started.
+   * `signal` aborts once the pod is to be terminated (or the kubelet stops): no further
+   * container is started, and the runtime calls and hook taps the sync made are cancelled.
    */
-  async sync(pod: V1Pod, stopping: () => boolean = () => false): Promise<SyncOutcome> {
+  async sync(pod: V1Pod, signal: AbortSignal = NEVER_ABORTS): Promise<SyncOutcome> {
+    const call = { signal };
+    const ctx = hookContext(signal);
     const { runtime, cache, hooks, config } = this.deps;
     const uid = podUID(pod);
     const log = this.podLogger(pod);
@@ -138,7 +141,7 @@ export class PodSyncer {
     // Failed by the kubelet for good (rejected at admission, or past its active deadline):
     // what still runs is stopped, and nothing starts again.
     this.checkActiveDeadline(pod);
-    if (this.deps.status.rejection(uid)) return this.stopFailedPod(pod, rs);
+    if (this.deps.status.rejection(uid)) return this.stopFailedPod(pod, rs, signal);
     const running = (rs?.containers ?? []).filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.id);
     const actions = computePodActions(pod, rs, this.deps.crashBackoff, Date.now(), this.deps.probes.unhealthy(running));
     const acts = actions.killPod || actions.createSandbox || !!actions.nextInit || actions.containersToStart.length > 0 || actions.containersToKill.length > 0;
@@ -154,7 +157,7 @@ export class PodSyncer {
     try {
       if (actions.killPod) {
         log.info({ createSandbox: actions.createSandbox }, actions.createSandbox ? 'sandbox changed, killing pod to recreate it' : 'pod finished, stopping its sandbox');
-        await this.killer.killPod(pod, rs, gracePeriodSeconds(pod));
+        await this.killer.killPod(pod, rs, gracePeriodSeconds(pod), signal);
       }
       if (!actions.createSandbox && (actions.killPod || !actions.sandboxId)) {
         // Finished for good (its restartPolicy restarts nothing) and nothing of it runs now: it
@@ -167,9 +170,9 @@ export class PodSyncer {
 
       // Volumes before the sandbox and any container; again on each sync (for content that follows its source).
       try {
-        await this.timed(uid, 'volumes', () => this.deps.volumes.setUpPod(pod));
+        await this.timed(uid, 'volumes', () => this.deps.volumes.setUpPod(pod, signal));
       } catch (err) {
-        if (!(err instanceof VolumeSetupError)) throw err;
+        if (!(err instanceof VolumeSetupError) || signal.aborted) throw err;
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
         for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
@@ -183,13 +186,15 @@ export class PodSyncer {
       if (actions.createSandbox) {
         const started = performance.now();
         try {
-          sandboxConfig = await this.sandboxConfig(pod, actions.attempt, true);
+          sandboxConfig = await this.sandboxConfig(pod, actions.attempt, true, signal);
           await fs.mkdir(sandboxConfig.logDirectory, { recursive: true });
           const cfg = sandboxConfig;
           // runtimeClassName → handler (an unknown RuntimeClass fails here, shown as FailedCreatePodSandBox).
           const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
-          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => (handler ? runtime.runPodSandbox(cfg, handler) : runtime.runPodSandbox(cfg)), 'with its network'));
+          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg, handler || undefined, call), 'with its network'));
         } catch (err) {
+          // Given up on (the pod is to be terminated): nothing to show, the termination runs next.
+          if (signal.aborted) throw err;
           // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
           for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message });
@@ -198,12 +203,12 @@ export class PodSyncer {
           await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
           throw new Error(message, { cause: err });
         }
-        const sbStatus = await runtime.podSandboxStatus(sandboxId);
+        const sbStatus = await runtime.podSandboxStatus(sandboxId, call);
         this.deps.cache.rememberSandboxStatus(sbStatus);
         log.info({ sandboxId, ip: sbStatus.ip, ms: Math.round(performance.now() - started) }, 'sandbox created');
         this.sandboxConfigs.set(uid, { id: sandboxId, config: sandboxConfig });
         try {
-          await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus });
+          await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus }, ctx);
         } catch (err) {
           // Shown on every container while the sync retries with back-off (the sandbox stays).
           for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: errorMessage(err) });
@@ -217,22 +222,22 @@ export class PodSyncer {
         if (known && known.id === sandboxId) sandboxConfig = known.config;
         else {
           // Adopted after a restart: rebuild the config the sandbox was created with.
-          sandboxConfig = await this.sandboxConfig(pod, sb.metadata.attempt, false);
+          sandboxConfig = await this.sandboxConfig(pod, sb.metadata.attempt, false, signal);
           this.sandboxConfigs.set(uid, { id: sandboxId!, config: sandboxConfig });
         }
         podIP = isHostNetwork(pod) ? config.nodeIP : sb.ip;
       }
 
       // A container killed for a failed liveness or startup probe gets that probe's grace period when it sets one.
-      await Promise.all(actions.containersToKill.map((k) => this.killer.killContainer(pod, k.id, k.name, containerKillGraceSeconds(pod, allContainersOf(pod).find((c) => c.name === k.name), k.failedProbe), k.message)));
+      await Promise.all(actions.containersToKill.map((k) => this.killer.killContainer(pod, k.id, k.name, containerKillGraceSeconds(pod, allContainersOf(pod).find((c) => c.name === k.name), k.failedProbe), k.message, signal)));
       // Ephemeral containers before init containers, as upstream: a debugger must start even when an init container fails.
-      await startEach(actions.ephemeralToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
-      if (actions.nextInit && !stopping()) {
-        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting, stopping);
+      await startEach(actions.ephemeralToStart, signal, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, signal));
+      if (actions.nextInit && !signal.aborted) {
+        await this.startContainer(pod, actions.nextInit, sandboxId!, sandboxConfig, podIP, waiting, signal);
         // A started sidecar keeps running, so no exit will wake the pod: go on to the next init container now.
         if (isSidecar(actions.nextInit.container)) requeueAfterMs = 0;
       }
-      await startEach(actions.containersToStart, stopping, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, stopping));
+      await startEach(actions.containersToStart, signal, (s) => this.startContainer(pod, s, sandboxId!, sandboxConfig, podIP, waiting, signal));
       removedDead = await this.gc.removeDeadContainers(rs);
     } finally {
       if (waiting.size > (actions.waiting.size)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, WAITING_RESYNC_MS);
@@ -247,7 +252,7 @@ export class PodSyncer {
    * what DNS had to cut or fall back from (DNSConfigForming, MissingClusterDNS), once per
    * sandbox creation, not on adoption.
    */
-  private async sandboxConfig(pod: V1Pod, attempt: number, report: boolean): Promise<PodSandboxConfig> {
+  private async sandboxConfig(pod: V1Pod, attempt: number, report: boolean, signal: AbortSignal): Promise<PodSandboxConfig> {
     const { config, hooks } = this.deps;
     const sandboxConfig = buildSandboxConfig(pod, attempt, config);
     const dns = sandboxHostnameAndDns(pod, { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, hostResolvConf: await readHostResolvConf(config.resolvConf) });
@@ -255,19 +260,19 @@ export class PodSyncer {
     sandboxConfig.dnsConfig = dns.dnsConfig;
     if (report) for (const w of dns.warnings) this.event(pod, undefined, 'Warning', w.reason, w.message);
     if (this.deps.cgroups) sandboxConfig.linux.cgroupParent = await this.deps.cgroups.ensurePod(pod);
-    if (wantsUserNamespace(pod)) sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions = await this.userNamespace(pod);
-    return hooks.beforeSandbox.promise(sandboxConfig, pod);
+    if (wantsUserNamespace(pod)) sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions = await this.userNamespace(pod, signal);
+    return hooks.beforeSandbox.promise(sandboxConfig, pod, hookContext(signal));
   }
 
   /**
    * Whether the pod's runtime handler makes recursive read-only mounts (CRI Status features),
    * asked only for a container that wants one.
    */
-  private async recursiveReadOnlyMounts(pod: V1Pod, c: V1Container): Promise<boolean> {
+  private async recursiveReadOnlyMounts(pod: V1Pod, c: V1Container, signal: AbortSignal): Promise<boolean> {
     const wants = (c.volumeMounts ?? []).some((m) => { const mode = (m as { recursiveReadOnly?: string }).recursiveReadOnly; return mode === 'Enabled' || mode === 'IfPossible'; });
     if (!wants) return false;
     const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
-    const handlers = (await this.deps.runtime.runtimeHandlers?.()) ?? [];
+    const handlers = (await this.deps.runtime.runtimeHandlers?.({ signal })) ?? [];
     return handlers.find((h) => h.name === handler)?.recursiveReadOnlyMounts === true;
   }
 
@@ -276,9 +281,9 @@ export class PodSyncer {
    * handler its sandbox is made with can do user namespaces. As upstream (>= 1.30), the pod is
    * not run in the host's user namespace instead: its sandbox fails with the reason.
    */
-  private async userNamespace(pod: V1Pod): Promise<UserNamespaceOptions> {
+  private async userNamespace(pod: V1Pod, signal: AbortSignal): Promise<UserNamespaceOptions> {
     const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
-    const handlers = (await this.deps.runtime.runtimeHandlers?.()) ?? [];
+    const handlers = (await this.deps.runtime.runtimeHandlers?.({ signal })) ?? [];
     if (!handlers.find((h) => h.name === handler)?.userNamespaces) {
       throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces, which hostUsers: false asks for (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
     }
@@ -317,12 +322,12 @@ export class PodSyncer {
   }
 
   /** A pod the kubelet failed: its containers and sandbox are stopped (with its grace period), its status published. */
-  private async stopFailedPod(pod: V1Pod, rs: PodRuntimeStatus | undefined): Promise<SyncOutcome> {
+  private async stopFailedPod(pod: V1Pod, rs: PodRuntimeStatus | undefined, signal: AbortSignal): Promise<SyncOutcome> {
     const live = (rs?.containers ?? []).some((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED') || (rs?.sandboxes ?? []).some((s) => s.state === 'SANDBOX_READY');
     if (live) {
       this.actedAt.set(podUID(pod), Date.now());
       // An eviction sets its own grace (0 for a hard threshold); others use the pod's.
-      await this.killer.killPod(pod, rs, this.deps.status.rejection(podUID(pod))?.gracePeriodSeconds ?? gracePeriodSeconds(pod));
+      await this.killer.killPod(pod, rs, this.deps.status.rejection(podUID(pod))?.gracePeriodSeconds ?? gracePeriodSeconds(pod), signal);
     }
     // Nothing of it runs now (the kill waited for the containers): what it held on the node's
     // filesystems and in cgroups goes, so an eviction frees what it was for.
@@ -331,10 +336,10 @@ export class PodSyncer {
   }
 
   /** The security inputs of a container's config: the image's user (asked of the runtime only when the spec names none) and the seccomp root. */
-  private async securityInputs(pod: V1Pod, c: V1Container): Promise<SecurityInputs> {
+  private async securityInputs(pod: V1Pod, c: V1Container, signal: AbortSignal): Promise<SecurityInputs> {
     let image: ImageUser = {};
     if (needsImageUser(pod, c)) {
-      const info = await this.deps.runtime.imageStatus(c.image!);
+      const info = await this.deps.runtime.imageStatus(c.image!, { signal });
       image = { ...(info?.uid !== undefined ? { uid: info.uid } : {}), ...(info?.username ? { username: info.username } : {}) };
     }
     return { image, seccompProfileRoot: path.join(this.deps.config.rootDir, 'seccomp'), seccompDefault: this.deps.config.seccompDefault };
@@ -361,7 +366,7 @@ export class PodSyncer {
   }
 
   /** Creates and starts one container; a failure is recorded as the container's waiting reason. */
-  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting, stopping: () => boolean = () => false): Promise<void> {
+  private async startContainer(pod: V1Pod, start: ContainerStart, sandboxId: string, sandboxConfig: PodSandboxConfig, podIP: string, waiting: Waiting, signal: AbortSignal): Promise<void> {
     const { hooks, config } = this.deps;
     const c = start.container;
     const log = this.podLogger(pod).child({ container: c.name });
@@ -374,7 +379,7 @@ export class PodSyncer {
     const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message);
     const objects = this.deps.objects?.(pod);
     // A pull that failed or waits in back-off is a failed step of the start, with its reason.
-    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects), `${what}: ${c.image}`, (r) => ('reason' in r ? `${r.reason}: ${r.message}` : undefined), {
+    const image = await this.timed(uid, 'image', () => this.deps.puller.ensure(pod, c, sandboxConfig, init, objects, signal), `${what}: ${c.image}`, (r) => ('reason' in r ? `${r.reason}: ${r.message}` : undefined), {
       // While it pulls, `explain` shows how far along it is; once pulled, its size and rate.
       live: () => {
         const pull = this.deps.puller.activePull(uid, c.name, init);
@@ -395,13 +400,13 @@ export class PodSyncer {
       const env = containerEnv(pod, c, await fetchEnvObjects(pod, c, objects), inputs, (bad) =>
         event('Warning', 'InvalidEnvironmentVariableNames', `Keys [${bad.keys.join(', ')}] from the EnvFrom ${bad.source} were skipped since they are considered invalid environment variable names.`),
       this.serviceEnv(pod));
-      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c));
+      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c, signal));
       if (ephemeral) this.targetNamespaces(pod, c, containerConfig);
       // The containers live in the sandbox's user namespace (the runtime checks they match).
       const userns = sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions;
       if (userns) containerConfig.linux.securityContext.namespaceOptions = { ...containerConfig.linux.securityContext.namespaceOptions!, usernsOptions: userns };
       const volumes = this.deps.volumes.mounted(uid);
-      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, volumes, this.deps.volumes.subPathBinder(uid, c.name), await this.recursiveReadOnlyMounts(pod, c));
+      containerConfig.mounts = await containerMounts(pod, c, containerConfig.envs, volumes, this.deps.volumes.subPathBinder(uid, c.name), await this.recursiveReadOnlyMounts(pod, c, signal));
       const blockDevices = blockVolumeDevices(c, volumes);
       if (blockDevices.length > 0) containerConfig.devices = [...(containerConfig.devices ?? []), ...blockDevices];
       const hosts = await etcHostsMount(pod, c, { podDir: this.deps.volumes.podDir(uid), podIPs: inputs.podIPs, clusterDomain: config.clusterDomain }).catch((err: unknown) => {
@@ -417,8 +422,9 @@ export class PodSyncer {
     }
     await fs.mkdir(path.join(sandboxConfig.logDirectory, c.name), { recursive: true });
     try {
-      containerConfig = await hooks.beforeContainerCreate.promise(containerConfig, { pod, container: c, sandboxId, sandboxConfig, restartCount: start.restartCount });
+      containerConfig = await hooks.beforeContainerCreate.promise(containerConfig, { pod, container: c, sandboxId, sandboxConfig, restartCount: start.restartCount }, hookContext(signal));
     } catch (err) {
+      if (signal.aborted) throw err;
       // A plugin refused or failed the container's config: the container waits with its reason; the sync retries.
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
       log.warn({ err: errorMessage(err) }, 'Failed to create container');
@@ -427,7 +433,7 @@ export class PodSyncer {
     }
     // Create and start within the node-wide bound (the runtime's work is the node's, not the pod's).
     // A pod that began terminating while this waited for a slot creates nothing more.
-    const created = await this.createSlot(async () => (stopping() ? undefined : this.createAndStart(pod, c, containerConfig, sandboxId, sandboxConfig, what, afterReady, waiting)));
+    const created = await this.createSlot(async () => (signal.aborted ? undefined : this.createAndStart(pod, c, containerConfig, sandboxId, sandboxConfig, what, afterReady, waiting, signal)));
     if (created === undefined) return;
     const id = created;
     log.info({ containerId: id, restartCount: start.restartCount }, 'started container');
@@ -436,12 +442,12 @@ export class PodSyncer {
       // The container's own postStart handler first (bounded by its pod's grace period, not by
       // hookTimeout), then the plugins' afterStart taps; a failure of either fails the start.
       await this.deps.lifecycle.postStart({ pod, container: c, containerId: id, podIP });
-      await hooks.afterStart.promise({ pod, container: c, containerId: id, sandboxId, podIP });
+      await hooks.afterStart.promise({ pod, container: c, containerId: id, sandboxId, podIP }, hookContext(signal));
     } catch (err) {
       // Upstream kills a container whose postStart handler failed, then restarts it per policy.
       log.warn({ err: errorMessage(err) }, 'FailedPostStartHook');
       event('Warning', 'FailedPostStartHook', errorMessage(err));
-      await this.killer.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`);
+      await this.killer.killContainer(pod, id, c.name, gracePeriodSeconds(pod), `FailedPostStartHook: ${errorMessage(err)}`, signal);
     }
   }
 
@@ -449,15 +455,16 @@ export class PodSyncer {
    * CreateContainer then StartContainer; the container's id once started, undefined (its waiting
    * reason set) when either failed.
    */
-  private async createAndStart(pod: V1Pod, c: V1Container, cfg: ContainerConfig, sandboxId: string, sandboxConfig: PodSandboxConfig, what: string, afterReady: { afterReady: boolean }, waiting: Waiting): Promise<string | undefined> {
+  private async createAndStart(pod: V1Pod, c: V1Container, cfg: ContainerConfig, sandboxId: string, sandboxConfig: PodSandboxConfig, what: string, afterReady: { afterReady: boolean }, waiting: Waiting, signal: AbortSignal): Promise<string | undefined> {
     const { runtime } = this.deps;
     const uid = podUID(pod);
     const log = this.podLogger(pod).child({ container: c.name });
     const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message);
     let id: string;
     try {
-      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
+      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig, { signal }), what, undefined, afterReady);
     } catch (err) {
+      if (signal.aborted) throw err;
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
       log.warn({ err: errorMessage(err) }, 'Failed to create container');
       event('Warning', 'Failed', `Error: ${errorMessage(err)}`);
@@ -465,8 +472,9 @@ export class PodSyncer {
     }
     event('Normal', 'Created', `Created container ${c.name}`);
     try {
-      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
+      await this.timed(uid, 'start', () => runtime.startContainer(id, { signal }), what, undefined, afterReady);
     } catch (err) {
+      if (signal.aborted) throw err;
       waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });
       log.warn({ err: errorMessage(err) }, 'Failed to start container');
       event('Warning', 'Failed', `Error: failed to start container "${c.name}": ${errorMessage(err)}`);
@@ -530,12 +538,12 @@ export class PodSyncer {
    * what the start path kept of it. `grace`: the termination's grace as the pod worker keeps
    * it (it may shorten while this runs).
    */
-  async terminate(pod: V1Pod, grace?: TerminationGrace): Promise<void> {
+  async terminate(pod: V1Pod, grace?: TerminationGrace, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     const uid = podUID(pod);
     this.sandboxConfigs.delete(uid);
     this.actedAt.delete(uid);
     this.reclaim.forget(uid);
-    await this.termination.terminate(pod, grace);
+    await this.termination.terminate(pod, grace, signal);
   }
 
   /** Whether a terminal pod (failed by the kubelet, or finished) has stopped and given back its volumes and cgroup (eviction and node shutdown wait for it). */
@@ -573,9 +581,9 @@ export function orphanPod(rs: PodRuntimeStatus): V1Pod {
 
 /**
  * Starts `starts` at most CONTAINER_STARTS_PER_POD at a time, in order; none is begun once
- * `stopping()` says the pod is being terminated (those begun finish).
+ * `signal` says the pod is being terminated (those begun are cancelled through the same signal).
  */
-function startEach<T>(starts: T[], stopping: () => boolean, start: (s: T) => Promise<void>): Promise<void> {
-  return inLanes(starts, CONTAINER_STARTS_PER_POD, stopping, start);
+function startEach<T>(starts: T[], signal: AbortSignal, start: (s: T) => Promise<void>): Promise<void> {
+  return inLanes(starts, CONTAINER_STARTS_PER_POD, () => signal.aborted, start);
 }
 

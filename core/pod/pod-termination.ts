@@ -18,6 +18,7 @@ import { podUID } from '../objects/pod-util.ts';
 import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
 import type { PodKiller } from './pod-kill.ts';
 import type { ContainerGC } from './container-gc.ts';
+import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
 import { podLogger, recordPodEvent } from './pod-reporting.ts';
 
 /** What a termination uses besides the killer and container GC. */
@@ -57,28 +58,29 @@ export class PodTermination {
    * Stops and removes everything of a pod that left its source; forgets its state. `grace`:
    * the termination's grace as the pod worker keeps it (it may shorten while this runs).
    */
-  async terminate(pod: V1Pod, grace?: TerminationGrace): Promise<void> {
+  async terminate(pod: V1Pod, grace?: TerminationGrace, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
+    const call = { signal };
     const uid = podUID(pod);
     const rs = await this.deps.cache.refreshPod(uid);
-    await this.killer.killPod(pod, rs, grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)));
+    await this.killer.killPod(pod, rs, grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)), signal);
     if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
-    for (const c of rs?.containers ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
-    for (const sb of rs?.sandboxes ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+    for (const c of rs?.containers ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id, call));
+    for (const sb of rs?.sandboxes ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id, call));
     // What a create still running in the runtime left after the list above (a create the
     // kubelet gave up waiting for lands later): stopped and removed too; anything still there
     // fails the termination, which is retried.
     const late = await this.deps.cache.refreshPod(uid);
     if (late && (late.containers.length > 0 || late.sandboxes.length > 0)) {
-      await this.killer.killPod(pod, late, 0);
-      for (const c of late.containers) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
-      for (const sb of late.sandboxes) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
+      await this.killer.killPod(pod, late, 0, signal);
+      for (const c of late.containers) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id, call));
+      for (const sb of late.sandboxes) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id, call));
       const still = await this.deps.cache.refreshPod(uid);
       if (still && (still.containers.length > 0 || still.sandboxes.length > 0)) {
         throw new Error(`${still.containers.length} containers and ${still.sandboxes.length} sandboxes of the pod are still in the runtime`);
       }
     }
     // The last container is gone: unmount the pod's volumes (a failure retries the termination).
-    await this.deps.volumes.tearDownPod(uid);
+    await this.deps.volumes.tearDownPod(uid, signal);
     await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
     await this.deps.cgroups?.removePod(uid);
     // Its containers and sandbox are gone: no process uses its IDs any more.
@@ -88,7 +90,7 @@ export class PodTermination {
     this.deps.puller.forget(uid);
     this.deps.status.delete(uid, (rs?.containers ?? []).map((c) => c.id));
     try {
-      await this.deps.hooks.podRemoved.promise(pod);
+      await this.deps.hooks.podRemoved.promise(pod, hookContext(signal));
     } catch (err) {
       // The termination is retried until every tap succeeds: say on the pod, at each retry, which plugin holds it.
       this.event(pod, undefined, 'Warning', 'FailedPodRemovedHook', `${errorMessage(err)}; the pod stays terminating until its podRemoved taps succeed`);

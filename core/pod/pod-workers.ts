@@ -9,10 +9,14 @@ import { TerminationGrace, effectiveGracePeriod } from './termination-grace.ts';
 
 /** What the workers call: the pod syncer's two operations. */
 export interface PodWorkHandlers {
-  /** Syncs the pod; `stopping()` turns true once it is to be terminated or the workers halt (start nothing more). */
-  sync(pod: V1Pod, stopping: () => boolean): Promise<SyncOutcome>;
-  /** Terminates the pod within `grace`, which may shorten while this runs. */
-  terminate(pod: V1Pod, grace: TerminationGrace): Promise<void>;
+  /**
+   * Syncs the pod. `signal` aborts once the pod is to be terminated or the workers halt: the
+   * sync starts nothing more, and the runtime calls and hook taps it made with the signal are
+   * cancelled (as upstream's pod workers cancel a sync's context).
+   */
+  sync(pod: V1Pod, signal: AbortSignal): Promise<SyncOutcome>;
+  /** Terminates the pod within `grace`, which may shorten while this runs; `signal` aborts when the workers halt. */
+  terminate(pod: V1Pod, grace: TerminationGrace, signal: AbortSignal): Promise<void>;
   /** Asks for the pod to be looked at again after `ms`. */
   requeue(uid: string, ms: number): void;
   /** The pod finished terminating and its worker is gone. */
@@ -29,6 +33,13 @@ interface Worker {
   busy: boolean;
   dirty: boolean;
   idle: Promise<void> | undefined;
+  /** The operation in progress (a sync or a termination): aborted to give up on it. */
+  operation: AbortController | undefined;
+}
+
+/** Why a pod worker's operation was given up on: its signal's reason. */
+export class PodWorkGivenUp extends Error {
+  override readonly name = 'PodWorkGivenUp';
 }
 
 /** Retry delays of failed syncs: quick first, then backing off to 30 s (upstream retries at ~10 s). */
@@ -59,7 +70,7 @@ export class PodWorkers {
     const uid = pod.metadata!.uid!;
     let w = this.workers.get(uid);
     if (!w) {
-      w = { pod, terminating: false, grace: undefined, busy: false, dirty: false, idle: undefined };
+      w = { pod, terminating: false, grace: undefined, busy: false, dirty: false, idle: undefined, operation: undefined };
       this.workers.set(uid, w);
     }
     if (w.terminating && terminate) {
@@ -72,14 +83,17 @@ export class PodWorkers {
     if (terminate) {
       w.terminating = true;
       w.grace = new TerminationGrace(effectiveGracePeriod(undefined, pod, graceOverride));
+      // A sync in progress is given up on: what it still waits for is cancelled, and the termination runs next.
+      w.operation?.abort(new PodWorkGivenUp('the pod is to be terminated'));
     }
     w.dirty = true;
     if (!w.busy) w.idle = this.run(uid, w);
   }
 
-  /** The kubelet stops: syncs in progress start no further container (the runtime's calls in flight are not waited for here). */
+  /** The kubelet stops: the operations in progress are given up on (their runtime calls and hook taps cancelled), and none starts. */
   halt(): void {
     this.halted = true;
+    for (const w of this.workers.values()) w.operation?.abort(new PodWorkGivenUp('the kubelet is stopping'));
   }
 
   /** The grace period (seconds) of a pod being terminated. */
@@ -138,18 +152,27 @@ export class PodWorkers {
         const pod = w.pod;
         const op = w.terminating ? 'terminate' : 'sync';
         const started = performance.now();
+        const operation = new AbortController();
+        w.operation = operation;
+        if (this.halted) operation.abort(new PodWorkGivenUp('the kubelet is stopping'));
         try {
           if (op === 'terminate') {
-            await this.handlers.terminate(pod, w.grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)));
+            await this.handlers.terminate(pod, w.grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)), operation.signal);
             this.workers.delete(uid);
             this.errorBackoff.forgetPrefix(uid);
             this.handlers.terminated(pod);
             return;
           }
-          const outcome = await this.handlers.sync(pod, () => w.terminating || this.halted);
+          const outcome = await this.handlers.sync(pod, operation.signal);
           this.errorBackoff.forgetPrefix(uid);
           if (outcome.requeueAfterMs !== undefined) this.handlers.requeue(uid, outcome.requeueAfterMs);
         } catch (err) {
+          if (operation.signal.aborted) {
+            // Given up on (the pod is to be terminated, or the kubelet stops): what failed of it
+            // failed for that; the termination runs next (or nothing does).
+            this.logger.debug({ pod: podFullName(pod), uid, op, reason: errorMessage(operation.signal.reason), err: errorMessage(err) }, 'pod worker operation given up on');
+            continue;
+          }
           const code = errorCode(err);
           // The runtime error contract: a spec the runtime or a plugin refuses (InvalidInput)
           // fails the same way until the pod changes, so it is not retried on the error
@@ -163,6 +186,7 @@ export class PodWorkers {
             this.handlers.requeue(uid, delay);
           }
         } finally {
+          if (w.operation === operation) w.operation = undefined;
           this.handlers.observe?.(op, performance.now() - started);
         }
       }

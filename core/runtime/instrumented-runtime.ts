@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.ts';
 import { KubeletError, errorMessage } from '../errors.ts';
 import type { ContainerRuntime } from './types.ts';
-import { childSignal, runWithSignal } from '../util/abort-scope.ts';
+import { childSignal, signalOf, type CallOptions } from '../util/cancellation.ts';
 import { clampTimerMs } from '../util/timeouts.ts';
 
 /** After a call's signal aborted, how long the core still waits for the runtime to answer (with its own error) before it gives up. */
@@ -17,7 +17,7 @@ export interface RuntimeCallOptions {
  * client sets its contexts: runtimeRequestTimeout, plus the call's own timeout for a stop or an
  * exec; none for a pull (the runtime plugin bounds pulls itself) or close.
  */
-function callDeadlineMs(op: keyof ContainerRuntime, args: unknown[], requestTimeoutMs: number | undefined): number | undefined {
+function callDeadlineMs(op: keyof ContainerRuntime, args: readonly unknown[], requestTimeoutMs: number | undefined): number | undefined {
   if (requestTimeoutMs === undefined || !(requestTimeoutMs > 0) || op === 'pullImage' || op === 'close') return undefined;
   const ownSeconds = op === 'stopContainer' ? args[1] : op === 'execSync' ? args[2] : 0;
   const own = typeof ownSeconds === 'number' && Number.isFinite(ownSeconds) && ownSeconds > 0 ? ownSeconds * 1000 : 0;
@@ -30,21 +30,26 @@ export type RuntimeObserver = (operation: string, durationMs: number, error: unk
 /**
  * Wraps whichever runtime a plugin provides so every operation is timed and its failures
  * logged in one place, whatever the plugin: the core measures, plugins do not have to. Each
- * call runs with a signal of its own (`currentSignal()` in the runtime, util/abort-scope.ts):
- * it aborts when runtimeRequestTimeout expires (callDeadlineMs) or when the work that made the
- * call is given up on (a tap past hookTimeout); a runtime that does not answer within
- * ABORT_GRACE_MS after that fails with DeadlineExceeded, so a pod worker never waits on it for ever.
+ * call gets a signal of its own in its options (the last argument, at the method's
+ * OPTIONS_INDEX): it aborts when runtimeRequestTimeout expires (callDeadlineMs) or when the
+ * caller's signal does (a pod that is to be terminated, a tap past hookTimeout); a runtime that
+ * does not answer within ABORT_GRACE_MS after that fails with DeadlineExceeded, so a pod worker
+ * never waits on it for ever.
  */
 export function instrumentRuntime(runtime: ContainerRuntime, logger: Logger, observe?: RuntimeObserver, options: RuntimeCallOptions = {}): ContainerRuntime {
   const log = logger.child({ component: 'runtime' });
   const wrapped: Record<string, unknown> = {};
-  for (const key of Object.keys(runtimeMethods) as Array<keyof ContainerRuntime>) {
+  for (const key of Object.keys(OPTIONS_INDEX) as Array<keyof ContainerRuntime>) {
     const fn = runtime[key] as ((...a: unknown[]) => Promise<unknown>) | undefined;
     // An optional operation the runtime lacks stays absent, so callers can tell.
     if (typeof fn !== 'function') continue;
-    wrapped[key] = async (...args: unknown[]) => {
+    const at = OPTIONS_INDEX[key];
+    wrapped[key] = async (...callerArgs: unknown[]) => {
       const start = performance.now();
-      const scope = childSignal();
+      // The caller's arguments up to the options (absent optional ones stay undefined), then options of the call's own.
+      const args = callerArgs.slice(0, at);
+      const scope = childSignal(signalOf(callerArgs[at] as CallOptions | undefined));
+      args[at] = { ...(callerArgs[at] as CallOptions | undefined), signal: scope.signal } satisfies CallOptions;
       const deadlineMs = callDeadlineMs(key, args, options.requestTimeoutMs);
       let timer: NodeJS.Timeout | undefined;
       if (deadlineMs !== undefined) {
@@ -62,7 +67,7 @@ export function instrumentRuntime(runtime: ContainerRuntime, logger: Logger, obs
       });
       givenUp.catch(() => {});
       try {
-        const result = await Promise.race([new Promise((resolve) => resolve(runWithSignal(scope.signal, () => fn.apply(runtime, args)))), givenUp]);
+        const result = await Promise.race([new Promise((resolve) => resolve(fn.apply(runtime, args))), givenUp]);
         const ms = performance.now() - start;
         observe?.(key, ms, undefined);
         log.trace({ op: key, ms: Math.round(ms) }, 'runtime call');
@@ -81,11 +86,15 @@ export function instrumentRuntime(runtime: ContainerRuntime, logger: Logger, obs
   return wrapped as unknown as ContainerRuntime;
 }
 
-// The operation names, checked against the interface at compile time.
-const runtimeMethods: Record<keyof ContainerRuntime, true> = {
-  version: true, runPodSandbox: true, stopPodSandbox: true, removePodSandbox: true, podSandboxStatus: true,
-  listPodSandboxes: true, createContainer: true, startContainer: true, stopContainer: true, removeContainer: true,
-  listContainers: true, containerStatus: true, execSync: true, imageStatus: true, pullImage: true, listImages: true,
-  status: true, close: true, exec: true, attach: true, portForward: true, listContainerStats: true, listPodSandboxStats: true,
-  imageFsInfo: true, removeImage: true, sandboxImage: true, runtimeConfig: true, runtimeHandlers: true, reopenContainerLog: true, pullProgress: true,
+/**
+ * Each operation, with where its options go: the number of parameters before them (types.ts).
+ * The names are checked against the interface at compile time; the positions by the unit test
+ * that calls every method of the wrapper (instrumented-runtime.test.ts).
+ */
+const OPTIONS_INDEX: Record<keyof ContainerRuntime, number> = {
+  version: 0, runPodSandbox: 2, stopPodSandbox: 1, removePodSandbox: 1, podSandboxStatus: 1,
+  listPodSandboxes: 1, createContainer: 3, startContainer: 1, stopContainer: 2, removeContainer: 1,
+  listContainers: 1, containerStatus: 1, execSync: 3, imageStatus: 1, pullImage: 3, listImages: 0,
+  status: 0, close: 0, exec: 1, attach: 1, portForward: 2, listContainerStats: 1, listPodSandboxStats: 1,
+  imageFsInfo: 0, removeImage: 1, sandboxImage: 0, runtimeConfig: 0, runtimeHandlers: 0, reopenContainerLog: 1, pullProgress: 0,
 };

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { KubeletError, errorMessage, notFound, invalidInput } from '../errors.ts';
-import { currentSignal } from '../util/abort-scope.ts';
+import { signalOf, type CallOptions } from '../util/cancellation.ts';
 import type {
   ContainerConfig,
   ContainerRuntime,
@@ -12,6 +12,7 @@ import type {
   ExecResult,
   ImageInfo,
   PodSandboxConfig,
+  PullAuth,
   PullProgress,
   RuntimeCondition,
   RuntimeVersion,
@@ -31,7 +32,7 @@ import type {
  * - exec: `echo` prints its arguments, `true`/`false` exit 0/1, `exit N` exits N, anything
  *   else exits 127 with `<cmd>: not found` on stderr, as a shell would.
  *
- * Every call honours its signal (`currentSignal()`): refused when it is already aborted, and a
+ * Every call honours its signal (`options.signal`): refused when it is already aborted, and a
  * slow pull (with `pulls`) stops when it aborts. Images are present once pulled (or listed in `images`); nothing is ever really run. With
  * `pulls`, a pull of an absent image takes as long as downloading `bytes` at `bytesPerSecond`
  * would, and `pullProgress` reports it as one download (as containerd reports a layer), so
@@ -49,21 +50,21 @@ export class MemoryRuntime implements ContainerRuntime {
     this.pulls = options.pulls;
   }
 
-  async version(): Promise<RuntimeVersion> {
-    refuseIfAborted();
+  async version(options?: CallOptions): Promise<RuntimeVersion> {
+    refuseIfAborted(options);
     return { runtimeName: 'memory', runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };
   }
 
-  async status(): Promise<RuntimeCondition[]> {
-    refuseIfAborted();
+  async status(options?: CallOptions): Promise<RuntimeCondition[]> {
+    refuseIfAborted(options);
     return [
       { type: 'RuntimeReady', status: true, reason: '', message: '' },
       { type: 'NetworkReady', status: true, reason: '', message: '' },
     ];
   }
 
-  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
-    refuseIfAborted();
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = '', options?: CallOptions): Promise<string> {
+    refuseIfAborted(options);
     if (!config.metadata?.name || !config.metadata.uid) throw invalidInput('sandbox metadata needs a name and a uid');
     // As runc refuses it: the node's network namespace comes with the node's UTS namespace.
     if (config.hostname && config.linux?.securityContext?.namespaceOptions?.network === 'NODE') throw invalidInput('unable to set hostname without a private UTS namespace');
@@ -76,34 +77,34 @@ export class MemoryRuntime implements ContainerRuntime {
     return id;
   }
 
-  async stopPodSandbox(id: string): Promise<void> {
-    refuseIfAborted();
+  async stopPodSandbox(id: string, options?: CallOptions): Promise<void> {
+    refuseIfAborted(options);
     const s = this.sandbox(id);
     for (const c of this.containers.values()) if (c.status.podSandboxId === id) this.exit(c.status, 137, 'Error');
     s.summary.state = 'SANDBOX_NOTREADY';
   }
 
-  async removePodSandbox(id: string): Promise<void> {
-    refuseIfAborted();
+  async removePodSandbox(id: string, options?: CallOptions): Promise<void> {
+    refuseIfAborted(options);
     if (!this.sandboxes.has(id)) return; // NotFound counts as done
     for (const [cid, c] of this.containers) if (c.status.podSandboxId === id) this.containers.delete(cid);
     this.sandboxes.delete(id);
   }
 
-  async podSandboxStatus(id: string): Promise<SandboxStatus> {
-    refuseIfAborted();
+  async podSandboxStatus(id: string, options?: CallOptions): Promise<SandboxStatus> {
+    refuseIfAborted(options);
     const s = this.sandbox(id);
     const hostNetwork = s.config.linux?.securityContext?.namespaceOptions?.network === 'NODE';
     return { ...copy(s.summary), ip: hostNetwork ? '' : `10.244.0.${(hash(id) % 250) + 2}`, additionalIps: [] };
   }
 
-  async listPodSandboxes(filter: { labelSelector?: Record<string, string> } = {}): Promise<SandboxSummary[]> {
-    refuseIfAborted();
+  async listPodSandboxes(filter: { labelSelector?: Record<string, string> } = {}, options?: CallOptions): Promise<SandboxSummary[]> {
+    refuseIfAborted(options);
     return [...this.sandboxes.values()].map((s) => s.summary).filter((s) => matches(s.labels, filter.labelSelector)).map(copySummary);
   }
 
-  async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
-    refuseIfAborted();
+  async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig, options?: CallOptions): Promise<string> {
+    refuseIfAborted(options);
     const s = this.sandbox(sandboxId);
     if (s.summary.state !== 'SANDBOX_READY') throw invalidInput(`sandbox ${sandboxId} is not ready`);
     const image = this.images.get(config.image.image);
@@ -122,8 +123,8 @@ export class MemoryRuntime implements ContainerRuntime {
     return id;
   }
 
-  async startContainer(id: string): Promise<void> {
-    refuseIfAborted();
+  async startContainer(id: string, options?: CallOptions): Promise<void> {
+    refuseIfAborted(options);
     const c = this.container(id);
     if (c.status.state !== 'CONTAINER_CREATED') throw invalidInput(`container ${id} is ${c.status.state}, not CONTAINER_CREATED`);
     c.status.state = 'CONTAINER_RUNNING';
@@ -139,36 +140,36 @@ export class MemoryRuntime implements ContainerRuntime {
     }
   }
 
-  async stopContainer(id: string, _timeoutSeconds: number): Promise<void> {
-    refuseIfAborted();
+  async stopContainer(id: string, _timeoutSeconds: number, options?: CallOptions): Promise<void> {
+    refuseIfAborted(options);
     const c = this.container(id);
     if (c.status.state === 'CONTAINER_RUNNING') this.exit(c.status, 137, 'Error');
     else if (c.status.state === 'CONTAINER_CREATED') this.exit(c.status, 0, '');
   }
 
-  async removeContainer(id: string): Promise<void> {
-    refuseIfAborted();
+  async removeContainer(id: string, options?: CallOptions): Promise<void> {
+    refuseIfAborted(options);
     const c = this.containers.get(id);
     if (!c) return; // NotFound counts as done
     if (c.status.state === 'CONTAINER_RUNNING') throw invalidInput(`container ${id} is running: stop it first`);
     this.containers.delete(id);
   }
 
-  async listContainers(filter: { labelSelector?: Record<string, string>; podSandboxId?: string } = {}): Promise<ContainerSummary[]> {
-    refuseIfAborted();
+  async listContainers(filter: { labelSelector?: Record<string, string>; podSandboxId?: string } = {}, options?: CallOptions): Promise<ContainerSummary[]> {
+    refuseIfAborted(options);
     return [...this.containers.values()]
       .map((c) => c.status)
       .filter((s) => (!filter.podSandboxId || s.podSandboxId === filter.podSandboxId) && matches(s.labels, filter.labelSelector))
       .map(({ startedAt: _s, finishedAt: _f, exitCode: _e, reason: _r, message: _m, logPath: _l, mounts: _mo, ...summary }) => copySummary(summary));
   }
 
-  async containerStatus(id: string): Promise<ContainerStatus> {
-    refuseIfAborted();
+  async containerStatus(id: string, options?: CallOptions): Promise<ContainerStatus> {
+    refuseIfAborted(options);
     return copy(this.container(id).status);
   }
 
-  async execSync(id: string, cmd: string[], _timeoutSeconds: number): Promise<ExecResult> {
-    refuseIfAborted();
+  async execSync(id: string, cmd: string[], _timeoutSeconds: number, options?: CallOptions): Promise<ExecResult> {
+    refuseIfAborted(options);
     const c = this.container(id);
     if (c.status.state !== 'CONTAINER_RUNNING') throw invalidInput(`container ${id} is not running`);
     const out = (stdout: string, exitCode = 0, stderr = ''): ExecResult => ({ stdout: Buffer.from(stdout), stderr: Buffer.from(stderr), exitCode });
@@ -181,14 +182,14 @@ export class MemoryRuntime implements ContainerRuntime {
     }
   }
 
-  async imageStatus(image: string): Promise<ImageInfo | null> {
-    refuseIfAborted();
+  async imageStatus(image: string, options?: CallOptions): Promise<ImageInfo | null> {
+    refuseIfAborted(options);
     const i = this.images.get(image);
     return i ? copy(i) : null;
   }
 
-  async pullImage(image: string): Promise<string> {
-    refuseIfAborted();
+  async pullImage(image: string, _auth?: PullAuth, _sandboxConfig?: PodSandboxConfig, options?: CallOptions): Promise<string> {
+    refuseIfAborted(options);
     if (!image) throw invalidInput('no image given');
     if (this.pulls && !this.images.has(image)) {
       const { bytes, bytesPerSecond } = this.pulls;
@@ -196,7 +197,7 @@ export class MemoryRuntime implements ContainerRuntime {
       this.downloads.set(ref, { startedAt: Date.now(), totalBytes: bytes });
       try {
         // A pull stops when its signal aborts (the runtime contract's cancellation rule).
-        const signal = currentSignal();
+        const signal = signalOf(options);
         await new Promise<void>((resolve, reject) => {
           const abort = () => {
             clearTimeout(timer);
@@ -219,8 +220,8 @@ export class MemoryRuntime implements ContainerRuntime {
   }
 
   /** The downloads of pulls in flight (with `pulls`): bytes grow at `bytesPerSecond`. */
-  async pullProgress(): Promise<PullProgress[]> {
-    refuseIfAborted();
+  async pullProgress(options?: CallOptions): Promise<PullProgress[]> {
+    refuseIfAborted(options);
     const now = Date.now();
     const rate = this.pulls?.bytesPerSecond ?? 0;
     return [...this.downloads].map(([ref, d]) => ({
@@ -228,8 +229,8 @@ export class MemoryRuntime implements ContainerRuntime {
     }));
   }
 
-  async listImages(): Promise<ImageInfo[]> {
-    refuseIfAborted();
+  async listImages(options?: CallOptions): Promise<ImageInfo[]> {
+    refuseIfAborted(options);
     return [...new Set(this.images.values())].map(copy);
   }
 
@@ -279,7 +280,7 @@ function cancelled(signal: AbortSignal): KubeletError {
 }
 
 /** A call whose signal already aborted does nothing. */
-function refuseIfAborted(): void {
-  const signal = currentSignal();
+function refuseIfAborted(options: CallOptions | undefined): void {
+  const signal = signalOf(options);
   if (signal.aborted) throw cancelled(signal);
 }

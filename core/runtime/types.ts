@@ -10,6 +10,9 @@
  * `InvalidInput` for a config the runtime refuses (not retried until the pod changes),
  * `Unavailable` / `DeadlineExceeded` for transient failures (retried with backoff).
  */
+import type { CallOptions } from '../util/cancellation.ts';
+
+export type { CallOptions } from '../util/cancellation.ts';
 
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 /** CRI IDMapping: `length` IDs from `containerId` in the namespace are `hostId`... on the host. */
@@ -290,13 +293,13 @@ export interface PullAuth { username?: string; password?: string; auth?: string;
  * ContainerRuntime: the runtime slot. One plugin provides it.
  * Each method is one runtime operation; the core times and logs every call.
  *
- * Cancellation: each call runs with a signal of its own, `currentSignal()` (from `kubelet-ts`)
- * read inside the method. It aborts when runtimeRequestTimeout expires (plus the call's own
- * timeout for stopContainer and execSync; pullImage and close have no deadline of the core's)
- * or when the work that made the call is given up on (a hook tap past its hookTimeout). A
- * runtime honours it: a call whose signal is already aborted is refused without doing
- * anything, and one in flight stops its work (cancels its request) and rejects. The core waits
- * one more second for the runtime's own error, then fails the call with DeadlineExceeded.
+ * Cancellation: every method takes `options` last, whose `signal` is how the caller gives up on
+ * the call. The core's wrapper hands each call a signal of its own that also aborts when
+ * runtimeRequestTimeout expires (plus the call's own timeout for stopContainer and execSync;
+ * pullImage and close have no deadline of the core's). A runtime honours it: a call whose
+ * signal is already aborted is refused without doing anything, and one in flight stops its
+ * work (cancels its request) and rejects. The core waits one more second for the runtime's
+ * own error, then fails the call with DeadlineExceeded.
  * The runtime contract (`kubelet-ts/testing`) checks it.
  */
 /** What a runtime handler can do (CRI RuntimeHandler and its features, from Status). */
@@ -317,75 +320,75 @@ export interface RuntimeConfig {
 
 export interface ContainerRuntime {
   /** version reports the runtime's name and API version; the core calls it at start. */
-  version(): Promise<RuntimeVersion>;
+  version(options?: CallOptions): Promise<RuntimeVersion>;
   /** runPodSandbox creates and starts a pod sandbox; returns its id. */
-  runPodSandbox(config: PodSandboxConfig, runtimeHandler?: string): Promise<string>;
+  runPodSandbox(config: PodSandboxConfig, runtimeHandler?: string, options?: CallOptions): Promise<string>;
   /** stopPodSandbox stops the sandbox and any containers in it; idempotent. */
-  stopPodSandbox(id: string): Promise<void>;
+  stopPodSandbox(id: string, options?: CallOptions): Promise<void>;
   /** removePodSandbox removes a stopped sandbox and its containers; NotFound counts as done. */
-  removePodSandbox(id: string): Promise<void>;
+  removePodSandbox(id: string, options?: CallOptions): Promise<void>;
   /** podSandboxStatus returns one sandbox's status with its IPs. */
-  podSandboxStatus(id: string): Promise<SandboxStatus>;
+  podSandboxStatus(id: string, options?: CallOptions): Promise<SandboxStatus>;
   /** listPodSandboxes returns the sandboxes the runtime holds, optionally only those with all the given labels. */
-  listPodSandboxes(filter?: { labelSelector?: Record<string, string> }): Promise<SandboxSummary[]>;
+  listPodSandboxes(filter?: { labelSelector?: Record<string, string> }, options?: CallOptions): Promise<SandboxSummary[]>;
   /** createContainer creates (not starts) a container in a sandbox; returns its id. */
-  createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string>;
+  createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig, options?: CallOptions): Promise<string>;
   /** startContainer starts a created container. */
-  startContainer(id: string): Promise<void>;
+  startContainer(id: string, options?: CallOptions): Promise<void>;
   /** stopContainer sends the stop signal and kills after timeoutSeconds; idempotent. */
-  stopContainer(id: string, timeoutSeconds: number): Promise<void>;
+  stopContainer(id: string, timeoutSeconds: number, options?: CallOptions): Promise<void>;
   /** removeContainer removes a container; NotFound counts as done. */
-  removeContainer(id: string): Promise<void>;
+  removeContainer(id: string, options?: CallOptions): Promise<void>;
   /** listContainers returns the containers the runtime holds, optionally filtered by labels or sandbox. */
-  listContainers(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerSummary[]>;
+  listContainers(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }, options?: CallOptions): Promise<ContainerSummary[]>;
   /** containerStatus returns one container's full status (exit code, times, reason). */
-  containerStatus(id: string): Promise<ContainerStatus>;
+  containerStatus(id: string, options?: CallOptions): Promise<ContainerStatus>;
   /** execSync runs a command in a running container and waits up to timeoutSeconds. */
-  execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult>;
+  execSync(id: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult>;
   /** imageStatus returns the image if present on the node, else null. */
-  imageStatus(image: string): Promise<ImageInfo | null>;
+  imageStatus(image: string, options?: CallOptions): Promise<ImageInfo | null>;
   /** pullImage pulls an image and returns its image reference (id or digest). */
-  pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig, options?: CallOptions): Promise<string>;
   /**
    * pullProgress returns the downloads of image pulls in flight on the node, whoever started
    * them (optional: without it pulls show no progress). The core calls it about once a second
    * and only while one of its pulls runs; it should answer within a second or two.
    */
-  pullProgress?(): Promise<PullProgress[]>;
+  pullProgress?(options?: CallOptions): Promise<PullProgress[]>;
   /** listImages returns the images on the node (the Node's status lists them). */
-  listImages(): Promise<ImageInfo[]>;
+  listImages(options?: CallOptions): Promise<ImageInfo[]>;
   /** status returns the runtime's conditions (RuntimeReady, NetworkReady): the Node's Ready condition follows them. */
-  status(): Promise<RuntimeCondition[]>;
+  status(options?: CallOptions): Promise<RuntimeCondition[]>;
   /**
    * exec prepares a streaming session of a command in a running container and returns the URL
    * of the runtime's streaming server that serves it; the kubelet proxies the client's upgraded
    * connection there. Optional: without it the kubelet answers 501 (so are attach and portForward).
    */
-  exec?(req: { containerId: string; cmd: string[] } & StreamOptions): Promise<string>;
+  exec?(req: { containerId: string; cmd: string[] } & StreamOptions, options?: CallOptions): Promise<string>;
   /** attach prepares a streaming session attached to a running container's own stdio; returns its URL. */
-  attach?(req: { containerId: string } & StreamOptions): Promise<string>;
+  attach?(req: { containerId: string } & StreamOptions, options?: CallOptions): Promise<string>;
   /** portForward prepares a port-forward session into a sandbox's network namespace; returns its URL. */
-  portForward?(podSandboxId: string, ports: number[]): Promise<string>;
+  portForward?(podSandboxId: string, ports: number[], options?: CallOptions): Promise<string>;
   /** listContainerStats returns the resource use of containers (optional: the stats service then reads cgroups only). */
-  listContainerStats?(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerStats[]>;
+  listContainerStats?(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }, options?: CallOptions): Promise<ContainerStats[]>;
   /** listPodSandboxStats returns the resource use of ready pod sandboxes (optional: pod figures are then summed from containers and cgroups). */
-  listPodSandboxStats?(filter?: { labelSelector?: Record<string, string> }): Promise<PodSandboxStats[]>;
+  listPodSandboxStats?(filter?: { labelSelector?: Record<string, string> }, options?: CallOptions): Promise<PodSandboxStats[]>;
   /** imageFsInfo returns the filesystems holding images (and container writable layers). */
-  imageFsInfo?(): Promise<FilesystemUsage[]>;
+  imageFsInfo?(options?: CallOptions): Promise<FilesystemUsage[]>;
   /** removeImage removes an image from the node (image GC); removing an absent image is not an error. Optional: without it images are never collected. */
-  removeImage?(image: string): Promise<void>;
+  removeImage?(image: string, options?: CallOptions): Promise<void>;
   /** reopenContainerLog makes the runtime write a running container's log to a new file at its log path (after the kubelet renamed the old one). Optional: without it logs are not rotated. */
-  reopenContainerLog?(containerId: string): Promise<void>;
+  reopenContainerLog?(containerId: string, options?: CallOptions): Promise<void>;
   /**
    * runtimeConfig returns what the runtime says of its own configuration that the kubelet must
    * agree with (CRI RuntimeConfig: the cgroup driver of containerd >= 2.0); undefined when the
    * runtime does not say (containerd 1.x answers Unimplemented). Optional.
    */
-  runtimeConfig?(): Promise<RuntimeConfig | undefined>;
+  runtimeConfig?(options?: CallOptions): Promise<RuntimeConfig | undefined>;
   /** runtimeHandlers returns the handlers the runtime reports and what each can do (CRI Status); empty when it reports none (containerd 1.x). Optional. */
-  runtimeHandlers?(): Promise<RuntimeHandlerInfo[]>;
+  runtimeHandlers?(options?: CallOptions): Promise<RuntimeHandlerInfo[]>;
   /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
-  sandboxImage?(): Promise<string | undefined>;
+  sandboxImage?(options?: CallOptions): Promise<string | undefined>;
   /** close releases connections. The plugin host calls it once at stop, after every plugin's own cleanup (a runtime plugin does not register it with onClose). */
-  close(): Promise<void>;
+  close(options?: CallOptions): Promise<void>;
 }

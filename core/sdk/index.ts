@@ -15,9 +15,11 @@
  *   `networkTearDown`) and their events, the attachment shape `PodNetwork`;
  * - provide devices of an extended resource: `DeviceProvider`, registered with `ctx.devices()`
  *   (the device manager's view: `DeviceManagerView`), and read allocations (podresources);
- * - stop when the core gives up: `currentSignal()`, inside a hook tap or a runtime call, is
- *   the AbortSignal that aborts when its hookTimeout or runtimeRequestTimeout expires (or the
- *   work that made it is given up on); pass it on to what you start (abort-scope.ts);
+ * - stop when the core gives up: every asynchronous hook's taps get a `HookContext` last
+ *   (`ctx.signal`), every runtime and device call takes `CallOptions` last (`{ signal }`): the
+ *   AbortSignal aborts when hookTimeout or runtimeRequestTimeout expires, or when the work that
+ *   made it is given up on; pass it on to what you start, and to the runtime calls a tap makes
+ *   (util/cancellation.ts);
  * - fail well: coded errors (`KubeletError` with a `code` the core acts on: `InvalidInput` is
  *   not retried as `Unavailable` is), `errorMessage` for any thrown value;
  * - helpers a plugin legitimately needs and should not rewrite: mount utilities, `$(VAR)`
@@ -43,9 +45,9 @@ export type { Logger } from '../logger.ts';
 // Hooks and their events.
 export { STAGE } from '../hooks.ts';
 export type * from '../hooks.ts';
-// Cancellation: the signal of the tap or runtime call in progress (aborts when the core gives up on it).
-export { currentSignal, runWithSignal, childSignal } from '../util/abort-scope.ts';
-export type { ChildSignal } from '../util/abort-scope.ts';
+// Cancellation, passed explicitly: hook contexts, call options and their signals.
+export { NEVER_ABORTS, childSignal, hookContext, signalOf, untilAborted } from '../util/cancellation.ts';
+export type { CallOptions, ChildSignal, HookContext } from '../util/cancellation.ts';
 export type { ObjectSource } from '../objects/object-source.ts';
 export type { StorageObjectSource } from '../objects/storage-objects.ts';
 

@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { AsyncSeriesHook } from 'tapable';
+import type { HookContext } from '../util/cancellation.ts';
 import type { TapOnly } from '../hooks.ts';
 
 /**
@@ -61,14 +62,15 @@ export interface NetworkTearDownEvent {
 /**
  * Builds a network plugin's hooks; one line each on when it fires and what a tap may do. A
  * plugin whose events carry more (cni-exec: the CNI result) passes its own event types.
- * Both are series hooks: taps run in order and each may wait (add a route, record an IP).
+ * Both are series hooks: taps run in order and each may wait (add a route, record an IP); as
+ * every hook, their taps get a HookContext last (`ctx.signal`: the set-up or tear-down is given up on).
  */
 export function createNetworkHooks<SetUp extends NetworkSetUpEvent = NetworkSetUpEvent, TearDown extends NetworkTearDownEvent = NetworkTearDownEvent>() {
   return Object.freeze({
     /** Series, once per attachment, after the network is made and before the runtime gets it: taps may add routes or record IPs; a throw fails the set-up, which is rolled back (nothing of it stays). */
-    networkSetUp: new AsyncSeriesHook<[SetUp]>(['event']),
+    networkSetUp: new AsyncSeriesHook<[SetUp, HookContext]>(['event', 'ctx']),
     /** Series, once per attachment, before the network is taken down: taps undo what they did at set-up; a throw is logged and does not stop the tear-down. */
-    networkTearDown: new AsyncSeriesHook<[TearDown]>(['event']),
+    networkTearDown: new AsyncSeriesHook<[TearDown, HookContext]>(['event', 'ctx']),
   });
 }
 

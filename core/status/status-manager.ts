@@ -5,6 +5,7 @@ import type { KubeletHooks } from '../hooks.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import { computePodStatus, type PodRejection, type StatusInputs } from './pod-status.ts';
 import type { ProbeResults } from './probe-results.ts';
+import { hookContext } from '../util/cancellation.ts';
 import { podFullName } from '../objects/pod-util.ts';
 
 interface PodEntry {
@@ -91,7 +92,7 @@ export class StatusManager {
       ...(entry.rejected ? { rejected: entry.rejected } : {}),
     };
     let status = computePodStatus(pod, rs, inputs);
-    status = await this.deps.hooks.podStatus.promise(status, pod);
+    status = await this.deps.hooks.podStatus.promise(status, pod, hookContext());
     const before = entry.status;
     entry.status = status;
     if (!before || summary(before) !== summary(status)) {

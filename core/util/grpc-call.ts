@@ -1,16 +1,26 @@
 import { createRequire } from 'node:module';
 import type * as Grpc from '@grpc/grpc-js';
+import { abortError, signalOf, type CallOptions } from './cancellation.ts';
 
 /**
  * A unary call on a grpc-js client with a deadline `timeoutMs` from now, as a promise: the
  * answer, or the call's ServiceError (rpcErrorText prints it). A method the client does not
- * have rejects with `no method <name>`.
+ * have rejects with `no method <name>`. `options.signal` cancels the call (refused at once
+ * when already aborted); it then rejects with the signal's reason.
  */
-export function unary<T>(client: Grpc.Client, method: string, request: object, timeoutMs: number): Promise<T> {
+export function unary<T>(client: Grpc.Client, method: string, request: object, timeoutMs: number, options?: CallOptions): Promise<T> {
+  const signal = signalOf(options);
+  if (signal.aborted) return Promise.reject(abortError(signal, method));
   return new Promise((resolve, reject) => {
     const fn = (client as unknown as Record<string, Function>)[method];
     if (typeof fn !== 'function') return reject(new Error(`no method ${method}`));
-    fn.call(client, request, { deadline: Date.now() + timeoutMs }, (err: Grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
+    const cancelled = () => call.cancel();
+    const call: Grpc.ClientUnaryCall = fn.call(client, request, { deadline: Date.now() + timeoutMs }, (err: Grpc.ServiceError | null, res: T) => {
+      signal.removeEventListener('abort', cancelled);
+      if (err) reject(signal.aborted ? abortError(signal, method) : err);
+      else resolve(res);
+    });
+    signal.addEventListener('abort', cancelled, { once: true });
   });
 }
 

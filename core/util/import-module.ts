@@ -67,7 +67,7 @@ async function load(url: string): Promise<Record<string, unknown>> {
   // plugin that loads under tsx would fail there. So the compiled build takes tsx for
   // TypeScript whatever the Node version. From the sources tsx is the process's loader already,
   // and a plain import keeps one instance of each module (tsImport namespaces what it loads: a
-  // plugin would get its own copy of the SDK, and of the AsyncLocalStorage behind currentSignal).
+  // plugin would get its own copy of the SDK: its classes and module state would not be the core's).
   if (RUNS_COMPILED && TYPESCRIPT_FILE.test(new URL(url).pathname)) {
     const { tsImport } = await import('tsx/esm/api');
     return (await tsImport(url, import.meta.url)) as Record<string, unknown>;

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { VolumeStats } from '../stats/summary-types.ts';
 import type { MountedVolume } from './volume-manager.ts';
+import { hookContext } from '../util/cancellation.ts';
 import type { ClaimUsage } from '../metrics/volume-stats-metrics.ts';
 
 /** How long a volume's figures are reused by default: upstream's volumeStatsAggPeriod (a driver call per volume per minute at most). */
@@ -74,7 +75,7 @@ export class PersistentVolumeStats {
     const hook = this.deps.hooks.volumeStats.get(mv.type);
     if (!hook || hook.taps.length === 0) return undefined;
     try {
-      return await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, mounted: mv.result });
+      return await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, mounted: mv.result }, hookContext());
     } catch (err) {
       this.deps.logger.debug({ uid, volume: mv.name, err: errorMessage(err) }, 'volume stats unavailable');
       return undefined;

@@ -6,6 +6,7 @@ import type { Logger } from '../logger.ts';
 import type { ObjectSource } from '../objects/object-source.ts';
 import { quantityValue } from '../objects/quantity.ts';
 import type { ClaimResizeStatusWriter, StorageObjectSource } from '../objects/storage-objects.ts';
+import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
 import { resolveClaim } from './claim-resolver.ts';
 
 /** What to do for one claim's volume: nothing, or grow it from the claim's recorded size to the PV's. */
@@ -63,7 +64,7 @@ export class VolumeExpansion {
    * Expands the volume when its claim shows a pending resize. Never throws: a failure is an
    * event and a log line, and the next sync asks again (the claim and PV are read each time).
    */
-  async sync(pod: V1Pod, mv: ExpandableVolume, sources: { storage: StorageObjectSource; objects: ObjectSource }): Promise<void> {
+  async sync(pod: V1Pod, mv: ExpandableVolume, sources: { storage: StorageObjectSource; objects: ObjectSource }, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     const volume = pod.spec?.volumes?.find((v) => v.name === mv.name);
     // No provider expands this type (upstream: not a node-expandable plugin): not even the claim is read.
     const hook = this.deps.hooks.expandVolume.get(mv.type);
@@ -91,7 +92,7 @@ export class VolumeExpansion {
       return;
     }
     try {
-      const outcome = await hook.promise({ pod, volumeName: mv.name, type: mv.type, mounted: mv.result, persistentVolume: { volume: pv, claim, readOnly }, newSizeBytes: decision.newSizeBytes, objects: sources.objects, storage: sources.storage });
+      const outcome = await hook.promise({ pod, volumeName: mv.name, type: mv.type, mounted: mv.result, persistentVolume: { volume: pv, claim, readOnly }, newSizeBytes: decision.newSizeBytes, objects: sources.objects, storage: sources.storage }, hookContext(signal));
       if (outcome !== 'expanded') {
         // Upstream: an expander that does not support node expansion counts as done, the claim untouched.
         this.deps.logger.info({ volume: mv.name, pv: pvName, type: mv.type }, 'MountVolume.NodeExpandVolume: not supported by the volume\'s provider; the claim is left as it is');

@@ -10,6 +10,7 @@ import { containersOf } from '../objects/pod-util.ts';
 import { claimNameOf, resolveClaim, VolumeProcessError } from './claim-resolver.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
 import { bindSubPath, type SubPathBinder } from './subpath.ts';
+import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
 import type { VolumeExpansion } from './volume-expansion.ts';
 
 /** The volume source keys of a v1 Volume besides `name`: the first one set is its type. */
@@ -220,8 +221,11 @@ export class VolumeManager {
     }
   }
 
-  /** Sets up the pod's volumes (desired → actual). Throws VolumeSetupError naming each volume that failed. */
-  async setUpPod(pod: V1Pod): Promise<void> {
+  /**
+   * Sets up the pod's volumes (desired → actual). Throws VolumeSetupError naming each volume
+   * that failed. `signal`: the pod's sync gives up (its providers' taps get it in their context).
+   */
+  async setUpPod(pod: V1Pod, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     const uid = pod.metadata!.uid!;
     await this.locked(uid, async () => {
       if (!this.actual.has(uid)) this.podDirsChanged = true;
@@ -234,7 +238,7 @@ export class VolumeManager {
         const want = desired.get(name);
         if (want && sameSource(pod, want, mv)) continue;
         try {
-          await this.tearDownVolume(uid, mv);
+          await this.tearDownVolume(uid, mv, signal);
           actual.delete(name);
         } catch (err) {
           failures.push({ volume: name, message: `UnmountVolume.TearDown failed: ${errorMessage(err)}` });
@@ -245,7 +249,7 @@ export class VolumeManager {
         const cur = actual.get(volume.name);
         if (cur && !cur.result.requiresRemount) continue;
         try {
-          const mounted = await this.mountOne(pod, volume, cur?.result);
+          const mounted = await this.mountOne(pod, volume, cur?.result, signal);
           if (!cur || JSON.stringify(cur.result) !== JSON.stringify(mounted.result)) changed = true;
           actual.set(volume.name, mounted);
         } catch (err) {
@@ -255,7 +259,7 @@ export class VolumeManager {
         if (changed) await this.writeRecord(uid, actual);
         changed = false;
       }
-      await this.expandResized(pod, actual);
+      await this.expandResized(pod, actual, signal);
       if (failures.length > 0) {
         const used = new Set(containersOf(pod).flatMap((c) => [...(c.volumeMounts ?? []), ...(c.volumeDevices ?? [])].map((m) => m.name)));
         throw new VolumeSetupError(failures, [...desired.keys()].filter((n) => used.has(n) && !actual.has(n)).sort());
@@ -268,11 +272,11 @@ export class VolumeManager {
    * right after a mount: a pod that mounts an already-grown volume gets it expanded before its
    * containers start). Only for API pods, whose claims can be read.
    */
-  private async expandResized(pod: V1Pod, actual: Map<string, MountedVolume>): Promise<void> {
+  private async expandResized(pod: V1Pod, actual: Map<string, MountedVolume>, signal: AbortSignal): Promise<void> {
     const storage = this.deps.storage?.(pod);
     if (!this.deps.expansion || !storage) return;
     for (const mv of actual.values()) {
-      if (mv.claim !== undefined) await this.deps.expansion.sync(pod, mv, { storage, objects: this.deps.objects(pod) });
+      if (mv.claim !== undefined) await this.deps.expansion.sync(pod, mv, { storage, objects: this.deps.objects(pod) }, signal);
     }
   }
 
@@ -282,7 +286,7 @@ export class VolumeManager {
    * populator adds a volume once); the PV's source type picks the provider, and its dir is named
    * after the PV (`volumes/kubernetes.io~csi/<pv>`), as upstream lays it out.
    */
-  private async mountOne(pod: V1Pod, volume: V1Volume, previous: VolumeMountResult | undefined): Promise<MountedVolume> {
+  private async mountOne(pod: V1Pod, volume: V1Volume, previous: VolumeMountResult | undefined, signal: AbortSignal): Promise<MountedVolume> {
     const uid = pod.metadata!.uid!;
     const storage = this.deps.storage?.(pod);
     const claimName = claimNameOf(pod, volume);
@@ -296,13 +300,13 @@ export class VolumeManager {
       pod, volume, type, dir, rootDir: this.deps.rootDir, previous, objects: this.deps.objects(pod), nodeName: this.deps.nodeName ?? '',
       ...(storage ? { storage } : {}),
       ...(resolved ? { persistentVolume: { volume: resolved.volume, claim: resolved.claim, readOnly: resolved.readOnly } } : {}),
-    });
+    }, hookContext(signal));
     if (!result) throw new Error(`no volume plugin for type "${type}" accepted the volume`);
     return { name: volume.name, type, dir, result, ...(claimName !== undefined ? { claim: claimName } : {}) };
   }
 
   /** Tears down every volume of a pod and removes its directory. Throws (to be retried) if one cannot be torn down. */
-  async tearDownPod(uid: string): Promise<void> {
+  async tearDownPod(uid: string, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     this.podDirsChanged = true;
     await this.locked(uid, async () => {
       const actual = this.actual.get(uid) ?? new Map<string, MountedVolume>();
@@ -314,7 +318,7 @@ export class VolumeManager {
       }
       for (const mv of [...actual.values()].reverse()) {
         try {
-          await this.tearDownVolume(uid, mv);
+          await this.tearDownVolume(uid, mv, signal);
           actual.delete(mv.name);
         } catch (err) {
           errors.push(`UnmountVolume.TearDown failed for volume "${mv.name}": ${errorMessage(err)}`);
@@ -364,9 +368,9 @@ export class VolumeManager {
     return (this.actual.get(uid)?.size ?? 0) > 0;
   }
 
-  private async tearDownVolume(uid: string, mv: MountedVolume): Promise<void> {
+  private async tearDownVolume(uid: string, mv: MountedVolume, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
     const hook = this.deps.hooks.unmountVolume.get(mv.type);
-    const handled = hook && hook.taps.length > 0 ? await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, dir: mv.dir, rootDir: this.deps.rootDir, mounted: mv.result }) : undefined;
+    const handled = hook && hook.taps.length > 0 ? await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, dir: mv.dir, rootDir: this.deps.rootDir, mounted: mv.result }, hookContext(signal)) : undefined;
     if (!handled) await this.genericTearDown(uid, mv);
     this.deps.logger.info({ uid, volume: mv.name, type: mv.type }, 'volume torn down');
   }

@@ -40,7 +40,12 @@ export default definePlugin<RamdiskOptions>({
   },
   apply(ctx, options) {
     // Bail hooks: a tap answers for its own volumes and returns undefined for others, which go to the next tap.
-    ctx.hooks.mountVolume.for('flexVolume').tapPromise('ramdisk-volume', async (r) => (r.volume.flexVolume?.driver === DRIVER ? setUp(r, options) : undefined));
+    ctx.hooks.mountVolume.for('flexVolume').tapPromise('ramdisk-volume', async (r, hook) => {
+      if (r.volume.flexVolume?.driver !== DRIVER) return undefined;
+      // Given up on (the pod is to be terminated, or hookTimeout): mount nothing nobody would tear down.
+      hook.signal.throwIfAborted();
+      return setUp(r, options);
+    });
     ctx.hooks.unmountVolume.for('flexVolume').tapPromise('ramdisk-volume', async (r) => {
       if ((r.mounted.data as Partial<RamdiskData> | undefined)?.driver !== DRIVER) return undefined;
       // Idempotent: a volume already torn down (a retry, a second call) is done.

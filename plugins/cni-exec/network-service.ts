@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { createNetworkHooks, notFound, unavailable, type Logger, type NetworkService, type NetworkSetUpEvent, type NetworkTearDownEvent, type PodNetwork, type PodRef } from 'kubelet-ts';
+import { createNetworkHooks, hookContext, notFound, unavailable, type Logger, type NetworkService, type NetworkSetUpEvent, type NetworkTearDownEvent, type PodNetwork, type PodRef } from 'kubelet-ts';
 import type { CacheEntry } from './cni/cache.ts';
 import { CniError, asCniError } from './cni/errors.ts';
 import type { CniRuntime } from './cni/runtime.ts';
@@ -188,7 +188,7 @@ export class CniNetwork implements CniNetworkService {
       if (!ips.length) {
         throw new CniError({ code: CNI_ERR.INVALID_NETWORK_CONFIG, msg: `the result has no IP address for interface ${ifName} (a network needs a plugin that creates ${ifName} with an IP, such as bridge or ptp with an IPAM)` }, { network: network.name });
       }
-      await this.hooks.networkSetUp.promise({ pod, sandboxId: containerId, netns, ifName, network: network.name, result, ips });
+      await this.hooks.networkSetUp.promise({ pod, sandboxId: containerId, netns, ifName, network: network.name, result, ips }, hookContext());
     } catch (err) {
       await this.cni.del({ containerId, ifName, netns }).catch((delErr) => this.deps.logger.warn({ err: (delErr as Error).message }, 'rolling back the ADD failed'));
       if (err instanceof CniError) throw err;
@@ -205,7 +205,7 @@ export class CniNetwork implements CniNetworkService {
     if (!entry) return; // never set up here, or already torn down: DEL is idempotent
     const pod = entry.pod ? this.deps.pods().find((p) => p.metadata?.uid === entry.pod!.uid) : undefined;
     try {
-      await this.hooks.networkTearDown.promise({ pod, podRef: entry.pod, sandboxId: containerId, netns, ifName, network: entry.network.name, result: entry.result });
+      await this.hooks.networkTearDown.promise({ pod, podRef: entry.pod, sandboxId: containerId, netns, ifName, network: entry.network.name, result: entry.result }, hookContext());
     } catch (err) {
       this.deps.logger.warn({ err: (err as Error).message }, 'networkTearDown tap failed; tearing down anyway');
     }

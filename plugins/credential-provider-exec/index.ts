@@ -1,4 +1,4 @@
-import { definePlugin, errorMessage, keyringLookup, STAGE, type ImageCredentialFailure, type ProvidedAuth } from 'kubelet-ts';
+import { definePlugin, errorMessage, keyringLookup, STAGE, untilAborted, type ImageCredentialFailure, type ProvidedAuth } from 'kubelet-ts';
 import { ExecCredentialProvider } from './exec-credential-provider.ts';
 import { ProviderExecError } from './exec-provider.ts';
 import { checkProviderBinaries, readCredentialProviderConfig } from './provider-config.ts';
@@ -35,15 +35,18 @@ export default definePlugin<CredentialProviderExecOptions>({
       ctx.logger.info({ config: configPath, binDir, providers: specs.map((s) => s.name) }, 'exec image credential providers ready');
     });
 
-    ctx.hooks.imageCredentials.tapPromise({ name: 'credential-provider-exec', stage: STAGE.DEFAULT }, async (draft, request) => {
+    ctx.hooks.imageCredentials.tapPromise({ name: 'credential-provider-exec', stage: STAGE.DEFAULT }, async (draft, request, hook) => {
       const matching = providers.filter((p) => p.matches(request.repository));
       if (matching.length === 0) return draft;
       const failures: ImageCredentialFailure[] = [];
       // Every matching provider is asked, in config order (upstream merges their answers into one keyring).
       const answers = await Promise.all(matching.map(async (p): Promise<ProvidedAuth | undefined> => {
         try {
-          return { from: `credential provider "${p.name}"`, auth: await p.provide(request.repository) };
+          // A run is shared by the pods asking for the repository at once: one pod's sync giving up stops its wait, not the run.
+          return { from: `credential provider "${p.name}"`, auth: await untilAborted(p.provide(request.repository), hook.signal, `credential provider ${p.name}`) };
         } catch (err) {
+          // Given up on (the pod's sync, or hookTimeout): not the provider's failure.
+          if (hook.signal.aborted) throw err;
           const stderr = err instanceof ProviderExecError ? err.stderr : undefined;
           ctx.logger.warn({ provider: p.name, image: request.repository, err: errorMessage(err), ...(stderr ? { stderr } : {}) }, 'image credential provider failed');
           failures.push({ provider: p.name, message: errorMessage(err) });

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
-import { clampTimerMs, currentSignal, errorMessage, KubeletError, type ErrorCode } from 'kubelet-ts';
+import { clampTimerMs, errorMessage, KubeletError, NEVER_ABORTS, type ErrorCode } from 'kubelet-ts';
 import { loadContentService, loadCriPackage, type CriServiceClient, type CriServiceClientConstructor } from './proto-loader.ts';
 import { cachingListDeserializer } from './list-item-cache.ts';
 
@@ -12,8 +12,8 @@ export const CRI_CONTAINERD_NAMESPACE = 'k8s.io';
 
 /**
  * A thin promise wrapper over the generated CRI clients: every call carries a deadline and is
- * cancelled when the core's signal for it aborts (`currentSignal()`: runtimeRequestTimeout
- * expired, or the tap that made the call was given up on), and gRPC errors become the core's
+ * cancelled when the caller's signal for it aborts (the call's `options.signal` from the core:
+ * runtimeRequestTimeout expired, or the work that made the call was given up on), and gRPC errors become the core's
  * typed errors (NotFound, InvalidInput, Unavailable, ...).
  */
 export class CriClient {
@@ -55,23 +55,23 @@ export class CriClient {
     }
   }
 
-  callRuntime<T = any>(method: string, request: object, timeoutMs: number): Promise<T> {
-    return this.call(this.runtime, method, request, timeoutMs);
+  callRuntime<T = any>(method: string, request: object, timeoutMs: number, signal: AbortSignal = NEVER_ABORTS): Promise<T> {
+    return this.call(this.runtime, method, request, timeoutMs, signal);
   }
 
-  callImage<T = any>(method: string, request: object, timeoutMs: number): Promise<T> {
-    return this.call(this.image, method, request, timeoutMs);
+  callImage<T = any>(method: string, request: object, timeoutMs: number, signal: AbortSignal = NEVER_ABORTS): Promise<T> {
+    return this.call(this.image, method, request, timeoutMs, signal);
   }
 
   /**
    * Calls containerd's content service (not CRI) on the same socket, in the CRI namespace. A
    * runtime that is no containerd answers Unimplemented (`unknown service`).
    */
-  callContent<T = any>(method: string, request: object, timeoutMs: number): Promise<T> {
+  callContent<T = any>(method: string, request: object, timeoutMs: number, signal: AbortSignal = NEVER_ABORTS): Promise<T> {
     this.content ??= new (loadContentService())(this.target, grpc.credentials.createInsecure(), this.options) as CriServiceClient;
     const metadata = new grpc.Metadata();
     metadata.set('containerd-namespace', CRI_CONTAINERD_NAMESPACE);
-    return this.call(this.content, method, request, timeoutMs, metadata, 'containerd content');
+    return this.call(this.content, method, request, timeoutMs, signal, metadata, 'containerd content');
   }
 
   close(): void {
@@ -80,8 +80,7 @@ export class CriClient {
     this.content?.close();
   }
 
-  private call<T>(client: CriServiceClient, method: string, request: object, timeoutMs: number, metadata = new grpc.Metadata(), api = 'CRI'): Promise<T> {
-    const signal = currentSignal();
+  private call<T>(client: CriServiceClient, method: string, request: object, timeoutMs: number, signal: AbortSignal, metadata = new grpc.Metadata(), api = 'CRI'): Promise<T> {
     const cancelled = () => new KubeletError('DeadlineExceeded', `${api} ${method}: cancelled: ${errorMessage(signal.reason)}`, { cause: signal.reason });
     if (signal.aborted) return Promise.reject(cancelled());
     return new Promise<T>((resolve, reject) => {

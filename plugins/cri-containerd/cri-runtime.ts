@@ -1,4 +1,4 @@
-import { clampSeconds, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type PullProgress, type RuntimeCondition, type RuntimeConfig, type RuntimeHandlerInfo, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
+import { clampSeconds, type CallOptions, type ContainerConfig, type ContainerRuntime, type ContainerStats, type ContainerStatus, type ContainerSummary, type CpuUsage, type ExecResult, type FilesystemUsage, type ImageInfo, type MemoryUsage, type NetworkInterfaceUsage, type PodSandboxConfig, type PodSandboxStats, type PullAuth, type PullProgress, type RuntimeCondition, type RuntimeConfig, type RuntimeHandlerInfo, type RuntimeVersion, type SandboxStatus, type SandboxSummary, type StreamOptions } from 'kubelet-ts';
 import type { CriClient } from './cri-client.ts';
 
 /** Deadlines of the calls: most use `requestTimeoutMs`; these need their own. */
@@ -34,30 +34,30 @@ const labelsOf = (m: Record<string, string> | null | undefined) => ({ ...(m ?? {
 export class CriRuntime implements ContainerRuntime {
   constructor(private readonly client: CriClient, private readonly timeouts: CriTimeouts) {}
 
-  private rt<T = any>(method: string, request: object, timeoutMs = this.timeouts.requestTimeoutMs): Promise<T> {
-    return this.client.callRuntime<T>(method, request, timeoutMs);
+  private rt<T = any>(method: string, request: object, options: CallOptions | undefined, timeoutMs = this.timeouts.requestTimeoutMs): Promise<T> {
+    return this.client.callRuntime<T>(method, request, timeoutMs, options?.signal);
   }
 
-  async version(): Promise<RuntimeVersion> {
-    const r = await this.rt('Version', { version: 'v1' });
+  async version(options?: CallOptions): Promise<RuntimeVersion> {
+    const r = await this.rt('Version', { version: 'v1' }, options);
     return { runtimeName: r.runtimeName, runtimeVersion: r.runtimeVersion, runtimeApiVersion: r.runtimeApiVersion };
   }
 
-  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<string> {
-    const r = await this.rt('RunPodSandbox', { config, runtimeHandler });
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = '', options?: CallOptions): Promise<string> {
+    const r = await this.rt('RunPodSandbox', { config, runtimeHandler }, options);
     return r.podSandboxId;
   }
 
-  async stopPodSandbox(id: string): Promise<void> {
-    await this.rt('StopPodSandbox', { podSandboxId: id });
+  async stopPodSandbox(id: string, options?: CallOptions): Promise<void> {
+    await this.rt('StopPodSandbox', { podSandboxId: id }, options);
   }
 
-  async removePodSandbox(id: string): Promise<void> {
-    await this.rt('RemovePodSandbox', { podSandboxId: id });
+  async removePodSandbox(id: string, options?: CallOptions): Promise<void> {
+    await this.rt('RemovePodSandbox', { podSandboxId: id }, options);
   }
 
-  async podSandboxStatus(id: string): Promise<SandboxStatus> {
-    const r = await this.rt('PodSandboxStatus', { podSandboxId: id, verbose: true });
+  async podSandboxStatus(id: string, options?: CallOptions): Promise<SandboxStatus> {
+    const r = await this.rt('PodSandboxStatus', { podSandboxId: id, verbose: true }, options);
     const s = r.status;
     let netnsPath: string | undefined;
     let pid: number | undefined;
@@ -82,8 +82,8 @@ export class CriRuntime implements ContainerRuntime {
     };
   }
 
-  async listPodSandboxes(filter?: { labelSelector?: Record<string, string> }): Promise<SandboxSummary[]> {
-    const r = await this.rt('ListPodSandbox', { filter: filter?.labelSelector ? { labelSelector: filter.labelSelector } : null });
+  async listPodSandboxes(filter?: { labelSelector?: Record<string, string> }, options?: CallOptions): Promise<SandboxSummary[]> {
+    const r = await this.rt('ListPodSandbox', { filter: filter?.labelSelector ? { labelSelector: filter.labelSelector } : null }, options);
     // The items are shared with later answers (list-item-cache.ts): copy what is handed out.
     return (r.items ?? []).map((s: any) => ({
       id: s.id, metadata: { ...s.metadata }, state: s.state, createdAt: nsToMs(s.createdAt),
@@ -91,28 +91,28 @@ export class CriRuntime implements ContainerRuntime {
     }));
   }
 
-  async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
-    const r = await this.rt('CreateContainer', { podSandboxId: sandboxId, config, sandboxConfig });
+  async createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig, options?: CallOptions): Promise<string> {
+    const r = await this.rt('CreateContainer', { podSandboxId: sandboxId, config, sandboxConfig }, options);
     return r.containerId;
   }
 
-  async startContainer(id: string): Promise<void> {
-    await this.rt('StartContainer', { containerId: id });
+  async startContainer(id: string, options?: CallOptions): Promise<void> {
+    await this.rt('StartContainer', { containerId: id }, options);
   }
 
-  async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+  async stopContainer(id: string, timeoutSeconds: number, options?: CallOptions): Promise<void> {
     // The runtime waits up to `timeout` before SIGKILL: the deadline must outlast it.
     const timeout = clampSeconds(timeoutSeconds);
-    await this.rt('StopContainer', { containerId: id, timeout }, timeout * 1000 + this.timeouts.requestTimeoutMs);
+    await this.rt('StopContainer', { containerId: id, timeout }, options, timeout * 1000 + this.timeouts.requestTimeoutMs);
   }
 
-  async removeContainer(id: string): Promise<void> {
-    await this.rt('RemoveContainer', { containerId: id });
+  async removeContainer(id: string, options?: CallOptions): Promise<void> {
+    await this.rt('RemoveContainer', { containerId: id }, options);
   }
 
-  async listContainers(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerSummary[]> {
+  async listContainers(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }, options?: CallOptions): Promise<ContainerSummary[]> {
     const f = filter ? { labelSelector: filter.labelSelector ?? {}, podSandboxId: filter.podSandboxId ?? '' } : null;
-    const r = await this.rt('ListContainers', { filter: f });
+    const r = await this.rt('ListContainers', { filter: f }, options);
     // The items are shared with later answers (list-item-cache.ts): copy what is handed out.
     return (r.containers ?? []).map((c: any) => ({
       id: c.id, podSandboxId: c.podSandboxId, metadata: { ...c.metadata }, image: c.image?.image ?? '', imageRef: c.imageRef,
@@ -120,8 +120,8 @@ export class CriRuntime implements ContainerRuntime {
     }));
   }
 
-  async containerStatus(id: string): Promise<ContainerStatus> {
-    const r = await this.rt('ContainerStatus', { containerId: id, verbose: false });
+  async containerStatus(id: string, options?: CallOptions): Promise<ContainerStatus> {
+    const r = await this.rt('ContainerStatus', { containerId: id, verbose: false }, options);
     const s = r.status;
     const labels = labelsOf(s.labels);
     return {
@@ -144,14 +144,14 @@ export class CriRuntime implements ContainerRuntime {
     };
   }
 
-  async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
+  async execSync(id: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecResult> {
     const timeout = clampSeconds(timeoutSeconds);
-    const r = await this.rt('ExecSync', { containerId: id, cmd, timeout }, timeout * 1000 + this.timeouts.requestTimeoutMs);
+    const r = await this.rt('ExecSync', { containerId: id, cmd, timeout }, options, timeout * 1000 + this.timeouts.requestTimeoutMs);
     return { stdout: Buffer.from(r.stdout ?? []), stderr: Buffer.from(r.stderr ?? []), exitCode: r.exitCode };
   }
 
-  async imageStatus(image: string): Promise<ImageInfo | null> {
-    const r = await this.client.callImage('ImageStatus', { image: { image } }, this.timeouts.requestTimeoutMs);
+  async imageStatus(image: string, options?: CallOptions): Promise<ImageInfo | null> {
+    const r = await this.client.callImage('ImageStatus', { image: { image } }, this.timeouts.requestTimeoutMs, options?.signal);
     const i = r.image;
     if (!i || !i.id) return null;
     // The image's user (containerd: the config's User before any ':group', numeric as uid, else as username).
@@ -165,8 +165,8 @@ export class CriRuntime implements ContainerRuntime {
     };
   }
 
-  async pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig): Promise<string> {
-    const r = await this.client.callImage('PullImage', { image: { image }, auth: auth ?? null, sandboxConfig: sandboxConfig ?? null }, this.timeouts.pullTimeoutMs);
+  async pullImage(image: string, auth?: PullAuth, sandboxConfig?: PodSandboxConfig, options?: CallOptions): Promise<string> {
+    const r = await this.client.callImage('PullImage', { image: { image }, auth: auth ?? null, sandboxConfig: sandboxConfig ?? null }, this.timeouts.pullTimeoutMs, options?.signal);
     return r.imageRef;
   }
 
@@ -177,8 +177,8 @@ export class CriRuntime implements ContainerRuntime {
    * already speaks to; the core attributes the downloads to its pulls. A CRI runtime that is no
    * containerd answers Unimplemented, and the core stops asking.
    */
-  async pullProgress(): Promise<PullProgress[]> {
-    const r = await this.client.callContent('ListStatuses', { filters: [] }, Math.min(this.timeouts.requestTimeoutMs, PULL_PROGRESS_TIMEOUT_MS));
+  async pullProgress(options?: CallOptions): Promise<PullProgress[]> {
+    const r = await this.client.callContent('ListStatuses', { filters: [] }, Math.min(this.timeouts.requestTimeoutMs, PULL_PROGRESS_TIMEOUT_MS), options?.signal);
     return (r.statuses ?? []).map((s: any): PullProgress => ({
       ref: typeof s.ref === 'string' ? s.ref : '',
       offsetBytes: Number(s.offset ?? 0),
@@ -188,24 +188,24 @@ export class CriRuntime implements ContainerRuntime {
     }));
   }
 
-  async listImages(): Promise<ImageInfo[]> {
-    const r = await this.client.callImage('ListImages', { filter: null }, this.timeouts.requestTimeoutMs);
+  async listImages(options?: CallOptions): Promise<ImageInfo[]> {
+    const r = await this.client.callImage('ListImages', { filter: null }, this.timeouts.requestTimeoutMs, options?.signal);
     return (r.images ?? []).map((i: any) => ({ id: i.id, repoTags: i.repoTags ?? [], repoDigests: i.repoDigests ?? [], size: Number(i.size ?? 0), ...(i.pinned ? { pinned: true } : {}) }));
   }
 
-  async reopenContainerLog(containerId: string): Promise<void> {
-    await this.rt('ReopenContainerLog', { containerId });
+  async reopenContainerLog(containerId: string, options?: CallOptions): Promise<void> {
+    await this.rt('ReopenContainerLog', { containerId }, options);
   }
 
-  async removeImage(image: string): Promise<void> {
-    await this.client.callImage('RemoveImage', { image: { image } }, this.timeouts.requestTimeoutMs);
+  async removeImage(image: string, options?: CallOptions): Promise<void> {
+    await this.client.callImage('RemoveImage', { image: { image } }, this.timeouts.requestTimeoutMs, options?.signal);
   }
 
   /** containerd >= 2.0 says its cgroup driver (CRI RuntimeConfig). */
-  async runtimeConfig(): Promise<RuntimeConfig | undefined> {
+  async runtimeConfig(options?: CallOptions): Promise<RuntimeConfig | undefined> {
     let r: { linux?: { cgroupDriver?: string } };
     try {
-      r = await this.rt('RuntimeConfig', {});
+      r = await this.rt('RuntimeConfig', {}, options);
     } catch (err) {
       // gRPC UNIMPLEMENTED (12): a runtime before CRI RuntimeConfig (containerd 1.x) does not say.
       if ((err as { cause?: { code?: unknown } }).cause?.code === 12) return undefined;
@@ -215,8 +215,8 @@ export class CriRuntime implements ContainerRuntime {
     return driver === 'SYSTEMD' ? { cgroupDriver: 'systemd' } : driver === 'CGROUPFS' ? { cgroupDriver: 'cgroupfs' } : {};
   }
 
-  async runtimeHandlers(): Promise<RuntimeHandlerInfo[]> {
-    const r = await this.rt('Status', { verbose: false });
+  async runtimeHandlers(options?: CallOptions): Promise<RuntimeHandlerInfo[]> {
+    const r = await this.rt('Status', { verbose: false }, options);
     return (r.runtimeHandlers ?? []).map((h: { name?: string; features?: { userNamespaces?: boolean; recursiveReadOnlyMounts?: boolean } }) => ({
       name: h.name ?? '',
       userNamespaces: h.features?.userNamespaces === true,
@@ -231,8 +231,8 @@ export class CriRuntime implements ContainerRuntime {
    * half) is not in Status at all; there it is known by the `pinned` flag containerd sets on it
    * (ImageInfo.pinned, which image GC keeps). A `pinnedImages.sandbox` is read if a version has it.
    */
-  async sandboxImage(): Promise<string | undefined> {
-    const r = await this.rt('Status', { verbose: true });
+  async sandboxImage(options?: CallOptions): Promise<string | undefined> {
+    const r = await this.rt('Status', { verbose: true }, options);
     try {
       const cfg = JSON.parse(r.info?.config ?? '{}') as { sandboxImage?: unknown; pinnedImages?: { sandbox?: unknown } };
       const image = cfg.sandboxImage ?? cfg.pinnedImages?.sandbox;
@@ -242,34 +242,34 @@ export class CriRuntime implements ContainerRuntime {
     }
   }
 
-  async status(): Promise<RuntimeCondition[]> {
-    const r = await this.rt('Status', { verbose: false });
+  async status(options?: CallOptions): Promise<RuntimeCondition[]> {
+    const r = await this.rt('Status', { verbose: false }, options);
     return (r.status?.conditions ?? []).map((c: any) => ({ type: c.type, status: c.status === true, reason: c.reason ?? '', message: c.message ?? '' }));
   }
 
-  async exec(req: { containerId: string; cmd: string[] } & StreamOptions): Promise<string> {
-    const r = await this.rt('Exec', { containerId: req.containerId, cmd: req.cmd, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+  async exec(req: { containerId: string; cmd: string[] } & StreamOptions, options?: CallOptions): Promise<string> {
+    const r = await this.rt('Exec', { containerId: req.containerId, cmd: req.cmd, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr }, options);
     return r.url;
   }
 
-  async attach(req: { containerId: string } & StreamOptions): Promise<string> {
-    const r = await this.rt('Attach', { containerId: req.containerId, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+  async attach(req: { containerId: string } & StreamOptions, options?: CallOptions): Promise<string> {
+    const r = await this.rt('Attach', { containerId: req.containerId, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr }, options);
     return r.url;
   }
 
-  async portForward(podSandboxId: string, ports: number[]): Promise<string> {
-    const r = await this.rt('PortForward', { podSandboxId, port: ports });
+  async portForward(podSandboxId: string, ports: number[], options?: CallOptions): Promise<string> {
+    const r = await this.rt('PortForward', { podSandboxId, port: ports }, options);
     return r.url;
   }
 
-  async listContainerStats(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }): Promise<ContainerStats[]> {
+  async listContainerStats(filter?: { labelSelector?: Record<string, string>; podSandboxId?: string }, options?: CallOptions): Promise<ContainerStats[]> {
     const f = filter ? { id: '', podSandboxId: filter.podSandboxId ?? '', labelSelector: filter.labelSelector ?? {} } : null;
-    const r = await this.rt('ListContainerStats', { filter: f });
+    const r = await this.rt('ListContainerStats', { filter: f }, options);
     return (r.stats ?? []).map(containerStatsOf);
   }
 
-  async listPodSandboxStats(filter?: { labelSelector?: Record<string, string> }): Promise<PodSandboxStats[]> {
-    const r = await this.rt('ListPodSandboxStats', { filter: filter ? { id: '', labelSelector: filter.labelSelector ?? {} } : null });
+  async listPodSandboxStats(filter?: { labelSelector?: Record<string, string> }, options?: CallOptions): Promise<PodSandboxStats[]> {
+    const r = await this.rt('ListPodSandboxStats', { filter: filter ? { id: '', labelSelector: filter.labelSelector ?? {} } : null }, options);
     return (r.stats ?? []).map((s: any): PodSandboxStats => {
       const l = s.linux ?? {};
       const net = l.network;
@@ -287,12 +287,12 @@ export class CriRuntime implements ContainerRuntime {
     });
   }
 
-  async imageFsInfo(): Promise<FilesystemUsage[]> {
-    const r = await this.client.callImage('ImageFsInfo', {}, this.timeouts.requestTimeoutMs);
+  async imageFsInfo(options?: CallOptions): Promise<FilesystemUsage[]> {
+    const r = await this.client.callImage('ImageFsInfo', {}, this.timeouts.requestTimeoutMs, options?.signal);
     return (r.imageFilesystems ?? []).map(fsUsageOf);
   }
 
-  async close(): Promise<void> {
+  async close(_options?: CallOptions): Promise<void> {
     this.client.close();
   }
 }

@@ -40,8 +40,9 @@ export class CsiVolumes {
     return d;
   }
 
-  async mount(r: VolumeMountRequest): Promise<VolumeMountResult> {
-    if (r.persistentVolume) return this.deps.persistent.mount(r);
+  /** Sets up a CSI volume; `signal` (the hook's) cancels the driver calls when the pod's sync is given up on or the tap times out. */
+  async mount(r: VolumeMountRequest, signal?: AbortSignal): Promise<VolumeMountResult> {
+    if (r.persistentVolume) return this.deps.persistent.mount(r, signal);
     const src = r.volume.csi!;
     if (!src.driver) throw new Error('csi volume has no driver');
     const driver = this.driver(src.driver);
@@ -63,7 +64,7 @@ export class CsiVolumes {
       await driver.client.nodePublishVolume(inlinePublishRequest({
         pod: r.pod, source: src, volumeId: volumeHandle, targetPath, nodeCapabilities, podInfoOnMount: this.deps.podInfoOnMount(src.driver), secrets,
         ...(fsGroup.kind === 'driver' ? { volumeMountGroup: fsGroup.volumeMountGroup } : {}),
-      }));
+      }), signal ? { signal } : {});
       await applyFsGroup(fsGroup, targetPath, { readOnly: src.readOnly === true, logger: this.deps.logger, pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name });
     } catch (err) {
       // The volume manager keeps no record of a failed set-up, so nothing else would undo it.

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { rpcErrorText, unary } from 'kubelet-ts';
+import { rpcErrorText, unary, type CallOptions } from 'kubelet-ts';
 import { loadCsiProtos, rpcCode } from './protos.ts';
 
 /** Codes worth one more try at once (the driver restarting, a connection being set up). */
@@ -23,11 +23,12 @@ export class CsiDriverClient {
     this.node = new Node(address, grpc.credentials.createInsecure());
   }
 
-  private async call<T>(client: grpc.Client, method: string, request: object): Promise<T> {
+  private async call<T>(client: grpc.Client, method: string, request: object, options?: CallOptions): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await unary<T>(client, method, request, this.timeoutMs);
+        return await unary<T>(client, method, request, this.timeoutMs, options);
       } catch (err) {
+        if (options?.signal?.aborted) throw err;
         if (attempt < 2 && TRANSIENT.has(rpcCode(err) ?? -1)) {
           await sleep(200 * (attempt + 1));
           continue;
@@ -56,30 +57,30 @@ export class CsiDriverClient {
     return this.capabilities;
   }
 
-  nodeStageVolume(req: object): Promise<object> {
-    return this.call(this.node, 'NodeStageVolume', req);
+  nodeStageVolume(req: object, options?: CallOptions): Promise<object> {
+    return this.call(this.node, 'NodeStageVolume', req, options);
   }
 
-  nodeUnstageVolume(req: { volumeId: string; stagingTargetPath: string }): Promise<object> {
-    return this.call(this.node, 'NodeUnstageVolume', req);
+  nodeUnstageVolume(req: { volumeId: string; stagingTargetPath: string }, options?: CallOptions): Promise<object> {
+    return this.call(this.node, 'NodeUnstageVolume', req, options);
   }
 
-  nodePublishVolume(req: object): Promise<object> {
-    return this.call(this.node, 'NodePublishVolume', req);
+  nodePublishVolume(req: object, options?: CallOptions): Promise<object> {
+    return this.call(this.node, 'NodePublishVolume', req, options);
   }
 
-  nodeUnpublishVolume(req: { volumeId: string; targetPath: string }): Promise<object> {
-    return this.call(this.node, 'NodeUnpublishVolume', req);
+  nodeUnpublishVolume(req: { volumeId: string; targetPath: string }, options?: CallOptions): Promise<object> {
+    return this.call(this.node, 'NodeUnpublishVolume', req, options);
   }
 
   /** Figures as the proto loader gives them: int64 as decimal strings, enums as names. */
-  nodeGetVolumeStats(req: { volumeId: string; volumePath: string; stagingTargetPath: string }): Promise<{ usage: Array<{ available: string; total: string; used: string; unit: string }>; volumeCondition?: { abnormal: boolean; message: string } | null }> {
-    return this.call(this.node, 'NodeGetVolumeStats', req);
+  nodeGetVolumeStats(req: { volumeId: string; volumePath: string; stagingTargetPath: string }, options?: CallOptions): Promise<{ usage: Array<{ available: string; total: string; used: string; unit: string }>; volumeCondition?: { abnormal: boolean; message: string } | null }> {
+    return this.call(this.node, 'NodeGetVolumeStats', req, options);
   }
 
   /** Grows a published volume's file system (capacity as int64 decimal strings, as the proto loader wants them). */
-  nodeExpandVolume(req: { volumeId: string; volumePath: string; stagingTargetPath: string; capacityRange: { requiredBytes: string; limitBytes: string }; volumeCapability: object; secrets: Record<string, string> }): Promise<{ capacityBytes: string }> {
-    return this.call(this.node, 'NodeExpandVolume', req);
+  nodeExpandVolume(req: { volumeId: string; volumePath: string; stagingTargetPath: string; capacityRange: { requiredBytes: string; limitBytes: string }; volumeCapability: object; secrets: Record<string, string> }, options?: CallOptions): Promise<{ capacityBytes: string }> {
+    return this.call(this.node, 'NodeExpandVolume', req, options);
   }
 
   close(): void {

@@ -35,7 +35,7 @@ export default definePlugin<CsiGrpcOptions>({
       for (const d of drivers.list()) void persistent.sweepStaged(ctx.config.rootDir, d.name);
     };
     const volumes = new CsiVolumes({ drivers, cleanup, podInfoOnMount, persistent, logger: ctx.logger });
-    ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.mount(r));
+    ctx.hooks.mountVolume.for('csi').tapPromise('csi-grpc', (r, hook) => volumes.mount(r, hook.signal));
     ctx.hooks.unmountVolume.for('csi').tapPromise('csi-grpc', (r) => volumes.unmount(r));
     // Inline volumes are local ephemeral storage upstream measures itself; only PersistentVolumes are asked.
     ctx.hooks.volumeStats.for('csi').tapPromise('csi-grpc', async (r) => {
@@ -43,9 +43,9 @@ export default definePlugin<CsiGrpcOptions>({
       return data?.persistent ? persistent.stats(data) : undefined;
     });
     // A resize the control plane left to the node (inline volumes have no claim to resize).
-    ctx.hooks.expandVolume.for('csi').tapPromise('csi-grpc', async (r) => {
+    ctx.hooks.expandVolume.for('csi').tapPromise('csi-grpc', async (r, hook) => {
       const data = r.mounted.data as unknown as PersistentVolumeData | undefined;
-      return data?.persistent ? persistent.expand(r, data) : undefined;
+      return data?.persistent ? persistent.expand(r, data, hook.signal) : undefined;
     });
     // A failed set-up may owe an undo the volume manager knows nothing of: settled once the pod is gone.
     ctx.hooks.podRemoved.tapPromise('csi-grpc', async (pod) => {

@@ -19,6 +19,8 @@ export async function expandPersistentVolume(args: {
   data: PersistentVolumeData;
   newSizeBytes: number;
   secrets: Record<string, string>;
+  /** The hook's signal: the expansion is given up on. */
+  signal?: AbortSignal;
 }): Promise<VolumeExpandOutcome> {
   const { client, pv, data } = args;
   const capabilities = await client.nodeCapabilities();
@@ -35,7 +37,7 @@ export async function expandPersistentVolume(args: {
         ? { block: {}, accessMode: { mode: persistentAccessMode(pv, capabilities) } }
         : { mount: { fsType: src?.fsType ?? '', mountFlags: pv.spec?.mountOptions ?? [] }, accessMode: { mode: persistentAccessMode(pv, capabilities) } },
       secrets: args.secrets,
-    });
+    }, { ...(args.signal ? { signal: args.signal } : {}) });
   } catch (err) {
     throw new Error(`Expander.NodeExpand failed to expand the volume : ${(err as Error).message}`, { cause: err });
   }

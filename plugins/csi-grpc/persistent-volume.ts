@@ -2,7 +2,7 @@ import type { V1CSIDriver, V1CSIPersistentVolumeSource } from '@kubernetes/clien
 import { applyFsGroup, fsGroupPlan, fsGroupPolicyOf } from './fs-group.ts';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { isMountPoint, removeUnmounted, type Logger, type ObjectSource, type VolumeExpandOutcome, type VolumeExpandRequest, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
+import { isMountPoint, removeUnmounted, type CallOptions, type Logger, type ObjectSource, type VolumeExpandOutcome, type VolumeExpandRequest, type VolumeMountRequest, type VolumeMountResult, type VolumeUnmountRequest, type VolumeUsage } from 'kubelet-ts';
 import { expandPersistentVolume } from './persistent-expansion.ts';
 import { podInfo } from './inline-volume.ts';
 import { attachmentName, blockPaths, deviceMountPath, podsUsingVolume, stagedBlockVolumes } from './persistent-paths.ts';
@@ -48,7 +48,8 @@ export class PersistentCsiVolumes {
     return d;
   }
 
-  async mount(r: VolumeMountRequest): Promise<VolumeMountResult> {
+  async mount(r: VolumeMountRequest, signal?: AbortSignal): Promise<VolumeMountResult> {
+    const call = signal ? { signal } : {};
     const { volume: pv, readOnly: claimReadOnly } = r.persistentVolume!;
     const pvName = pv.metadata?.name ?? '';
     const src = pv.spec?.csi;
@@ -84,7 +85,7 @@ export class PersistentCsiVolumes {
     };
 
     return this.locked(`${src.driver}/${src.volumeHandle}`, async () => {
-      if (devicePath && dataDir) await this.stage(driver, src, { stagingPath: devicePath, dataDir }, publishContext, volumeCapability, await secrets(src.nodeStageSecretRef, 'nodeStageSecretRef'));
+      if (devicePath && dataDir) await this.stage(driver, src, { stagingPath: devicePath, dataDir }, publishContext, volumeCapability, await secrets(src.nodeStageSecretRef, 'nodeStageSecretRef'), call);
       await this.deps.cleanup.beforeSetUp(targetPath);
       // The CO makes the target's parent with vol_data.json (upstream's keys), the driver the target.
       await fs.mkdir(r.dir, { recursive: true, mode: 0o750 });
@@ -103,7 +104,7 @@ export class PersistentCsiVolumes {
           readonly: readOnly,
           secrets: publishSecrets,
           volumeContext: { ...(src.volumeAttributes ?? {}), ...(podInfoOnMount ? podInfo(r.pod, false) : {}) },
-        });
+        }, call);
         // Published: the pod's fsGroup where the kubelet applies it (a failure unpublishes, and the next sync tries again).
         await applyFsGroup(fsGroup, targetPath, { readOnly, logger: this.deps.logger, pod: `${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, volume: r.volume.name });
       } catch (err) {
@@ -135,7 +136,7 @@ export class PersistentCsiVolumes {
   }
 
   /** NodeStageVolume unless this node staged the volume already (the marker in its data dir, beside `globalmount` for a filesystem). */
-  private async stage(driver: CsiDriver, src: V1CSIPersistentVolumeSource, paths: { stagingPath: string; dataDir: string }, publishContext: Record<string, string> | undefined, volumeCapability: object, secrets: Record<string, string>): Promise<void> {
+  private async stage(driver: CsiDriver, src: V1CSIPersistentVolumeSource, paths: { stagingPath: string; dataDir: string }, publishContext: Record<string, string> | undefined, volumeCapability: object, secrets: Record<string, string>, call: CallOptions): Promise<void> {
     const { stagingPath: devicePath, dataDir } = paths;
     if (await fs.stat(path.join(dataDir, STAGED_MARKER)).then(() => true, () => false)) return;
     // vol_data.json first, as upstream: a kubelet that dies mid-stage still knows what to unstage.
@@ -149,7 +150,7 @@ export class PersistentCsiVolumes {
       volumeCapability,
       secrets,
       volumeContext: src.volumeAttributes ?? {},
-    });
+    }, call);
     await fs.writeFile(path.join(dataDir, STAGED_MARKER), '');
     this.deps.logger.info({ driver: src.driver, volumeHandle: src.volumeHandle, deviceMountPath: devicePath }, 'staged CSI volume');
   }
@@ -186,11 +187,11 @@ export class PersistentCsiVolumes {
    * Grows a published volume to `r.newSizeBytes` (NodeExpandVolume, see persistent-expansion.ts),
    * under the volume's lock so it never races an unpublish or unstage.
    */
-  async expand(r: VolumeExpandRequest, data: PersistentVolumeData): Promise<VolumeExpandOutcome> {
+  async expand(r: VolumeExpandRequest, data: PersistentVolumeData, signal?: AbortSignal): Promise<VolumeExpandOutcome> {
     const driver = this.driver(data.driver);
     const pv = r.persistentVolume.volume;
     const secrets = await this.secrets(r.objects, pv.spec?.csi?.nodeExpandSecretRef, 'nodeExpandSecretRef');
-    return this.locked(`${data.driver}/${data.volumeHandle}`, () => expandPersistentVolume({ client: driver.client, pv, data, newSizeBytes: r.newSizeBytes, secrets }));
+    return this.locked(`${data.driver}/${data.volumeHandle}`, () => expandPersistentVolume({ client: driver.client, pv, data, newSizeBytes: r.newSizeBytes, secrets, ...(signal ? { signal } : {}) }));
   }
 
   /**

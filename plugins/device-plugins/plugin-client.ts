@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { errorMessage, rpcErrorText, unary, type ContainerAllocation, type Device, type DeviceProvider, type DeviceRegistration, type Logger, type PreferredAllocationRequest } from 'kubelet-ts';
+import { errorMessage, rpcErrorText, unary, type CallOptions, type ContainerAllocation, type Device, type DeviceProvider, type DeviceRegistration, type Logger, type PreferredAllocationRequest } from 'kubelet-ts';
 import { loadDevicePluginProtos } from './protos.ts';
 
 /** Bounds of one plugin connection. */
@@ -83,8 +83,8 @@ export class PluginClient {
   provider(): DeviceProvider {
     const p: DeviceProvider = {
       resourceName: this.resourceName,
-      allocate: async (ids) => {
-        const r = await this.call<{ containerResponses?: WireContainerResponse[] }>('Allocate', { containerRequests: [{ devicesIds: ids }] });
+      allocate: async (ids, options) => {
+        const r = await this.call<{ containerResponses?: WireContainerResponse[] }>('Allocate', { containerRequests: [{ devicesIds: ids }] }, options);
         const responses = r.containerResponses ?? [];
         if (responses.length === 0) throw new Error(`no containers return in allocation response ${JSON.stringify(r)}`);
         if (responses.length !== 1) throw new Error(`device plugin answered ${responses.length} container responses to 1 container request`);
@@ -92,16 +92,16 @@ export class PluginClient {
       },
     };
     if (this.options.getPreferredAllocationAvailable) {
-      p.preferredAllocation = async (req: PreferredAllocationRequest) => {
+      p.preferredAllocation = async (req: PreferredAllocationRequest, options?: CallOptions) => {
         const r = await this.call<{ containerResponses?: Array<{ deviceIDs?: string[] }> }>('GetPreferredAllocation', {
           containerRequests: [{ availableDeviceIDs: req.available, mustIncludeDeviceIDs: req.mustInclude, allocationSize: req.size }],
-        });
+        }, options);
         return r.containerResponses?.[0]?.deviceIDs ?? [];
       };
     }
     if (this.options.preStartRequired) {
-      p.preStart = async (ids) => {
-        await this.call('PreStartContainer', { devicesIds: ids });
+      p.preStart = async (ids, options) => {
+        await this.call('PreStartContainer', { devicesIds: ids }, options);
       };
     }
     return p;
@@ -134,10 +134,10 @@ export class PluginClient {
     this.registration?.close();
   }
 
-  private async call<T>(method: string, request: object): Promise<T> {
+  private async call<T>(method: string, request: object, options?: CallOptions): Promise<T> {
     if (this.closed) throw new Error(`the connection to the device plugin of ${this.resourceName} is closed`);
     try {
-      return await unary<T>(this.client, method, request, this.limits.callTimeoutMs);
+      return await unary<T>(this.client, method, request, this.limits.callTimeoutMs, options);
     } catch (err) {
       throw new Error(rpcErrorText(err), { cause: err });
     }

@@ -1,6 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { createNetworkHooks, definePlugin, invalidInput, networkHooksView, notFound, unavailable, type KubeletPlugin, type NetworkService, type NetworkSetUpEvent, type PodNetwork } from '../../core/sdk/index.ts';
 import { MemoryRuntime } from '../../core/sdk/testing/index.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 import type { PodSandboxConfig, SandboxStatus } from '../../core/runtime/types.ts';
 
 /**
@@ -56,14 +57,14 @@ export class MemoryNetwork implements NetworkService {
   async tearDown(sandboxId: string): Promise<void> {
     const a = this.store.attachments.get(sandboxId);
     if (!a) return;
-    await this.hooks.networkTearDown.promise({ pod: this.pods().find((p) => p.metadata?.uid === a.pod?.uid), podRef: a.pod, sandboxId, netns: '', ifName: a.ifName, network: a.network }).catch(() => {});
+    await this.hooks.networkTearDown.promise({ pod: this.pods().find((p) => p.metadata?.uid === a.pod?.uid), podRef: a.pod, sandboxId, netns: '', ifName: a.ifName, network: a.network }, hookContext()).catch(() => {});
     this.store.attachments.delete(sandboxId);
     this.store.broken.delete(sandboxId);
     this.release(sandboxId);
   }
 
   fireSetUp(event: NetworkSetUpEvent): Promise<void> {
-    return this.hooks.networkSetUp.promise(event);
+    return this.hooks.networkSetUp.promise(event, hookContext());
   }
 
   rollback(sandboxId: string): void {

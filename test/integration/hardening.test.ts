@@ -150,7 +150,7 @@ describe('hardening: bad input and faults never stop the kubelet or strand a pod
           return config;
         });
         // A callback that never comes, the first time only.
-        ctx.hooks.afterStart.tapAsync('misbehaving', (e, cb) => {
+        ctx.hooks.afterStart.tapAsync('misbehaving', (e, _ctx, cb) => {
           if (e.container.name === 'slow' && hang) {
             hang = false;
             return;

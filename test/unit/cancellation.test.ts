@@ -10,7 +10,8 @@ import { silentLogger } from '../../core/logger.ts';
 import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import { instrumentRuntime } from '../../core/runtime/instrumented-runtime.ts';
 import type { ContainerRuntime } from '../../core/runtime/types.ts';
-import { currentSignal, runWithSignal } from '../../core/util/abort-scope.ts';
+import { NEVER_ABORTS, hookContext, untilAborted, type CallOptions, type HookContext } from '../../core/util/cancellation.ts';
+import { PodWorkers } from '../../core/pod/pod-workers.ts';
 import { MemoryRuntime } from '../../core/runtime/memory-runtime.ts';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
@@ -27,36 +28,52 @@ function isolatedHooks(timeoutMs: number) {
 }
 
 /**
- * Cancellation (issue 24 item 4): when the core gives up on a tap (hookTimeout) or a runtime
- * call (runtimeRequestTimeout), the signal the work runs with (`currentSignal()`) aborts, so a
- * vendor's work stops instead of running on.
+ * Cancellation, passed explicitly (issue 38 part 2): when the core gives up on a tap
+ * (hookTimeout), a runtime call (runtimeRequestTimeout) or a pod's sync (the pod is to be
+ * terminated), the signal handed to the work (a tap's `ctx.signal`, a call's `options.signal`)
+ * aborts, so a vendor's work stops instead of running on.
  */
 describe('cancellation: a tap or runtime call the core gave up on sees its signal abort', function () {
   this.timeout(20_000);
 
-  it('a promise tap past hookTimeout sees its signal abort, with the timeout as the reason, in work it started too', async function () {
+  it('a promise tap past hookTimeout sees its signal abort, with the timeout as the reason', async function () {
     let inTap: AbortSignal | undefined;
-    let inTimer: AbortSignal | undefined;
     const hooks = isolatedHooks(100);
-    hooks.admitPod.tapPromise('slow-policy', () => {
-      inTap = currentSignal();
-      setTimeout(() => (inTimer = currentSignal()), 10);
+    hooks.admitPod.tapPromise('slow-policy', (_pod, ctx) => {
+      inTap = ctx.signal;
       return new Promise<string | undefined>(() => {});
     });
-    await assert.rejects(hooks.admitPod.promise(pod), (err: unknown) => isPluginError(err) && /did not finish within 100 ms/.test((err as Error).message));
+    await assert.rejects(hooks.admitPod.promise(pod, hookContext()), (err: unknown) => isPluginError(err) && /did not finish within 100 ms/.test((err as Error).message));
     assert.ok(inTap, 'the tap ran');
     assert.equal(inTap.aborted, true, 'the timed-out tap\'s signal did not abort');
     assert.match((inTap.reason as Error).message, /did not finish within 100 ms/);
-    await sleep(20);
-    assert.equal(inTimer, inTap, 'work the tap started runs with the tap\'s signal');
+  });
+
+  it('a tap\'s signal follows the caller\'s: the work the hook is part of given up on aborts it', async function () {
+    let inTap: AbortSignal | undefined;
+    const hooks = isolatedHooks(60_000);
+    hooks.beforeSandbox.tapPromise('slow-network', (config, _pod, ctx) => {
+      inTap = ctx.signal;
+      return new Promise((resolve, reject) => {
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+        setTimeout(() => resolve(config), 30_000).unref();
+      });
+    });
+    const sync = new AbortController();
+    setTimeout(() => sync.abort(new Error('the pod is to be terminated')), 50);
+    const t0 = Date.now();
+    await assert.rejects(hooks.beforeSandbox.promise({} as never, pod, hookContext(sync.signal)), /the pod is to be terminated/);
+    assert.ok(Date.now() - t0 < 5000);
+    assert.equal(inTap?.aborted, true);
+    assert.notEqual(inTap, sync.signal, 'each tap gets a signal of its own, not the caller\'s');
   });
 
   it('a tap that finishes in time keeps an unaborted signal; each tap has its own', async function () {
     const seen: AbortSignal[] = [];
     const hooks = isolatedHooks(200);
-    hooks.beforeKill.tapPromise('quick-1', async () => void seen.push(currentSignal()));
-    hooks.beforeKill.tapPromise('quick-2', async () => void seen.push(currentSignal()));
-    await hooks.beforeKill.promise(kill);
+    hooks.beforeKill.tapPromise('quick-1', async (_e, ctx) => void seen.push(ctx.signal));
+    hooks.beforeKill.tapPromise('quick-2', async (_e, ctx) => void seen.push(ctx.signal));
+    await hooks.beforeKill.promise(kill, hookContext());
     await sleep(300);
     assert.equal(seen.length, 2);
     assert.notEqual(seen[0], seen[1]);
@@ -66,16 +83,16 @@ describe('cancellation: a tap or runtime call the core gave up on sees its signa
   it('a callback tap whose callback never comes sees its signal abort', async function () {
     let inTap: AbortSignal | undefined;
     const hooks = isolatedHooks(100);
-    hooks.beforeKill.tapAsync('lost', (_e, _cb) => void (inTap = currentSignal()));
-    await assert.rejects(hooks.beforeKill.promise(kill), /did not call back within 100 ms/);
+    hooks.beforeKill.tapAsync('lost', (_e, ctx: HookContext, _cb) => void (inTap = ctx.signal));
+    await assert.rejects(hooks.beforeKill.promise(kill, hookContext()), /did not call back within 100 ms/);
     assert.equal(inTap?.aborted, true);
   });
 
   it('a runtime call past runtimeRequestTimeout sees its signal abort, and fails with DeadlineExceeded if the runtime ignores it', async function () {
     let signal: AbortSignal | undefined;
     const hanging = new MemoryRuntime();
-    hanging.listPodSandboxes = () => {
-      signal = currentSignal();
+    hanging.listPodSandboxes = (_filter?: unknown, options?: CallOptions) => {
+      signal = options?.signal;
       return new Promise(() => {});
     };
     const rt = instrumentRuntime(hanging as ContainerRuntime, silentLogger(), undefined, { requestTimeoutMs: 150 });
@@ -89,8 +106,8 @@ describe('cancellation: a tap or runtime call the core gave up on sees its signa
   it('stopContainer and execSync get their own timeout on top of runtimeRequestTimeout; pullImage none of the core\'s', async function () {
     const aborted: Record<string, boolean> = {};
     const runtime = new MemoryRuntime();
-    const watch = (name: string) => async () => {
-      const s = currentSignal();
+    const watch = (name: string) => async (...args: unknown[]) => {
+      const s = (args[{ stopContainer: 2, execSync: 3, pullImage: 3, containerStatus: 1 }[name]!] as CallOptions).signal!;
       await sleep(250);
       aborted[name] = s.aborted;
       return name as never;
@@ -107,18 +124,94 @@ describe('cancellation: a tap or runtime call the core gave up on sees its signa
     assert.deepEqual(aborted, { stopContainer: false, execSync: false, pullImage: false, containerStatus: true });
   });
 
-  it('a runtime call made by a tap aborts when the tap is given up on', async function () {
+  it('a runtime call a tap makes with its signal aborts when the tap is given up on', async function () {
     let callSignal: AbortSignal | undefined;
     const runtime = new MemoryRuntime();
-    runtime.listContainers = () => {
-      callSignal = currentSignal();
+    runtime.listContainers = (_filter?: unknown, options?: CallOptions) => {
+      callSignal = options?.signal;
       return new Promise(() => {});
     };
     const rt = instrumentRuntime(runtime, silentLogger(), undefined, { requestTimeoutMs: 60_000 });
     const hooks = isolatedHooks(100);
-    hooks.afterStart.tapPromise('lister', async () => void (await rt.listContainers()));
-    await assert.rejects(hooks.afterStart.promise({ pod, container: { name: 'c' }, containerId: 'c1' } as never), /did not finish within 100 ms/);
+    hooks.afterStart.tapPromise('lister', async (_e, ctx) => void (await rt.listContainers(undefined, { signal: ctx.signal })));
+    await assert.rejects(hooks.afterStart.promise({ pod, container: { name: 'c' }, containerId: 'c1' } as never, hookContext()), /did not finish within 100 ms/);
     assert.equal(callSignal?.aborted, true, 'the runtime call went on after its tap was given up on');
+  });
+
+  it('work a tap starts in the background does not inherit its signal', async function () {
+    // Explicit: what the tap does not hand its signal to never sees it (the ambient scope of before 0.1.0 leaked it into timers).
+    let background: AbortSignal | undefined;
+    const runtime = new MemoryRuntime();
+    runtime.listContainers = async (_filter?: unknown, options?: CallOptions) => {
+      background = options?.signal;
+      return [];
+    };
+    const rt = instrumentRuntime(runtime, silentLogger(), undefined, { requestTimeoutMs: 60_000 });
+    const hooks = isolatedHooks(50);
+    hooks.afterStart.tapPromise('starter', async () => {
+      setTimeout(() => void rt.listContainers(), 120);
+      await new Promise(() => {});
+    });
+    await assert.rejects(hooks.afterStart.promise({ pod, container: { name: 'c' }, containerId: 'c1' } as never, hookContext()), /did not finish within 50 ms/);
+    await sleep(200);
+    assert.ok(background, 'the background call ran');
+    assert.equal(background.aborted, false, 'a background call inherited the given-up tap\'s signal');
+  });
+
+  it('a pod worker gives up on a sync when its pod is to be terminated: the sync\'s signal aborts, the termination runs next', async function () {
+    const order: string[] = [];
+    let syncSignal: AbortSignal | undefined;
+    let terminateSignal: AbortSignal | undefined;
+    const workers = new PodWorkers({
+      sync: (_p, signal) => {
+        syncSignal = signal;
+        order.push('sync');
+        // A runtime call in flight: it ends when its signal aborts.
+        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+      },
+      terminate: async (_p, _grace, signal) => {
+        terminateSignal = signal;
+        order.push('terminate');
+      },
+      requeue: () => order.push('requeue'),
+      terminated: () => order.push('terminated'),
+    }, silentLogger());
+    workers.update(pod);
+    await sleep(20);
+    workers.update(pod, true);
+    assert.deepEqual(await workers.drain(5000), []);
+    assert.equal(syncSignal?.aborted, true);
+    assert.match((syncSignal!.reason as Error).message, /the pod is to be terminated/);
+    assert.equal(terminateSignal?.aborted, false);
+    assert.deepEqual(order, ['sync', 'terminate', 'terminated'], 'the given-up sync is neither retried nor reported as a failure');
+  });
+
+  it('halting the workers gives up on the operations in progress', async function () {
+    let syncSignal: AbortSignal | undefined;
+    const workers = new PodWorkers({
+      sync: (_p, signal) => {
+        syncSignal = signal;
+        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+      },
+      terminate: async () => {},
+      requeue: () => {},
+      terminated: () => {},
+    }, silentLogger());
+    workers.update(pod);
+    await sleep(20);
+    workers.halt();
+    assert.deepEqual(await workers.drain(5000), []);
+    assert.match((syncSignal?.reason as Error).message, /the kubelet is stopping/);
+  });
+
+  it('untilAborted stops waiting for shared work without cancelling it', async function () {
+    let finished = false;
+    const shared = sleep(150).then(() => { finished = true; return 'done'; });
+    const caller = new AbortController();
+    setTimeout(() => caller.abort(new Error('this pod gave up')), 20);
+    await assert.rejects(untilAborted(shared, caller.signal), /this pod gave up/);
+    assert.equal(await untilAborted(shared, NEVER_ABORTS), 'done');
+    assert.equal(finished, true);
   });
 
   describe('cri-containerd passes the signal to its gRPC calls', function () {
@@ -142,7 +235,7 @@ describe('cancellation: a tap or runtime call the core gave up on sees its signa
       const gaveUp = new AbortController();
       setTimeout(() => gaveUp.abort(new Error('the tap was given up on')), 100);
       const t0 = Date.now();
-      await assert.rejects(runWithSignal(gaveUp.signal, () => rt.listPodSandboxes()), (err: unknown) => errorCode(err) === 'DeadlineExceeded' && /ListPodSandbox: cancelled: the tap was given up on/.test((err as Error).message));
+      await assert.rejects(rt.listPodSandboxes(undefined, { signal: gaveUp.signal }), (err: unknown) => errorCode(err) === 'DeadlineExceeded' && /ListPodSandbox: cancelled: the tap was given up on/.test((err as Error).message));
       assert.ok(Date.now() - t0 < 2000, `the call ran on for ${Date.now() - t0} ms`);
     });
 
@@ -150,7 +243,7 @@ describe('cancellation: a tap or runtime call the core gave up on sees its signa
       const gaveUp = new AbortController();
       gaveUp.abort(new Error('gone'));
       const before = fake.calls.RunPodSandbox ?? 0;
-      await assert.rejects(runWithSignal(gaveUp.signal, () => rt.runPodSandbox({ metadata: { name: 'x', uid: 'u', namespace: 'n', attempt: 0 } } as never)), /cancelled: gone/);
+      await assert.rejects(rt.runPodSandbox({ metadata: { name: 'x', uid: 'u', namespace: 'n', attempt: 0 } } as never, undefined, { signal: gaveUp.signal }), /cancelled: gone/);
       assert.equal(fake.calls.RunPodSandbox ?? 0, before);
     });
   });

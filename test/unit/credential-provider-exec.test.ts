@@ -8,6 +8,7 @@ import { ExecCredentialProvider, MAX_ENTRIES } from '../../plugins/credential-pr
 import { startPluginsForTest } from '../../core/sdk/testing/plugin-harness.ts';
 import type { ImageCredentialsRequest } from '../../core/hooks.ts';
 import { providerConfig, providerResponse, writeFakeProvider } from '../support/fake-credential-provider.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 
 const V1 = 'credentialprovider.kubelet.k8s.io/v1';
 const provider = (extra: object = {}) => ({ name: 'fake', matchImages: ['127.0.0.1:5000'], defaultCacheDuration: '10m', apiVersion: V1, ...extra });
@@ -266,7 +267,7 @@ describe('credential-provider-exec', function () {
       ]));
       const t = await startPluginsForTest(['credential-provider-exec'], { rootDir: path.join(dir, 'root'), config: { imageCredentialProviderConfig: config, imageCredentialProviderBinDir: bin } });
       try {
-        const draft = await t.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request('r.io/app:1'));
+        const draft = await t.hooks.imageCredentials.promise({ credentials: [], failures: [] }, request('r.io/app:1'), hookContext());
         assert.deepEqual(draft.credentials, [{ from: 'credential provider "good"', username: 'user', password: 'pass' }]);
         assert.deepEqual(draft.failures, [{ provider: 'bad', message: 'error execing credential provider plugin bad for image r.io/app: exit status 1: denied' }]);
       } finally {

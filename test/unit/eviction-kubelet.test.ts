@@ -7,6 +7,7 @@ import { definePlugin } from '../../core/plugins/plugin-api.ts';
 import { fakeCriSuite } from '../support/fake-cri-suite.ts';
 import { isRunning, podManifest, type TestKubelet } from '../support/test-kubelet.ts';
 import { waitFor as waitForShared } from '../support/wait-for.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 
 const IMAGE = 'registry.test/h15/app:1';
 
@@ -81,7 +82,7 @@ describe('eviction in the kubelet (fake CRI)', function () {
     assert.equal(be!.status!.conditions?.find((c) => c.type === 'DisruptionTarget'), undefined);
     // The node conditions reach nodeStatus (what API-server mode posts on the Node).
     const draft: NodeStatusDraft = { capacity: {}, allocatable: {}, labels: {}, conditions: [{ type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: '' }, { type: 'Ready', status: 'True', reason: 'KubeletReady', message: '' }] };
-    const out = await k.kubelet.hooks.nodeStatus.promise(draft, { nodeName: 'test-node', node: undefined });
+    const out = await k.kubelet.hooks.nodeStatus.promise(draft, { nodeName: 'test-node', node: undefined }, hookContext());
     assert.deepEqual(out.conditions.map((c) => [c.type, c.status]), [['MemoryPressure', 'True'], ['DiskPressure', 'False'], ['PIDPressure', 'False'], ['Ready', 'True']]);
   });
 

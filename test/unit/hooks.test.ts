@@ -15,6 +15,7 @@ import { PluginHost } from '../../core/plugins/plugin-host.ts';
 import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import type { PodSandboxConfig } from '../../core/runtime/types.ts';
 import { recorderPlugin, stubRuntimePlugin, type RecordedCall } from '../support/recorder-plugin.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 
 const pod: V1Pod = { metadata: { name: 'web', namespace: 'default', uid: 'uid-1' }, spec: { containers: [{ name: 'main', image: 'busybox' }] } };
 const started: ContainerStartedEvent = { pod, container: { name: 'main' }, containerId: 'c1', sandboxId: 's1', podIP: '10.0.0.2' };
@@ -84,7 +85,7 @@ describe('hooks', function () {
         tapping('read-label', (h) => h.beforeSandbox.tap('x', (cfg) => ({ ...cfg, annotations: { seen: cfg.labels.team ?? 'none' } }))),
       ]);
       const initial = { metadata: { name: 'web', namespace: 'default', uid: 'uid-1', attempt: 0 }, labels: {}, annotations: {} } as unknown as PodSandboxConfig;
-      const out = await hooks.beforeSandbox.promise(initial, pod);
+      const out = await hooks.beforeSandbox.promise(initial, pod, hookContext());
       assert.equal(out.labels.team, 'a');
       assert.deepEqual(out.annotations, { seen: 'a' });
     });
@@ -96,7 +97,7 @@ describe('hooks', function () {
         tapping('policy', (h) => h.onPressure.tap('x', (e) => ({ evict: e.pods.map((p) => ({ pod: p, reason: 'Evicted', message: 'memory' })) }))),
         recorderPlugin('never', calls, ['onPressure'], STAGE.OBSERVE),
       ]);
-      const decision = await hooks.onPressure.promise({ signal: 'memory.available', threshold: '100Mi', thresholdQuantity: '104857600', observed: '52428800', resource: 'memory', hard: true, pods: [pod], usage: {} });
+      const decision = await hooks.onPressure.promise({ signal: 'memory.available', threshold: '100Mi', thresholdQuantity: '104857600', observed: '52428800', resource: 'memory', hard: true, pods: [pod], usage: {} }, hookContext());
       assert.equal(decision?.evict[0]?.pod, pod);
       assert.deepEqual(calls, [['onPressure', 'observer-before']]);
     });
@@ -144,7 +145,7 @@ describe('hooks', function () {
         recorderPlugin('policy', calls, ['afterStart', 'podStatusChanged'], STAGE.POLICY),
         recorderPlugin('plain-2', calls, ['afterStart'], STAGE.DEFAULT),
       ]);
-      await hooks.afterStart.promise(started);
+      await hooks.afterStart.promise(started, hookContext());
       hooks.podStatusChanged.call(pod, { phase: 'Running' });
       assert.deepEqual(calls, [
         ['afterStart', 'policy'],
@@ -163,7 +164,7 @@ describe('hooks', function () {
     it('(sync) surfaces as a PluginError naming the hook and the plugin, and is logged there', async function () {
       const { logger, lines } = captureLogger();
       const { hooks } = await boot([tapping('thrower', (h) => h.afterStart.tap('x', () => { throw new Error('postStart exploded'); }))], { logger });
-      const err = await hooks.afterStart.promise(started).then(() => undefined, (e: unknown) => e);
+      const err = await hooks.afterStart.promise(started, hookContext()).then(() => undefined, (e: unknown) => e);
       assert.ok(err instanceof PluginError, `got ${String(err)}`);
       assert.equal(err.plugin, 'thrower');
       assert.equal(err.hook, 'afterStart');
@@ -175,7 +176,7 @@ describe('hooks', function () {
     it('(promise) surfaces as a PluginError naming the hook and the plugin', async function () {
       const { hooks } = await boot([tapping('rejecter', (h) => h.onProbe.tapPromise('x', async () => { throw new Error('probe handler crashed'); }))]);
       await assert.rejects(
-        hooks.onProbe.promise({ pod, containerName: 'main', containerId: 'c1', probe: 'readiness', result: 'failure', output: '' }),
+        hooks.onProbe.promise({ pod, containerName: 'main', containerId: 'c1', probe: 'readiness', result: 'failure', output: '' }, hookContext()),
         (err: unknown) => err instanceof PluginError && err.plugin === 'rejecter' && err.hook === 'onProbe' && /probe handler crashed/.test(err.message),
       );
     });
@@ -189,14 +190,14 @@ describe('hooks', function () {
       const { hooks } = await boot([tapping('early', (h) => h.beforeKill.tapPromise('x', async () => { throw new Error('preStop failed'); }))], { isolate: false });
       isolateTaps(hooks, silentLogger(), { timeoutMs: 5000 });
       await assert.rejects(
-        hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c1', podIP: '', gracePeriodSeconds: 30, reason: 'test' }),
+        hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c1', podIP: '', gracePeriodSeconds: 30, reason: 'test' }, hookContext()),
         { name: 'PluginError', message: "plugin 'early' (hook beforeKill): preStop failed" },
       );
     });
 
     it('without isolation would not be attributed (so the test above can fail)', async function () {
       const { hooks } = await boot([tapping('early', (h) => h.beforeKill.tapPromise('x', async () => { throw new Error('preStop failed'); }))], { isolate: false });
-      await assert.rejects(hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c1', podIP: '', gracePeriodSeconds: 30, reason: 'test' }), { message: 'preStop failed' });
+      await assert.rejects(hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c1', podIP: '', gracePeriodSeconds: 30, reason: 'test' }, hookContext()), { message: 'preStop failed' });
     });
   });
 
@@ -204,7 +205,7 @@ describe('hooks', function () {
     it('fails a promise tap that outlives the deadline with a message naming plugin, hook and deadline', async function () {
       const { hooks } = await boot([tapping('stuck', (h) => h.afterStart.tapPromise('x', () => new Promise<void>(() => {})))], { timeoutMs: 50 });
       const t0 = Date.now();
-      await assert.rejects(hooks.afterStart.promise(started), (err: unknown) => {
+      await assert.rejects(hooks.afterStart.promise(started, hookContext()), (err: unknown) => {
         assert.ok(err instanceof PluginError);
         assert.equal(err.message, "plugin 'stuck' (hook afterStart): did not finish within 50 ms");
         return true;
@@ -214,9 +215,9 @@ describe('hooks', function () {
 
     it('fails a callback tap whose callback never comes, and ignores a callback after the deadline', async function () {
       let late: (() => void) | undefined;
-      const { hooks } = await boot([tapping('lost', (h) => h.beforeKill.tapAsync('x', (_e, cb) => { late = () => cb(); }))], { timeoutMs: 50 });
+      const { hooks } = await boot([tapping('lost', (h) => h.beforeKill.tapAsync('x', (_e, _ctx, cb) => { late = () => cb(); }))], { timeoutMs: 50 });
       const t0 = Date.now();
-      await assert.rejects(hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c', podIP: '', gracePeriodSeconds: 1, reason: 'test' }), (err: unknown) => {
+      await assert.rejects(hooks.beforeKill.promise({ pod, container: undefined, containerId: 'c', podIP: '', gracePeriodSeconds: 1, reason: 'test' }, hookContext()), (err: unknown) => {
         assert.ok(err instanceof PluginError);
         assert.equal(err.message, "plugin 'lost' (hook beforeKill): did not call back within 50 ms");
         return true;
@@ -227,7 +228,7 @@ describe('hooks', function () {
 
     it('lets a tap that finishes in time return its value', async function () {
       const { hooks } = await boot([tapping('quick', (h) => h.admitPod.tapPromise('x', async () => { await sleep(5); return 'node is full'; }))], { timeoutMs: 1000 });
-      assert.equal(await hooks.admitPod.promise(pod), 'node is full');
+      assert.equal(await hooks.admitPod.promise(pod, hookContext()), 'node is full');
     });
   });
 
@@ -241,8 +242,8 @@ describe('hooks', function () {
         ],
         { observe: (hook, plugin, ms, err) => seen.push([hook, plugin, ms, err]) },
       );
-      await hooks.afterStart.promise(started);
-      await hooks.podRemoved.promise(pod).catch(() => {});
+      await hooks.afterStart.promise(started, hookContext());
+      await hooks.podRemoved.promise(pod, hookContext()).catch(() => {});
       assert.equal(seen.length, 2);
       const [hook, plugin, ms, err] = seen[0]!;
       assert.deepEqual([hook, plugin, err], ['afterStart', 'slow', undefined]);
@@ -256,7 +257,7 @@ describe('hooks', function () {
 
     it('a plugin taps for(type); the host gets that type\'s hook; other types are untouched', async function () {
       const { hooks, host } = await boot([tapping('nfs-driver', (h) => h.mountVolume.for('nfs').tapPromise('any-name', async (r) => ({ path: `/mnt/${r.volume.name}` })))]);
-      assert.deepEqual(await hooks.mountVolume.get('nfs')!.promise(request('nfs')), { path: '/mnt/v' });
+      assert.deepEqual(await hooks.mountVolume.get('nfs')!.promise(request('nfs'), hookContext()), { path: '/mnt/v' });
       assert.equal(hooks.mountVolume.get('iscsi'), undefined);
       const taps = (hooks.mountVolume.get('nfs') as unknown as { taps: Array<{ name: string }> }).taps;
       assert.deepEqual(taps.map((t) => t.name), ['nfs-driver']);
@@ -265,14 +266,14 @@ describe('hooks', function () {
 
     it('a throwing per-type tap is a PluginError naming the plugin and mountVolume[type]', async function () {
       const { hooks } = await boot([tapping('bad-driver', (h) => h.mountVolume.for('nfs').tapPromise('x', async () => { throw new Error('server unreachable'); }))]);
-      await assert.rejects(hooks.mountVolume.get('nfs')!.promise(request('nfs')), { name: 'PluginError', message: "plugin 'bad-driver' (hook mountVolume[nfs]): server unreachable" });
+      await assert.rejects(hooks.mountVolume.get('nfs')!.promise(request('nfs'), hookContext()), { name: 'PluginError', message: "plugin 'bad-driver' (hook mountVolume[nfs]): server unreachable" });
     });
 
     it('isolation covers per-type hooks made before it was installed, and their timeout', async function () {
       const { hooks } = await boot([tapping('early', (h) => h.unmountVolume.for('nfs').tapPromise('x', () => new Promise<true>(() => {})))], { isolate: false });
       isolateTaps(hooks, silentLogger(), { timeoutMs: 50 });
       await assert.rejects(
-        hooks.unmountVolume.get('nfs')!.promise({ podUID: 'u', volumeName: 'v', type: 'nfs', dir: '/x', rootDir: '/x', mounted: { path: '/x' } }),
+        hooks.unmountVolume.get('nfs')!.promise({ podUID: 'u', volumeName: 'v', type: 'nfs', dir: '/x', rootDir: '/x', mounted: { path: '/x' } }, hookContext()),
         { name: 'PluginError', message: "plugin 'early' (hook unmountVolume[nfs]): did not finish within 50 ms" },
       );
     });

@@ -7,6 +7,7 @@ import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import { instrumentRuntime } from '../../core/runtime/instrumented-runtime.ts';
 import type { ContainerRuntime } from '../../core/runtime/types.ts';
 import { KubeletMetrics, metricsRouteHandler, runtimeOperationType } from '../../core/metrics/kubelet-metrics.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 
 /** `# TYPE name type` lines of an exposition. */
 function types(text: string): Map<string, string> {
@@ -230,7 +231,7 @@ describe('KubeletMetrics', () => {
     hooks.podRemoved.tapPromise('bad-plugin', async () => {
       throw new Error('nope');
     });
-    await hooks.podRemoved.promise({ metadata: { name: 'p', uid: 'u' } }).catch(() => {});
+    await hooks.podRemoved.promise({ metadata: { name: 'p', uid: 'u' } }, hookContext()).catch(() => {});
     const text = await m.text();
     assert.equal(sample(text, 'kubelet_ts_hook_tap_duration_seconds_count', { hook: 'podRemoved', plugin: 'my-plugin' }), 1);
     assert.equal(sample(text, 'kubelet_ts_hook_tap_duration_seconds_count', { hook: 'podRemoved', plugin: 'bad-plugin' }), 1);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { notFound, type PodNetwork } from '../../core/sdk/index.ts';
 import { checkNetworkContract, describeNetworkContract, startPluginsForTest, type NetworkContractSubject } from '../../core/sdk/testing/index.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 import { memoryNetworkPlugins, type MemoryNetwork, type NetworkedMemoryRuntime } from '../fakes/memory-network.ts';
 
 /**
@@ -100,7 +101,7 @@ describe('the network contract', function () {
       breakIt: (n) => {
         const tearDown = n.tearDown.bind(n);
         n.tearDown = async (id) => {
-          await n.hooks.networkTearDown.promise({ pod: undefined, podRef: undefined, sandboxId: id, netns: '', ifName: 'eth0', network: 'memory' });
+          await n.hooks.networkTearDown.promise({ pod: undefined, podRef: undefined, sandboxId: id, netns: '', ifName: 'eth0', network: 'memory' }, hookContext());
           await tearDown(id);
         };
       },

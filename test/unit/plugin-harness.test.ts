@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startPluginsForTest, type PluginsUnderTest } from '../../core/sdk/testing/index.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 
 /**
  * `startPluginsForTest` as a vendor's own test calls it: from the plugin's package, naming the
@@ -45,7 +46,7 @@ describe('startPluginsForTest resolves plugins from the caller\'s project', func
   });
 
   /** What admitPod answers with the plugins applied: which plugin refused first. */
-  const refusal = (t: PluginsUnderTest) => t.hooks.admitPod.promise({ metadata: { name: 'p' } });
+  const refusal = (t: PluginsUnderTest) => t.hooks.admitPod.promise({ metadata: { name: 'p' } }, hookContext());
 
   it('from the working directory by default: the package by its own name, an installed package, a relative path', async function () {
     process.chdir(project);

@@ -15,6 +15,7 @@ import { isolateTaps } from '../../core/plugins/tap-isolation.ts';
 import type { ImageCredentialsRequest } from '../../core/hooks.ts';
 import type { ContainerRuntime, PodSandboxConfig, PullAuth } from '../../core/runtime/types.ts';
 import type { ObjectSource } from '../../core/objects/object-source.ts';
+import { hookContext } from '../../core/util/cancellation.ts';
 
 const secretOf = (host: string, user: string) => ({
   metadata: { name: 'regcred' },
@@ -54,7 +55,7 @@ describe('image credential providers in the pull path', function () {
       });
     }
     const events = new EventRecorder({ nodeName: 'n', logger: silentLogger() });
-    const p = new ImagePuller({ runtime, backoff: new Backoff(10_000, 300_000), logger: silentLogger(), events, providerCredentials: (r) => hooks.imageCredentials.promise({ credentials: [], failures: [] }, r) });
+    const p = new ImagePuller({ runtime, backoff: new Backoff(10_000, 300_000), logger: silentLogger(), events, providerCredentials: (r) => hooks.imageCredentials.promise({ credentials: [], failures: [] }, r, hookContext()) });
     const warnings = () => events.list(0).filter((e) => e.type === 'Warning' && e.reason === 'FailedToRetrieveImageCredentials').map((e) => e.message);
     return { p, seen, warnings };
   }

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { ImageCredentials, ImageCredentialsRequest } from '../../hooks.ts';
 import { imageRepository } from '../../credentials/image-match.ts';
 import { checkContract, describeContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
+import { hookContext } from '../../util/cancellation.ts';
 import type { PluginsUnderTest } from './plugin-harness.ts';
 
 /**
@@ -46,7 +47,7 @@ async function lookup(sc: Scenario, image: string, draft: ImageCredentials = { c
     repository: imageRepository(image),
   };
   const copy = structuredClone(draft);
-  const result = await hook.promise(copy, request);
+  const result = await hook.promise(copy, request, hookContext());
   assert.ok(result && Array.isArray(result.credentials) && Array.isArray(result.failures), `the tap returned no draft of {credentials, failures} (${JSON.stringify(result)})`);
   return result;
 }

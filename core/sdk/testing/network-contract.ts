@@ -11,6 +11,7 @@ import { LABEL } from '../../runtime/labels.ts';
 import type { ContainerRuntime } from '../../runtime/types.ts';
 import type { NetworkService, NetworkSetUpEvent, NetworkTearDownEvent, PodNetwork } from '../network.ts';
 import { checkContract, describeContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
+import { hookContext } from '../../util/cancellation.ts';
 import type { PluginsUnderTest } from './plugin-harness.ts';
 
 /**
@@ -113,7 +114,7 @@ async function createSandbox(sc: Scenario, pod: V1Pod): Promise<string> {
   const p = await plugins(sc);
   const built = buildSandboxConfig(pod, 0, { podLogsDir: path.join(sc.s.workDir, `nc-pods-${sc.run}`) });
   built.labels[RUN_LABEL] = sc.run;
-  const config = await p.hooks.beforeSandbox.promise(built, pod);
+  const config = await p.hooks.beforeSandbox.promise(built, pod, hookContext());
   await fs.mkdir(config.logDirectory, { recursive: true });
   return p.slot('runtime').runPodSandbox(config);
 }

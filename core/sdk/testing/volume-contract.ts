@@ -7,6 +7,7 @@ import type { VolumeMountRequest, VolumeMountResult } from '../../hooks.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
 import { mountCount, mountsUnder, unmount } from '../../volumes/mount-utils.ts';
 import { checkContract, describeContract, type ContractFailure, type ContractRule } from './contract.ts';
+import { hookContext } from '../../util/cancellation.ts';
 import type { PluginsUnderTest } from './plugin-harness.ts';
 
 /**
@@ -61,12 +62,12 @@ async function plugins(sc: Scenario): Promise<PluginsUnderTest> {
   return sc.plugins;
 }
 
-async function mount(sc: Scenario, pv: PodVolume, previous: VolumeMountResult | undefined): Promise<VolumeMountResult> {
+async function mount(sc: Scenario, pv: PodVolume, previous: VolumeMountResult | undefined, signal?: AbortSignal): Promise<VolumeMountResult> {
   const hook = (await plugins(sc)).hooks.mountVolume.get(sc.s.type);
   assert.ok(hook && hook.taps.length > 0, `no plugin taps mountVolume.for('${sc.s.type}')`);
   await fs.mkdir(path.dirname(pv.dir), { recursive: true, mode: 0o750 });
   const req: VolumeMountRequest = { pod: pv.pod, volume: pv.volume, type: sc.s.type, dir: pv.dir, rootDir: sc.s.rootDir, previous, objects: sc.s.objects ?? NO_OBJECTS, nodeName: 'contract-node' };
-  const result = await hook.promise(req);
+  const result = await hook.promise(req, hookContext(signal));
   assert.ok(result && typeof result.path === 'string' && result.path, `mountVolume.for('${sc.s.type}') returned no path (${JSON.stringify(result)})`);
   return result;
 }
@@ -74,7 +75,7 @@ async function mount(sc: Scenario, pv: PodVolume, previous: VolumeMountResult | 
 async function unmountVolume(sc: Scenario, pv: PodVolume, mounted: VolumeMountResult): Promise<void> {
   const hook = (await plugins(sc)).hooks.unmountVolume.get(sc.s.type);
   assert.ok(hook && hook.taps.length > 0, `no plugin taps unmountVolume.for('${sc.s.type}')`);
-  const done = await hook.promise({ podUID: pv.pod.metadata!.uid!, volumeName: pv.volume.name, type: sc.s.type, dir: pv.dir, rootDir: sc.s.rootDir, mounted });
+  const done = await hook.promise({ podUID: pv.pod.metadata!.uid!, volumeName: pv.volume.name, type: sc.s.type, dir: pv.dir, rootDir: sc.s.rootDir, mounted }, hookContext());
   assert.ok(done, `unmountVolume.for('${sc.s.type}') did not report the volume torn down`);
 }
 
@@ -136,6 +137,23 @@ export const volumeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
       assert.deepEqual(await mountsUnder(pv.dir), [], 'mounts left under the volume dir');
       const left = await fs.readdir(pv.dir).catch(() => [] as string[]);
       assert.deepEqual(left, [], `files left in ${pv.dir}`);
+    },
+  },
+  {
+    // The core gives up on a set-up when the pod is to be terminated or the tap outlives
+    // hookTimeout (the tap's ctx.signal): a provider must not mount what nobody will tear down.
+    name: 'set-up given an aborted signal is refused and leaves nothing mounted under the volume dir',
+    async run(sc) {
+      const pv = newPodVolume(sc);
+      const gaveUp = new AbortController();
+      gaveUp.abort(new Error('the pod is to be terminated'));
+      const t0 = Date.now();
+      await mount(sc, pv, undefined, gaveUp.signal).then(
+        (r) => assert.fail(`set-up with an aborted signal succeeded (${r.path}); it must be refused`),
+        (err: unknown) => assert.ok(!(err instanceof assert.AssertionError), String(err)),
+      );
+      assert.ok(Date.now() - t0 < 10_000, `refused only after ${Date.now() - t0} ms`);
+      assert.deepEqual(await mountsUnder(pv.dir), [], 'mounts left under the volume dir');
     },
   },
   {

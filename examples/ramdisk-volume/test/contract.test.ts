@@ -5,6 +5,7 @@ import path from 'node:path';
 import { checkVolumeContract, describeVolumeContract, startPluginsForTest } from 'kubelet-ts/testing';
 import { mountTmpfs } from 'kubelet-ts';
 import ramdisk, { DRIVER } from '../index.ts';
+import { hookContext } from 'kubelet-ts';
 
 // The volume-provider contract of kubelet-ts, run against this plugin applied as a kubelet
 // applies it (needs root: it mounts tmpfs).
@@ -32,12 +33,12 @@ describe('ramdisk', function () {
     const req = { pod: { metadata: { uid: 'p1' } }, volume: { name: 'scratch', flexVolume: { driver: DRIVER, options: { sizeMiB: '3' } } }, type: 'flexVolume', dir, rootDir, previous: undefined, objects: { configMap: async () => undefined, secret: async () => undefined } };
     let mounted;
     try {
-      mounted = await plugins.hooks.mountVolume.get('flexVolume')!.promise(req as never);
+      mounted = await plugins.hooks.mountVolume.get('flexVolume')!.promise(req as never, hookContext());
       // /proc/mounts shows the tmpfs's own options (its size), which mountinfo keeps apart.
       const line = (await fs.readFile('/proc/mounts', 'utf8')).split('\n').find((l) => l.split(' ')[1] === mounted!.path);
       assert.match(line ?? '', /^tmpfs \S+ tmpfs \S*size=3072k/);
     } finally {
-      if (mounted) await plugins.hooks.unmountVolume.get('flexVolume')!.promise({ podUID: 'p1', volumeName: 'scratch', type: 'flexVolume', dir, rootDir, mounted });
+      if (mounted) await plugins.hooks.unmountVolume.get('flexVolume')!.promise({ podUID: 'p1', volumeName: 'scratch', type: 'flexVolume', dir, rootDir, mounted }, hookContext());
       await plugins.close();
     }
   });
@@ -46,7 +47,7 @@ describe('ramdisk', function () {
     const plugins = await startPluginsForTest([[ramdisk, { maxSizeMiB: 16 }]], { rootDir });
     const req = { pod: { metadata: { uid: 'p2' } }, volume: { name: 'big', flexVolume: { driver: DRIVER, options: { sizeMiB: '4096' } } }, type: 'flexVolume', dir: path.join(rootDir, 'p2'), rootDir, previous: undefined, objects: {} };
     try {
-      await assert.rejects(plugins.hooks.mountVolume.get('flexVolume')!.promise(req as never), (err: Error & { code?: string }) => {
+      await assert.rejects(plugins.hooks.mountVolume.get('flexVolume')!.promise(req as never, hookContext()), (err: Error & { code?: string }) => {
         assert.match(err.message, /volume "big": flexVolume.options.sizeMiB is "4096"; allowed: an integer from 1 to 16/);
         return true;
       });

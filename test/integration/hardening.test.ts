@@ -173,6 +173,40 @@ describe('hardening: bad input and faults never stop the kubelet or strand a pod
     }
   });
 
+  it('a pod removed while its volume set-up hangs is terminated at once: the sync is given up on and the set-up\'s signal aborts', async function () {
+    // As upstream cancels a pod sync's context when the pod is to be terminated: the kubelet
+    // does not wait out hookTimeout (60 s here) for a set-up nobody needs any more.
+    let setUps = 0;
+    let abortedWith: unknown;
+    const plugin: KubeletPlugin = {
+      name: 'hanging-volume',
+      kind: 'storage',
+      apply(ctx) {
+        ctx.hooks.mountVolume.for('flexVolume').tapPromise('hanging-volume', (_r, hook) => {
+          setUps++;
+          return new Promise((_, reject) => hook.signal.addEventListener('abort', () => {
+            abortedWith = hook.signal.reason;
+            reject(hook.signal.reason);
+          }, { once: true }));
+        });
+      },
+    };
+    const t = await startTestKubelet({ plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], plugin], config: { hookTimeoutMs: 60_000, nodeName: 'cancel-node' }, dir: path.join(dir, 'cancel') });
+    try {
+      await t.writeManifest('hang.json', podManifest('hang', [{ ...polite(), volumeMounts: [{ name: 'v', mountPath: '/v' }] }], { hostNetwork: true, terminationGracePeriodSeconds: 1, volumes: [{ name: 'v', flexVolume: { driver: 'test/hang' } }] }));
+      await waitUntil('the volume set-up began', () => setUps > 0, 30_000);
+      const t0 = Date.now();
+      await t.removeManifest('hang.json');
+      await t.waitForPod('hang', (p) => p === undefined, 20_000, 'the pod gone');
+      const took = Date.now() - t0;
+      assert.ok(took < 20_000, `removed after ${took} ms`);
+      assert.match(String((abortedWith as Error | undefined)?.message), /the pod is to be terminated/, 'the set-up\'s signal did not abort with the sync');
+      assert.equal((await podsNamed('hang-cancel-node')).length, 0, 'a sandbox of the pod is left');
+    } finally {
+      await t.dispose().catch(() => {});
+    }
+  });
+
   it('SIGTERM stops the kubelet within bounds even when a plugin never answers its shutdown tap', async function () {
     const pluginFile = path.join(dir, 'hang-shutdown.mjs');
     await fs.writeFile(pluginFile, `export default { name: 'hang-shutdown', apply(ctx) { ctx.hooks.shutdown.tapAsync('hang-shutdown', () => {}); ctx.onClose(() => new Promise(() => {})); } };\n`);

@@ -75,10 +75,10 @@ export class PodKiller {
     this.event(pod, name, 'Normal', 'Killing', /^Stopping (sidecar )?container$/.test(reason) ? `Stopping container ${name}` : reason);
     const again = grace.onShorten(() => {
       this.podLogger(pod).info({ container: name, containerId: id, gracePeriod: grace.seconds }, 'grace period shortened: stopping the container again with the time left');
-      this.deps.runtime.stopContainer(id, timeout(), { signal }).catch(() => {});
+      this.deps.runtime.stopContainer(id, timeout()).catch(() => {});
     });
     try {
-      await this.deps.runtime.stopContainer(id, timeout(), { signal });
+      await this.deps.runtime.stopContainer(id, timeout());
       this.deps.probes.forget(id);
       this.podLogger(pod).info({ container: name, containerId: id, reason }, 'killed container');
     } catch (err) {
@@ -110,7 +110,7 @@ export class PodKiller {
     // Every sandbox, ready or not: stopping a dead one releases what it still holds (its network).
     for (const sb of rs?.sandboxes ?? []) {
       try {
-        await this.deps.runtime.stopPodSandbox(sb.id, { signal });
+        await this.deps.runtime.stopPodSandbox(sb.id);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }

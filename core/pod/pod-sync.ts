@@ -122,7 +122,11 @@ export class PodSyncer {
   /**
    * Brings a pod to its desired state; throws on a failure that should be retried with back-off.
    * `signal` aborts once the pod is to be terminated (or the kubelet stops): no further
-   * container is started, and the runtime calls and hook taps the sync made are cancelled.
+   * sandbox or container is created, and what the sync waits for that can stop cleanly is
+   * cancelled: hook taps (volume set-ups among them) and runtime reads. A sandbox creation or a
+   * container's create and start the runtime has begun are not cut off: containerd would end a
+   * start cancelled half-way as StartError (exit code 128) for the user to see, where upstream's
+   * runs to its end; the termination that follows stops what they made.
    */
   async sync(pod: V1Pod, signal: AbortSignal = NEVER_ABORTS): Promise<SyncOutcome> {
     const call = { signal };
@@ -191,7 +195,7 @@ export class PodSyncer {
           const cfg = sandboxConfig;
           // runtimeClassName → handler (an unknown RuntimeClass fails here, shown as FailedCreatePodSandBox).
           const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
-          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg, handler || undefined, call), 'with its network'));
+          sandboxId = await this.createSandbox(uid, () => this.timed(uid, 'sandbox', () => runtime.runPodSandbox(cfg, handler || undefined), 'with its network'));
         } catch (err) {
           // Given up on (the pod is to be terminated): nothing to show, the termination runs next.
           if (signal.aborted) throw err;
@@ -462,7 +466,7 @@ export class PodSyncer {
     const event = (type: EventType, reason: string, message: string) => this.event(pod, c.name, type, reason, message);
     let id: string;
     try {
-      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig, { signal }), what, undefined, afterReady);
+      id = await this.timed(uid, 'create', () => runtime.createContainer(sandboxId, cfg, sandboxConfig), what, undefined, afterReady);
     } catch (err) {
       if (signal.aborted) throw err;
       waiting.set(c.name, { reason: 'CreateContainerError', message: errorMessage(err) });
@@ -471,8 +475,10 @@ export class PodSyncer {
       return undefined;
     }
     event('Normal', 'Created', `Created container ${c.name}`);
+    // Given up on meanwhile: the termination removes the created container; it is not started.
+    if (signal.aborted) return undefined;
     try {
-      await this.timed(uid, 'start', () => runtime.startContainer(id, { signal }), what, undefined, afterReady);
+      await this.timed(uid, 'start', () => runtime.startContainer(id), what, undefined, afterReady);
     } catch (err) {
       if (signal.aborted) throw err;
       waiting.set(c.name, { reason: 'RunContainerError', message: `failed to start container "${id}": ${errorMessage(err)}` });

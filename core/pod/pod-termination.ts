@@ -59,21 +59,20 @@ export class PodTermination {
    * the termination's grace as the pod worker keeps it (it may shorten while this runs).
    */
   async terminate(pod: V1Pod, grace?: TerminationGrace, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
-    const call = { signal };
     const uid = podUID(pod);
     const rs = await this.deps.cache.refreshPod(uid);
     await this.killer.killPod(pod, rs, grace ?? new TerminationGrace(effectiveGracePeriod(undefined, pod)), signal);
     if (this.deps.status.get(uid)) await this.deps.status.update(pod, await this.deps.cache.refreshPod(uid), true);
-    for (const c of rs?.containers ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id, call));
-    for (const sb of rs?.sandboxes ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id, call));
+    for (const c of rs?.containers ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+    for (const sb of rs?.sandboxes ?? []) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
     // What a create still running in the runtime left after the list above (a create the
     // kubelet gave up waiting for lands later): stopped and removed too; anything still there
     // fails the termination, which is retried.
     const late = await this.deps.cache.refreshPod(uid);
     if (late && (late.containers.length > 0 || late.sandboxes.length > 0)) {
       await this.killer.killPod(pod, late, 0, signal);
-      for (const c of late.containers) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id, call));
-      for (const sb of late.sandboxes) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id, call));
+      for (const c of late.containers) await this.gc.removeQuietly(() => this.deps.runtime.removeContainer(c.id));
+      for (const sb of late.sandboxes) await this.gc.removeQuietly(() => this.deps.runtime.removePodSandbox(sb.id));
       const still = await this.deps.cache.refreshPod(uid);
       if (still && (still.containers.length > 0 || still.sandboxes.length > 0)) {
         throw new Error(`${still.containers.length} containers and ${still.sandboxes.length} sandboxes of the pod are still in the runtime`);

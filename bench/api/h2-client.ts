@@ -17,7 +17,7 @@ export interface WatchHandle { stop(): void }
 export interface TimedEvent { type: string; object: Record<string, unknown>; at: number }
 
 export class ApiStatusError extends Error {
-  constructor(readonly method: string, readonly path: string, readonly status: number, body: string) {
+  constructor(readonly method: string, readonly path: string, readonly status: number, readonly body: string) {
     super(`${method} ${path}: HTTP ${status}: ${body.slice(0, 300)}`);
   }
 }

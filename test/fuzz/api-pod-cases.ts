@@ -59,7 +59,11 @@ const FEATURES: Record<string, Feature> = {
       const k = rng.int(0, 9);
       if (k === 0 && i > 0) env.push({ name: `V_${i}`, value: `$(V_${i - 1})$(V_${i - 1})$$(X)` }); // expansion chains
       else if (k === 1) env.push({ name: `V_${i}`, valueFrom: { fieldRef: { fieldPath: rng.pick(['metadata.name', 'metadata.namespace', 'status.podIP', 'status.hostIP', 'spec.nodeName', 'metadata.uid', 'status.podIPs', 'spec.serviceAccountName']) } } });
-      else if (k === 2) env.push({ name: `V_${i}`, valueFrom: { resourceFieldRef: { resource: rng.pick(['limits.cpu', 'limits.memory', 'requests.cpu', 'limits.ephemeral-storage']), divisor: rng.pick(['1', '1m', '1Ki', '1Ei']) } } });
+      else if (k === 2) {
+        // The divisors validation allows: 1m or 1 for CPU, binary or decimal units for bytes.
+        const resource = rng.pick(['limits.cpu', 'limits.memory', 'requests.cpu', 'limits.ephemeral-storage']);
+        env.push({ name: `V_${i}`, valueFrom: { resourceFieldRef: { resource, divisor: resource.endsWith('cpu') ? rng.pick(['1', '1m']) : rng.pick(['1', '1Ki', '1Mi', '1Gi', '1Ti', '1Pi', '1Ei', '1k', '1E']) } } });
+      }
       else if (k === 3) env.push({ name: `V_${i}`, valueFrom: { configMapKeyRef: { name: 'missing', key: 'k', optional: true } } });
       else env.push({ name: rng.chance(0.1) ? `weird.name-${i}` : `V_${i}`, value: rng.chance(0.1) ? unicode(rng, 2) : String(i) });
     }

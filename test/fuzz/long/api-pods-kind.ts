@@ -114,6 +114,7 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
         stoppedEarly = `time bound reached after ${generated} inputs`;
         break;
       }
+      const tBatch = performance.now();
       const first = b * batchSize;
       const created = new Map<string, number>();
       const indexes = Array.from({ length: Math.min(batchSize, o.count - first) }, (_, k) => (o.from ?? 0) + first + k);
@@ -133,6 +134,7 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
           }
         }));
       }
+      const tCreated = performance.now();
       // The kubelet's status for each: what `kubectl get pods` shows moves off a bare Pending.
       const until = performance.now() + timeoutMs;
       let rows = await podRows(o.admin, ns);
@@ -151,9 +153,11 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
         for (const i of created.values()) reproduce.push(o.reproduce(i));
         break;
       }
-      // Half deleted gracefully (the kubelet confirms), half forcibly (the watch tells it).
+      const tReported = performance.now();
+      // Half deleted gracefully (the kubelet stops the pod, then deletes the object), half
+      // forcibly (the watch tells it). A grace of 1 s: a pod's own may be centuries.
       let k = 0;
-      await Promise.all([...created.keys()].map((name) => o.admin.request('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, k++ % 2 ? { gracePeriodSeconds: 0 } : undefined, { allow: [404] }).catch(() => undefined)));
+      await Promise.all([...created.keys()].map((name) => o.admin.request('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { gracePeriodSeconds: k++ % 2 }, { allow: [404] }).catch(() => undefined)));
       const goneUntil = performance.now() + timeoutMs;
       for (;;) {
         rows = await podRows(o.admin, ns);
@@ -167,6 +171,7 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
         }
         await sleep(250);
       }
+      log(`api-pods: batch ${b}: ${created.size} pods created in ${Math.round(tCreated - tBatch)} ms, reported on in ${Math.round(tReported - tCreated)} ms, gone in ${Math.round(performance.now() - tReported)} ms`);
       const roundEnd = Math.round(((rounds.length + 1) * batches) / roundsN);
       if (b + 1 === roundEnd || b + 1 === batches) {
         if (await settle(settleMs, () => exited)) break;

@@ -18,6 +18,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createNamespace } from '../bench/api/api-pods.ts';
 import { withBenchRun } from '../bench/api/bench-run.ts';
@@ -110,7 +111,13 @@ async function main(): Promise<number> {
           } else {
             nodeName = 'fz-node';
             const k = await startKubeletProcess(env!, { startTimeoutMs: 120_000, maxPods: 250, config: { kubeconfig: await cluster.nodeKubeconfig(nodeName), nodeName, nodeIP: '127.0.0.1', ...api } });
-            br.defer('kubelet', () => k.stop());
+            // Stopped once its pods are gone (bounded): a kubelet stopped mid-termination leaves
+            // the pods' tmpfs volumes mounted under its directory.
+            br.defer('kubelet', async () => {
+              await cluster.admin.request('DELETE', `/api/v1/namespaces/${ns}/pods`, { gracePeriodSeconds: 0 }, { allow: [404] }).catch(() => undefined);
+              for (let i = 0; i < 240 && ((await k.pods()) ?? []).length > 0; i++) await sleep(500);
+              await k.stop();
+            });
             kubelet = k;
           }
           log(`api-pods: node ${nodeName} (${values.runtime}: pid ${kubelet.pid})`);

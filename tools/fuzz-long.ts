@@ -15,7 +15,7 @@
  * disturbed), the kubelet's RSS before, at its peak and after a settle, its memory after each
  * round, and a reproduce line (seed and index) for any failure. Exit code 1 on a crash.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,6 +31,7 @@ import { startFuzzKubelet } from '../test/fuzz/long/fuzz-kubelet.ts';
 import { runManifestsFuzz } from '../test/fuzz/long/manifests-kind.ts';
 import { formatReport, reportOnSignalOptions, type KindReport } from '../test/fuzz/long/report.ts';
 import { runRequestsFuzz } from '../test/fuzz/long/requests-kind.ts';
+import { run as runCommand } from './node-env/util.ts';
 
 const KINDS = ['manifests', 'requests', 'api-pods'] as const;
 type Kind = (typeof KINDS)[number];
@@ -116,7 +117,13 @@ async function main(): Promise<number> {
             br.defer('kubelet', async () => {
               await cluster.admin.request('DELETE', `/api/v1/namespaces/${ns}/pods`, { gracePeriodSeconds: 0 }, { allow: [404] }).catch(() => undefined);
               for (let i = 0; i < 240 && ((await k.pods()) ?? []).length > 0; i++) await sleep(500);
-              await k.stop();
+              const left = ((await k.pods()) ?? []).length;
+              await k.stop({ keepDir: true });
+              // What teardowns still in progress left mounted (said, then unmounted here).
+              const mounts = (await readFile('/proc/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(`${k.dir}/`)).sort().reverse();
+              if (left || mounts.length) log(`api-pods: the kubelet still had ${left} pods 2 min after they were deleted; ${mounts.length} mounts of theirs left under ${k.dir} (unmounted now)`);
+              for (const m of mounts) await runCommand('umount', ['-l', m], { allowFailure: true });
+              await rm(k.dir, { recursive: true, force: true });
             });
             kubelet = k;
           }

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { H2ApiClient } from '../../../bench/api/h2-client.ts';
 import { apiPodCase } from '../api-pod-cases.ts';
-import { memoryPoint, podDisturbed, podFacts, RssSampler, settle, toMiB, type KindReport, type MemoryPoint } from './report.ts';
+import { closeReport, memoryPoint, podDisturbed, podFacts, RssSampler, settle, type KindReport, type MemoryPoint } from './report.ts';
 import type { FuzzedKubelet } from './requests-kind.ts';
 
 export interface ApiPodsRunOptions {
@@ -185,22 +185,8 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
         log(`api-pods: round ${rounds.length}/${roundsN}: ${generated} generated, ${sent} accepted by the API server; RSS ${rounds.at(-1)!.rssMiB} MiB`);
       }
     }
-    if (exited && crashes.length === 0) crashes.push(`the kubelet exited (${exitCode})`);
-    if (!exited && crashes.length === 0) {
-      const why = podDisturbed(sentinelBefore, podFacts(await getPod(SENTINEL)));
-      if (why) crashes.push(`${ns}/${SENTINEL}: ${why}`);
-    }
-    const after = exited ? 0 : await rss.now().catch(() => 0);
-    return {
-      kind: 'api-pods',
-      seed: o.seed,
-      count: o.count,
-      sent,
-      crashes,
-      reproduce,
-      durationS: Math.round((performance.now() - t0) / 1000),
-      rss: { beforeMiB: toMiB(before), peakMiB: toMiB(rss.peak), afterMiB: toMiB(after), settleS: settleMs / 1000 },
-      rounds,
+    return await closeReport({
+      kind: 'api-pods', seed: o.seed, count: o.count, sent, crashes, reproduce, t0, rss, beforeBytes: before, settleMs, rounds, stoppedEarly,
       details: {
         generated,
         'refused by the API server': Object.fromEntries(refusals),
@@ -208,8 +194,9 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
         'no status from the kubelet within the batch timeout': unreported,
         'not deleted within the batch timeout (forced)': undeleted,
       },
-      ...(stoppedEarly ? { stoppedEarly } : {}),
-    };
+      exit: exited ? { code: exitCode ?? '?' } : undefined,
+      disturbed: async () => { const why = podDisturbed(sentinelBefore, podFacts(await getPod(SENTINEL))); return why && `${ns}/${SENTINEL}: ${why}`; },
+    });
   } finally {
     rss.stop();
   }

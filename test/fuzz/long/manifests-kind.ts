@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadObjectModels } from '../../../core/objects/object-decoder.ts';
 import { parseManifest } from '../../../core/sources/manifest.ts';
 import { randomCase } from '../manifest-cases.ts';
-import { memoryPoint, podDisturbed, RssSampler, settle, toMiB, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
+import { closeReport, memoryPoint, podDisturbed, RssSampler, settle, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
 import type { FuzzedKubelet } from './requests-kind.ts';
 
 export interface ManifestsRunOptions {
@@ -155,22 +155,8 @@ export async function runManifestsFuzz(o: ManifestsRunOptions): Promise<KindRepo
         log(`manifests: round ${rounds.length}/${roundsN}: ${generated} generated, ${sent} dropped; RSS ${rounds.at(-1)!.rssMiB} MiB, heap ${rounds.at(-1)!.heapUsedMiB ?? '?'} MiB`);
       }
     }
-    if (exited && crashes.length === 0) crashes.push(`the kubelet exited (${exitCode})`);
-    if (!exited) {
-      const why = podDisturbed(podBefore, await o.pod());
-      if (why) crashes.push(`${o.podName}: ${why}`);
-    }
-    const after = exited ? 0 : await rss.now().catch(() => 0);
-    return {
-      kind: 'manifests',
-      seed: o.seed,
-      count: o.count,
-      sent,
-      crashes,
-      reproduce,
-      durationS: Math.round((performance.now() - t0) / 1000),
-      rss: { beforeMiB: toMiB(before), peakMiB: toMiB(rss.peak), afterMiB: toMiB(after), settleS: settleMs / 1000 },
-      rounds,
+    return await closeReport({
+      kind: 'manifests', seed: o.seed, count: o.count, sent, crashes, reproduce, t0, rss, beforeBytes: before, settleMs, rounds, stoppedEarly,
       details: {
         generated,
         'valid (a pod; not dropped)': accepted,
@@ -178,8 +164,9 @@ export async function runManifestsFuzz(o: ManifestsRunOptions): Promise<KindRepo
         'fatal log lines': fatal,
         slots,
       },
-      ...(stoppedEarly ? { stoppedEarly } : {}),
-    };
+      exit: exited ? { code: exitCode ?? '?' } : undefined,
+      disturbed: async () => { const why = podDisturbed(podBefore, await o.pod()); return why && `${o.podName}: ${why}`; },
+    });
   } finally {
     rss.stop();
     await Promise.all(Array.from({ length: slots }, (_, j) => rm(slotFile(j), { force: true })));

@@ -145,6 +145,43 @@ export function podDisturbed(before: PodFacts, now: PodFacts | undefined): strin
   return undefined;
 }
 
+/** What a kind gathered by its end, for {@link closeReport}. */
+export interface KindEnd extends Pick<KindReport, 'kind' | 'seed' | 'count' | 'sent' | 'crashes' | 'reproduce' | 'rounds' | 'details'> {
+  t0: number;
+  rss: RssSampler;
+  beforeBytes: number;
+  settleMs: number;
+  stoppedEarly: string | undefined;
+  /** The kubelet's exit (undefined: still running). */
+  exit: { code: number | string } | undefined;
+  /** Why the kubelet's own pod now differs from before (undefined: it does not); asked only when nothing crashed. */
+  disturbed(): Promise<string | undefined>;
+}
+
+/** The last checks every kind makes (the kubelet alive, its pod the same pod, the RSS after) and the report. */
+export async function closeReport(e: KindEnd): Promise<KindReport> {
+  const crashes = [...e.crashes];
+  if (e.exit && crashes.length === 0) crashes.push(`the kubelet exited (${e.exit.code})`);
+  if (!e.exit && crashes.length === 0) {
+    const why = await e.disturbed();
+    if (why) crashes.push(why);
+  }
+  const after = e.exit ? 0 : await e.rss.now().catch(() => 0);
+  return {
+    kind: e.kind,
+    seed: e.seed,
+    count: e.count,
+    sent: e.sent,
+    crashes,
+    reproduce: e.reproduce,
+    durationS: Math.round((performance.now() - e.t0) / 1000),
+    rss: { beforeMiB: toMiB(e.beforeBytes), peakMiB: toMiB(e.rss.peak), afterMiB: toMiB(after), settleS: e.settleMs / 1000 },
+    rounds: e.rounds,
+    details: e.details,
+    ...(e.stoppedEarly ? { stoppedEarly: e.stoppedEarly } : {}),
+  };
+}
+
 /** Waits `ms`, returning early (true) when `exited` is set. */
 export async function settle(ms: number, exited: () => boolean): Promise<boolean> {
   const until = performance.now() + ms;

@@ -7,7 +7,7 @@
  */
 import net from 'node:net';
 import { requestCase, type RequestTarget } from '../request-cases.ts';
-import { memoryPoint, podDisturbed, RssSampler, settle, toMiB, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
+import { closeReport, memoryPoint, podDisturbed, RssSampler, settle, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
 
 export interface FuzzedKubelet {
   pid: number;
@@ -135,29 +135,17 @@ export async function runRequestsFuzz(o: RequestsRunOptions): Promise<KindReport
       rounds.push(await memoryPoint(o.kubelet.pid, o.reportDir, t0, sent));
       log(`requests: round ${round + 1}/${roundsN}: ${sent} sent; RSS ${rounds.at(-1)!.rssMiB} MiB, heap ${rounds.at(-1)!.heapUsedMiB ?? '?'} MiB`);
     }
-    if (exited && crashes.length === 0) crashes.push(`the kubelet exited (${exitCode})`);
-    if (!exited) {
-      const why = podDisturbed(podBefore, await o.pod());
-      if (why) crashes.push(`${o.target.namespace}/${o.target.pod}: ${why}`);
-    }
-    const after = exited ? 0 : await rss.now().catch(() => 0);
-    return {
-      kind: 'requests',
-      seed: o.seed,
-      count: o.count,
-      sent,
-      crashes,
+    return await closeReport({
+      kind: 'requests', seed: o.seed, count: o.count, sent, crashes, t0, rss, beforeBytes: before, settleMs, rounds, stoppedEarly,
       reproduce: [...reproduce, ...serverErrors.slice(0, 5).map((i) => `${o.reproduce(i)} (answered 5xx)`)],
-      durationS: Math.round((performance.now() - t0) / 1000),
-      rss: { beforeMiB: toMiB(before), peakMiB: toMiB(rss.peak), afterMiB: toMiB(after), settleS: settleMs / 1000 },
-      rounds,
       details: {
         answers: Object.fromEntries([...statuses].sort((a, b) => b[1] - a[1])),
         'connections refused': refused,
         '5xx other than 501/503 (first cases)': serverErrors,
       },
-      ...(stoppedEarly ? { stoppedEarly } : {}),
-    };
+      exit: exited ? { code: exitCode ?? '?' } : undefined,
+      disturbed: async () => { const why = podDisturbed(podBefore, await o.pod()); return why && `${o.target.namespace}/${o.target.pod}: ${why}`; },
+    });
   } finally {
     rss.stop();
   }

@@ -60,7 +60,7 @@ describe('fuzz: odd pods through the API server (real control plane, hollow node
     const r = await runApiPodsFuzz({
       kubelet: hollow!, admin: admin!, namespace: ns, nodeName: hollow!.names[0]!, image: 'busybox',
       seed, count, batch: count, settleMs: 1000, batchTimeoutMs: 60_000,
-      reproduce: (i) => `KUBELET_TS_FUZZ_SEED=${seed} npm run fuzz:long -- --kind api-pods --seed ${seed} --from ${i} --count 1`,
+      reproduce: (i) => `npm run fuzz:long -- --kind api-pods --seed ${seed} --from ${i} --count 1`,
     });
     process.stdout.write(`${formatReport(r).replace(/^/gm, '      ')}\n`);
     assert.deepEqual(r.crashes, [], `${r.crashes.join('\n')}\n${r.reproduce.join('\n')}`);

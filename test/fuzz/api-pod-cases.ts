@@ -182,9 +182,12 @@ export function apiPodCase(seed: number, index: number, nodeName: string, image:
   // The first features in turn (each comes up every few cases), then one or two more at random.
   const firstName = API_POD_FEATURES[index % API_POD_FEATURES.length]!;
   kinds.push(FEATURES[firstName]!(rng, pod, main, image));
+  const used = new Set([firstName]);
   for (let extra = rng.int(0, 2); extra > 0; extra--) {
     const name = rng.pick(API_POD_FEATURES);
-    if (name === firstName) continue;
+    // A feature once (twice would repeat its volume or container names).
+    if (used.has(name)) continue;
+    used.add(name);
     kinds.push(FEATURES[name]!(rng, pod, main, image));
   }
   return { index, kind: kinds.join(' + '), pod };

@@ -17,7 +17,7 @@ export interface WatchHandle { stop(): void }
 export interface TimedEvent { type: string; object: Record<string, unknown>; at: number }
 
 export class ApiStatusError extends Error {
-  constructor(readonly method: string, readonly path: string, readonly status: number, body: string) {
+  constructor(readonly method: string, readonly path: string, readonly status: number, readonly body: string) {
     super(`${method} ${path}: HTTP ${status}: ${body.slice(0, 300)}`);
   }
 }
@@ -48,10 +48,10 @@ export class H2ApiClient {
   }
 
   /** One JSON request; rejects with ApiStatusError on a status >= 400 unless `allow` lists it. */
-  request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, opts: { contentType?: string; timeoutMs?: number; allow?: number[] } = {}): Promise<ApiResponse<T>> {
+  request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, opts: { contentType?: string; accept?: string; timeoutMs?: number; allow?: number[] } = {}): Promise<ApiResponse<T>> {
     const t0 = performance.now();
     return new Promise((resolve, reject) => {
-      const headers: http2.OutgoingHttpHeaders = { ':method': method, ':path': path, accept: 'application/json' };
+      const headers: http2.OutgoingHttpHeaders = { ':method': method, ':path': path, accept: opts.accept ?? 'application/json' };
       if (body !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
       let stream: http2.ClientHttp2Stream;
       try {

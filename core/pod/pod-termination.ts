@@ -80,7 +80,11 @@ export class PodTermination {
     }
     // The last container is gone: unmount the pod's volumes (a failure retries the termination).
     await this.deps.volumes.tearDownPod(uid, signal);
-    await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true });
+    await fs.rm(podLogDir(this.deps.config, pod), { recursive: true, force: true }).catch((err: NodeJS.ErrnoException) => {
+      // `<namespace>_<name>_<uid>` can be longer than a file name may be (a 253-character pod
+      // name): then the directory was never made (the sandbox failed on it), nothing to remove.
+      if (err.code !== 'ENAMETOOLONG') throw err;
+    });
     await this.deps.cgroups?.removePod(uid);
     // Its containers and sandbox are gone: no process uses its IDs any more.
     this.deps.userNamespaces?.release(uid);

@@ -12,14 +12,18 @@ import { procRssBytes, startKubeletProcess, type KubeletProcess } from '../suppo
 import { BOMB_SHAPES, aliasBomb, randomCase, type FuzzCase } from './manifest-cases.ts';
 import { fuzzSettings, reproduceHint } from './prng.ts';
 import { MiB } from './fuzz-checks.ts';
+import { runRequestsFuzz } from './long/requests-kind.ts';
+import { formatReport, podFacts } from './long/report.ts';
 
 /**
  * Fuzz level 3: the kubelet as an operator runs it (its own process, real containerd), two
  * pods Running, then a batch of hostile manifests dropped into its manifest directory, alias
  * bombs among them. The kubelet lives, warns about each file by name without copying what the
  * file holds into its log, keeps its pods (same UIDs, Running, no restart) and its RSS bounded.
+ * Then the requests kind of `npm run fuzz:long`, small and seeded (KUBELET_TS_FUZZ_COUNT, default
+ * 300): hostile requests to the main port's handlers through its local socket, the pods untouched.
  */
-const { seed } = fuzzSettings(300);
+const { seed, count } = fuzzSettings(300);
 const HINT = reproduceHint(seed, path.relative(process.cwd(), fileURLToPath(import.meta.url)));
 const BATCH = 60;
 const MAX_RSS = 400 * MiB;
@@ -145,5 +149,20 @@ describe('fuzz: hostile manifests dropped next to running pods (real kubelet, co
     } finally {
       clearInterval(sampler);
     }
+  });
+
+  it(`answers ${count} hostile requests through its local socket (every route, odd queries, headers, upgrades, bodies, half-open) with its pods untouched`, async function () {
+    // After the manifests above: the same kubelet, its pods Running (the runner checks).
+    const k = kubelet!;
+    const target = { namespace: 'default', pod: 'fuzz-a-bench-node', container: 'main' };
+    const r = await runRequestsFuzz({
+      kubelet: k, socketPath: k.socketPath, target, seed, count, concurrency: 16, settleMs: 2000,
+      pod: async () => podFacts((await k.pods())?.find((p) => p.metadata?.name === target.pod)),
+      reproduce: (i) => `npm run fuzz:long -- --kind requests --seed ${seed} --from ${i} --count 1`,
+    });
+    process.stdout.write(`${formatReport(r).replace(/^/gm, '      ')}\n`);
+    assert.deepEqual(r.crashes, [], `${r.crashes.join('\n')}\n${r.reproduce.join('\n')}`);
+    assert.equal(r.sent, count);
+    assert.ok(r.rss.peakMiB - r.rss.beforeMiB < MAX_RSS_GROWTH / MiB, `RSS grew by ${r.rss.peakMiB - r.rss.beforeMiB} MiB during ${count} requests`);
   });
 });

@@ -169,6 +169,21 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.equal(suite.fake.calls.RunPodSandbox, 0, 'not started again');
   });
 
+  it('removes a pod whose name is too long for its log directory (the API allows 253 characters; a file name 255 bytes)', async () => {
+    // Found by fuzz:long's api-pods kind: the pod could never start (its sandbox's log
+    // directory cannot be made, as upstream's kubelet), and its termination failed on the same
+    // name at every retry, so a deleted pod stayed Terminating for ever.
+    const t = await start();
+    const name = 'n'.repeat(240);
+    await t.writeManifest('long.yaml', podManifest(name, [app()], { terminationGracePeriodSeconds: 1 }));
+    await t.waitForPod(name, (p) => p !== undefined, 8000, 'known');
+    await waitFor('a failed sandbox creation', () => suite.fake.sandboxes().length === 0 && t.kubelet.pods().length === 1, 8000);
+    await sleep(300);
+    await t.removeManifest('long.yaml');
+    await waitFor('pod gone from the kubelet', () => t.kubelet.pods().length === 0, 8000);
+    assert.equal(suite.fake.sandboxes().length, 0);
+  });
+
   it('replaces an edited static pod: the old pod is terminated before the new one starts', async () => {
     const t = await start();
     await t.writeManifest('web.yaml', podManifest('web', [app()]));

@@ -87,11 +87,14 @@ export function instrumentRuntime(runtime: ContainerRuntime, logger: Logger, obs
 }
 
 /**
- * Each operation, with where its options go: the number of parameters before them (types.ts).
- * The names are checked against the interface at compile time; the positions by the unit test
- * that calls every method of the wrapper (instrumented-runtime.test.ts).
+ * Where a method's options go: the number of its parameters before them, read off its type
+ * (types.ts declares `options?: CallOptions` last on every method). A wrong number would drop
+ * a caller's argument or its options, so the compiler checks each entry below against it.
  */
-const OPTIONS_INDEX: Record<keyof ContainerRuntime, number> = {
+type OptionsIndexOf<K extends keyof ContainerRuntime> = Required<Parameters<NonNullable<ContainerRuntime[K]>>> extends [...infer Before, CallOptions] ? Before['length'] : never;
+
+/** Each operation, with where its options go (checked against the interface at compile time). */
+const OPTIONS_INDEX: { readonly [K in keyof ContainerRuntime]-?: OptionsIndexOf<K> } = {
   version: 0, runPodSandbox: 2, stopPodSandbox: 1, removePodSandbox: 1, podSandboxStatus: 1,
   listPodSandboxes: 1, createContainer: 3, startContainer: 1, stopContainer: 2, removeContainer: 1,
   listContainers: 1, containerStatus: 1, execSync: 3, imageStatus: 1, pullImage: 3, listImages: 0,

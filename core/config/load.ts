@@ -106,8 +106,14 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kubel
         input[k] = v;
         sources.set(k, pluginsConfigFile);
       }
-      const leftOut = leftOutDefaultsNotice(pluginsConfigFile, own.input.plugins, ((await readConfigFile(DEFAULT_CONFIG_FILE)).plugins ?? []) as unknown[], DEFAULT_CONFIG_FILE);
-      if (leftOut !== undefined) infos.push(leftOut);
+      const bundle = ((await readConfigFile(DEFAULT_CONFIG_FILE)).plugins ?? []) as unknown[];
+      if (!Object.hasOwn(own.input, 'plugins')) {
+        // A file of kubelet-ts's fields only (plegRelistPeriod, hookTimeout, ...) keeps the default bundle: it names no plugins to replace it with.
+        input.plugins = bundle;
+      } else {
+        const leftOut = leftOutDefaultsNotice(pluginsConfigFile, own.input.plugins, bundle, DEFAULT_CONFIG_FILE);
+        if (leftOut !== undefined) infos.push(leftOut);
+      }
     } else {
       pluginsConfigFile = DEFAULT_CONFIG_FILE;
       input.plugins = (await readConfigFile(DEFAULT_CONFIG_FILE)).plugins ?? [];

@@ -225,6 +225,15 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       assert.deepEqual((await load(['--config', await upstream({})])).infos, [], 'no --plugins-config: the bundle itself');
     });
 
+    it("a file of kubelet-ts's fields only, without plugins, keeps the default bundle (nothing to replace it with, nothing said)", async function () {
+      const own = await write('own.yaml', 'plegRelistPeriod: 10m\nhookTimeout: 20s\n');
+      const { config: c, infos } = await load(['--config', await upstream({}), '--plugins-config', own]);
+      const bundle = ((await readConfigFile(DEFAULT_CONFIG_FILE)).plugins as unknown[]);
+      assert.deepEqual([c.plugins, c.plegRelistPeriodMs, c.hookTimeoutMs, infos], [bundle, 600_000, 20_000, []]);
+      const none = await write('none.yaml', 'plugins: []\n');
+      assert.match((await load(['--config', await upstream({}), '--plugins-config', none])).infos[0]!.msg, /left out, so not running: cri-containerd, /, 'an empty list is a list: it replaces the bundle');
+    });
+
     it('a plugins file without a runtime fails the load naming the file and a runtime plugin to add', async function () {
       const plugins = await write('plugins.yaml', `plugins: [probes]\nrootDir: ${JSON.stringify(path.join(dir, 'root'))}\n`);
       const { config, infos } = await load(['--config', await upstream({}), '--plugins-config', plugins]);

@@ -32,7 +32,12 @@ const PREFIX = 'kubelet-ts-vm-';
 /** The kubelet's main port in the guest, forwarded to a free host port. */
 const GUEST_KUBELET_PORT = 10250;
 const KUBELET_CONFIG = '/etc/kubelet-ts/config.yaml';
+const PLUGINS_CONFIG = '/etc/kubelet-ts/plugins-config.json';
+/** The unit's EnvironmentFile (kubeadm's /etc/default/kubelet): KUBELET_EXTRA_ARGS. */
+const EXTRA_ARGS_FILE = '/etc/default/kubelet-ts';
 const CONTAINERD_SOCKET = '/run/containerd/containerd.sock';
+/** The guest's address on qemu's user-mode network (`--node-ip`): the Node's InternalIP. */
+const GUEST_NODE_IP = '10.0.2.15';
 
 export interface KubeletStartOptions {
   cgroupDriver: 'systemd' | 'cgroupfs';
@@ -40,6 +45,8 @@ export interface KubeletStartOptions {
   extra?: Record<string, unknown>;
   /** Wait for the Node to be Ready (default true). */
   waitReady?: boolean;
+  /** kubelet-ts's own fields (plegRelistPeriod, ...): a `--plugins-config` file, given in KUBELET_EXTRA_ARGS as kubeadm's nodes give extra flags. */
+  pluginsConfig?: Record<string, unknown>;
 }
 
 export interface TestNodeVm {
@@ -70,11 +77,21 @@ export interface TestNodeVm {
   /** (Re)starts the kubelet-ts unit with a KubeletConfiguration of `opts`. */
   startKubelet(opts: KubeletStartOptions): Promise<void>;
   stopKubelet(): Promise<void>;
+  /**
+   * Makes the guest kubelet reachable from the host at the Node's own address and port
+   * (`10.0.2.15:10250`, what the API server dials for logs, exec and attach): that address on
+   * the host's loopback and an ssh forward from it to the guest. Undone by the returned function
+   * (and by stopNodeVm). For a test that needs the API server to reach the kubelet as in a
+   * cluster (upstream's e2e tests read pod logs so).
+   */
+  exposeKubeletAtNodeIp(): Promise<() => Promise<void>>;
 }
 
 let vmPromise: Promise<TestNodeVm> | undefined;
 let runningVm: NodeVm | undefined;
 let criSocketDir: string | undefined;
+/** Undoes exposeKubeletAtNodeIp if a test did not. */
+let undoExposure: (() => Promise<void>) | undefined;
 
 function log(line: string): void {
   if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`[node-vm] ${line}\n`);
@@ -188,11 +205,15 @@ async function start(): Promise<TestNodeVm> {
     },
     async startKubelet(opts) {
       const config = kubeletConfiguration(opts);
+      /** What the unit runs with: the two files. */
+      const running = `${config}\n${JSON.stringify(opts.pluginsConfig ?? null)}`;
       // Already running with this configuration: keep it (a start is ~1 minute under TCG).
-      if (current.kubelet === config && (await vm.ssh('systemctl is-active -q kubelet-ts', { allowFailure: true })).code === 0) return;
+      if (current.kubelet === running && (await vm.ssh('systemctl is-active -q kubelet-ts', { allowFailure: true })).code === 0) return;
       current.kubelet = undefined;
       await vm.ssh('systemctl stop kubelet-ts', { timeoutMs: 90_000 });
       await vm.writeFile(KUBELET_CONFIG, config);
+      if (opts.pluginsConfig) await vm.writeFile(PLUGINS_CONFIG, JSON.stringify(opts.pluginsConfig, null, 2) + '\n');
+      await vm.writeFile(EXTRA_ARGS_FILE, opts.pluginsConfig ? `KUBELET_EXTRA_ARGS=--plugins-config ${PLUGINS_CONFIG}\n` : 'KUBELET_EXTRA_ARGS=\n');
       const t1 = performance.now();
       await vm.ssh('systemctl reset-failed kubelet-ts 2>/dev/null; systemctl start kubelet-ts');
       if (opts.waitReady === false) return;
@@ -205,14 +226,49 @@ async function start(): Promise<TestNodeVm> {
         throw new Error(`${err.message}\n${(await t.journal('kubelet-ts')).split('\n').slice(-15).join('\n')}`);
       });
       t.timings.kubeletReadySeconds = (performance.now() - t1) / 1000;
-      current.kubelet = config;
+      current.kubelet = running;
     },
     async stopKubelet() {
       current.kubelet = undefined;
       await vm.ssh('systemctl stop kubelet-ts', { timeoutMs: 90_000 });
     },
+    async exposeKubeletAtNodeIp() {
+      const undo = await exposeAtNodeIp(vm);
+      undoExposure = undo;
+      return async () => {
+        if (undoExposure === undo) undoExposure = undefined;
+        await undo();
+      };
+    },
   };
   return t;
+}
+
+/**
+ * The guest's node address on the host's loopback (a /32: it routes nothing else) and an ssh
+ * forward from it to the guest kubelet's main port. qemu's user-mode network has no route from
+ * the host to the guest, and the API server dials the Node's InternalIP at its kubelet port
+ * (`--kubelet-preferred-address-types`), never a forwarded loopback port. Refuses when the
+ * address is already on the host: that is another VM run's, or a network of the machine's own.
+ */
+async function exposeAtNodeIp(vm: NodeVm): Promise<() => Promise<void>> {
+  const shown = await run('ip', ['-o', 'addr', 'show', 'to', `${GUEST_NODE_IP}/32`]);
+  if (shown.stdout.trim()) throw new Error(`${GUEST_NODE_IP} is already an address of this host (${shown.stdout.trim()}): another node VM run, or the machine's own network; not taking it over`);
+  await run('ip', ['addr', 'add', `${GUEST_NODE_IP}/32`, 'dev', 'lo']);
+  const forward = `${GUEST_NODE_IP}:${GUEST_KUBELET_PORT}:127.0.0.1:${GUEST_KUBELET_PORT}`;
+  try {
+    await run('ssh', [...vmSshControlArgs(vm), '-O', 'forward', '-L', forward, 'root@127.0.0.1']);
+  } catch (err) {
+    await run('ip', ['addr', 'del', `${GUEST_NODE_IP}/32`, 'dev', 'lo']).catch(() => {});
+    throw err;
+  }
+  let undone = false;
+  return async () => {
+    if (undone) return;
+    undone = true;
+    await run('ssh', [...vmSshControlArgs(vm), '-O', 'cancel', '-L', forward, 'root@127.0.0.1']).catch(() => {});
+    await run('ip', ['addr', 'del', `${GUEST_NODE_IP}/32`, 'dev', 'lo']).catch(() => {});
+  };
 }
 
 function vmSshControlArgs(vm: NodeVm): string[] {
@@ -232,7 +288,9 @@ Requires=containerd.service
 # V8 writes is translated again, and TurboFan/Maglev made Node.js 10x slower still than the
 # interpreter and baseline compiler alone (measured in this guest: 14 min 52 s against 1 min 21 s
 # for loading @grpc/grpc-js and a 3e6-iteration loop, with the host under load).
-ExecStart=/usr/bin/node --no-opt --no-maglev --max-semi-space-size=2 --heap-growing-percent=20 /opt/kubelet-ts/bin/kubelet-ts.mjs --config ${KUBELET_CONFIG} --kubeconfig /etc/kubelet-ts/kubelet.kubeconfig --hostname-override ${nodeName} --node-ip 10.0.2.15
+# Extra flags as kubeadm's nodes have them (its /etc/default/kubelet).
+EnvironmentFile=-${EXTRA_ARGS_FILE}
+ExecStart=/usr/bin/node --no-opt --no-maglev --max-semi-space-size=2 --heap-growing-percent=20 /opt/kubelet-ts/bin/kubelet-ts.mjs --config ${KUBELET_CONFIG} --kubeconfig /etc/kubelet-ts/kubelet.kubeconfig --hostname-override ${nodeName} --node-ip ${GUEST_NODE_IP} $KUBELET_EXTRA_ARGS
 Restart=always
 RestartSec=5
 TimeoutStopSec=30
@@ -294,6 +352,8 @@ export async function stopNodeVm(): Promise<void> {
   } catch {
     // start failed: what it left is below
   }
+  await undoExposure?.().catch(() => {});
+  undoExposure = undefined;
   if (t) {
     await t.cri.close().catch(() => {});
     await t.core.deleteNode({ name: t.nodeName }).catch(() => {});

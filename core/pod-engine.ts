@@ -113,6 +113,7 @@ export function createPodEngine(deps: PodEngineDeps): PodEngine {
     periodMs: config.plegRelistPeriodMs,
     logger,
     onChange: (uids) => loop.onPlegChange(uids),
+    ...(runtime.containerEvents ? { events: (onEvent, options) => runtime.containerEvents!(onEvent, options) } : {}),
     observe: (durationMs, intervalMs) => {
       deps.metrics.observeRelist(durationMs, intervalMs);
       deps.metrics.setRunningFrom(cache.all());

@@ -15,10 +15,11 @@ export interface RuntimeCallOptions {
 /**
  * How long the core gives one call before its signal aborts, as upstream's remote runtime
  * client sets its contexts: runtimeRequestTimeout, plus the call's own timeout for a stop or an
- * exec; none for a pull (the runtime plugin bounds pulls itself) or close.
+ * exec; none for a pull (the runtime plugin bounds pulls itself), close, or the event stream
+ * (it lasts as long as the kubelet).
  */
 function callDeadlineMs(op: keyof ContainerRuntime, args: readonly unknown[], requestTimeoutMs: number | undefined): number | undefined {
-  if (requestTimeoutMs === undefined || !(requestTimeoutMs > 0) || op === 'pullImage' || op === 'close') return undefined;
+  if (requestTimeoutMs === undefined || !(requestTimeoutMs > 0) || op === 'pullImage' || op === 'close' || op === 'containerEvents') return undefined;
   const ownSeconds = op === 'stopContainer' ? args[1] : op === 'execSync' ? args[2] : 0;
   const own = typeof ownSeconds === 'number' && Number.isFinite(ownSeconds) && ownSeconds > 0 ? ownSeconds * 1000 : 0;
   return clampTimerMs(requestTimeoutMs + own);
@@ -100,4 +101,5 @@ const OPTIONS_INDEX: { readonly [K in keyof ContainerRuntime]-?: OptionsIndexOf<
   listContainers: 1, containerStatus: 1, execSync: 3, imageStatus: 1, pullImage: 3, listImages: 0,
   status: 0, close: 0, exec: 1, attach: 1, portForward: 2, listContainerStats: 1, listPodSandboxStats: 1,
   imageFsInfo: 0, removeImage: 1, sandboxImage: 0, runtimeConfig: 0, runtimeHandlers: 0, reopenContainerLog: 1, pullProgress: 0,
+  containerEvents: 1,
 };

@@ -318,6 +318,22 @@ export interface RuntimeConfig {
   cgroupDriver?: 'systemd' | 'cgroupfs';
 }
 
+/**
+ * A change of one container the runtime reports as it happens (CRI ContainerEventResponse).
+ * The core takes it as a prompt to look again (PLEG relists at once), never as the state
+ * itself: a relist reads the state, so a lost or reordered event costs only latency.
+ */
+export interface ContainerEvent {
+  /** The container's id; a sandbox's own events name the sandbox's id. */
+  containerId: string;
+  type: 'created' | 'started' | 'stopped' | 'deleted';
+  /** When it happened (ms since the epoch), 0 when not said. */
+  at: number;
+}
+
+/** How a container event stream ended: the runtime has none (containerd 1.6), or it closed (the runtime restarted, or the caller's signal aborted). */
+export type ContainerEventsEnd = 'unsupported' | 'ended';
+
 export interface ContainerRuntime {
   /** version reports the runtime's name and API version; the core calls it at start. */
   version(options?: CallOptions): Promise<RuntimeVersion>;
@@ -389,6 +405,15 @@ export interface ContainerRuntime {
   runtimeHandlers?(options?: CallOptions): Promise<RuntimeHandlerInfo[]>;
   /** sandboxImage returns the image the runtime makes pod sandboxes from, if it says (image GC never removes it). */
   sandboxImage?(options?: CallOptions): Promise<string | undefined>;
+  /**
+   * containerEvents streams the runtime's container lifecycle events to `onEvent` until the
+   * stream ends: it resolves 'unsupported' at once when the runtime has no such stream
+   * (CRI GetContainerEvents is containerd >= 1.7), 'ended' when the runtime closed it or
+   * options.signal aborted; it rejects when the stream failed. No deadline: the stream lasts
+   * as long as the kubelet. Optional: without it (or 'unsupported') PLEG only relists every
+   * plegRelistPeriod; with it PLEG also relists as soon as a container changes.
+   */
+  containerEvents?(onEvent: (event: ContainerEvent) => void, options?: CallOptions): Promise<ContainerEventsEnd>;
   /** close releases connections. The plugin host calls it once at stop, after every plugin's own cleanup (a runtime plugin does not register it with onClose). */
   close(options?: CallOptions): Promise<void>;
 }

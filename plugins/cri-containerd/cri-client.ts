@@ -74,6 +74,42 @@ export class CriClient {
     return this.call(this.content, method, request, timeoutMs, signal, metadata, 'containerd content');
   }
 
+  /**
+   * A server-streaming call of the runtime service: each message to `onMessage` until the
+   * server ends the stream (resolves) or `signal` aborts (resolves: the caller ended it); a
+   * failed stream rejects with the core's typed error, UNIMPLEMENTED kept as the cause's code
+   * (12). No deadline: such a stream lasts as long as its caller wants it.
+   */
+  streamRuntime<T = any>(method: string, request: object, onMessage: (message: T) => void, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let call: grpc.ClientReadableStream<T>;
+      try {
+        call = this.runtime[method](request, new grpc.Metadata());
+      } catch (err) {
+        reject(new KubeletError('InvalidInput', `CRI ${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+        return;
+      }
+      const onAbort = () => call.cancel();
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = (err?: grpc.ServiceError) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!err || (err.code === grpc.status.CANCELLED && signal.aborted)) resolve();
+        else reject(toKubeletError(method, err));
+      };
+      call.on('data', (message: T) => {
+        // A consumer's throw must not end the stream nor escape as an uncaught error.
+        try {
+          onMessage(message);
+        } catch {
+          /* the consumer's own affair */
+        }
+      });
+      call.on('error', (err: grpc.ServiceError) => settle(err));
+      call.on('end', () => settle());
+    });
+  }
+
   close(): void {
     this.runtime.close();
     this.image.close();

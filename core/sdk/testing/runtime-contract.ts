@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '../../errors.ts';
 import { ANNOTATION, LABEL } from '../../runtime/labels.ts';
-import type { ContainerConfig, ContainerRuntime, ContainerState, PodSandboxConfig } from '../../runtime/types.ts';
+import type { ContainerConfig, ContainerEvent, ContainerEventsEnd, ContainerRuntime, ContainerState, PodSandboxConfig } from '../../runtime/types.ts';
 import { checkContract, describeContract, RuleNotApplicable, type ContractFailure, type ContractRule } from './contract.ts';
 
 /**
@@ -42,6 +42,8 @@ export interface RuntimeContractSubject {
 
 /** How far a finish time may read before the start time of a container that exits at once (two clocks of the runtime's). */
 const START_FINISH_SLACK_MS = 1000;
+/** How long a runtime gets to answer that it has no event stream (an answer, not a wait for events). */
+const EVENT_STREAM_SETTLE_MS = 500;
 
 /** Every sandbox and container the contract makes carries this label, so what a failed rule left is removed. */
 const RUN_LABEL = 'kubelet-ts.contract/run';
@@ -286,6 +288,43 @@ export const runtimeContractRules: ReadonlyArray<ContractRule<Scenario>> = [
       // millisecond before it started (seen in CI on a loaded machine: 1 ms).
       assert.ok(st.startedAt > 0 && st.finishedAt > 0, `finishedAt ${st.finishedAt}, startedAt ${st.startedAt}: both must be set`);
       assert.ok(st.finishedAt >= st.startedAt - START_FINISH_SLACK_MS, `finishedAt ${st.finishedAt} is more than ${START_FINISH_SLACK_MS} ms before startedAt ${st.startedAt}`);
+    },
+  },
+  {
+    // Optional: without events PLEG relists every period only. An event is a prompt for the
+    // core to look (it relists), so the rule asks that one comes for a container's start and
+    // one for its exit, each well formed, and that the caller ends the stream with its signal.
+    name: "containerEvents, if offered, reports a container's start and its exit, and ends when its signal aborts",
+    async run(sc) {
+      const events = sc.s.runtime.containerEvents?.bind(sc.s.runtime);
+      if (!events) throw new RuleNotApplicable('the runtime offers no containerEvents');
+      const seen: ContainerEvent[] = [];
+      const ac = new AbortController();
+      const stream = events((e) => seen.push(e), { signal: ac.signal });
+      stream.catch(() => {});
+      // A runtime without a stream says so at once; one with a stream keeps it open.
+      const early = await Promise.race([stream, sleep(EVENT_STREAM_SETTLE_MS).then(() => undefined)]);
+      if (early === 'unsupported') throw new RuleNotApplicable('the runtime answers that it streams no container events');
+      assert.equal(early, undefined, `containerEvents ended (${String(early)}) before its signal aborted`);
+      try {
+        const sb = await newSandbox(sc);
+        const id = await newContainer(sc, sb, 'evented', sc.s.commands.exit(0));
+        await waitState(sc, id, 'CONTAINER_EXITED');
+        const has = (type: ContainerEvent['type']) => seen.some((e) => e.containerId === id && e.type === type);
+        const deadline = Date.now() + (sc.s.stateTimeoutMs ?? 20_000);
+        for (let i = 0; i < 400 && Date.now() < deadline && !(has('started') && has('stopped')); i++) await sleep(50);
+        assert.ok(has('started'), `no 'started' event for container ${id}; events: ${JSON.stringify(seen.slice(-10))}`);
+        assert.ok(has('stopped'), `no 'stopped' event for container ${id}; events: ${JSON.stringify(seen.slice(-10))}`);
+        for (const e of seen) {
+          assert.ok(typeof e.containerId === 'string' && e.containerId.length > 0, `an event without a container id: ${JSON.stringify(e)}`);
+          assert.ok(['created', 'started', 'stopped', 'deleted'].includes(e.type), `an event of unknown type: ${JSON.stringify(e)}`);
+          assert.ok(Number.isFinite(e.at) && e.at >= 0, `an event's time must be a number: ${JSON.stringify(e)}`);
+        }
+      } finally {
+        ac.abort();
+      }
+      const end: ContainerEventsEnd = await stream;
+      assert.equal(end, 'ended', "containerEvents must resolve 'ended' when its signal aborts");
     },
   },
   {

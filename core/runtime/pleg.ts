@@ -10,6 +10,13 @@ const EVENTS_RETRY_FIRST_MS = 1000;
 const EVENTS_RETRY_MAX_MS = 60_000;
 /** A stream that lasted this long was healthy: the next failure retries from the first wait again. */
 const EVENTS_HEALTHY_MS = 60_000;
+/**
+ * The least time between the end of a relist and one an event asks for: a pod starting or
+ * stopping makes several events (sandbox and container, created, started, ...), and under churn
+ * they would otherwise keep PLEG relisting back to back. At most 4 more relists a second, each
+ * change seen within a quarter second plus a relist.
+ */
+const EVENT_RELIST_GAP_MS = 250;
 
 /**
  * The pod lifecycle event generator: relists the runtime every period and reports the pods
@@ -50,8 +57,12 @@ export class Pleg {
 
   /** The relist running now (relists never overlap). */
   private running: Promise<void> | undefined;
-  /** An event came during a relist: another follows it at once. */
+  /** An event came during a relist: another follows it (after EVENT_RELIST_GAP_MS). */
   private again = false;
+  /** The timer holds an event's relist, not the period's. */
+  private soon = false;
+  /** When the last relist ended (performance.now()). */
+  private lastEndMono = 0;
   private eventsAbort: AbortController | undefined;
   /** Events seen since start (tests and the log read it). */
   eventsSeen = 0;
@@ -93,6 +104,7 @@ export class Pleg {
       for (const uid of this.seen.keys()) if (!current.has(uid)) changed.add(uid);
       this.seen = current;
       this.lastRelistEnd = Date.now();
+      this.lastEndMono = performance.now();
       this.deps.observe?.(performance.now() - t0, interval);
       if (changed.size > 0) this.deps.onChange(changed);
     } catch (err) {
@@ -100,15 +112,21 @@ export class Pleg {
     }
   }
 
-  /** A container changed: relist now rather than at the next period; during a relist, once more right after it. */
+  /** A container changed: relist soon (EVENT_RELIST_GAP_MS after the last) rather than at the next period; during a relist, once more after it. */
   private relistSoon(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
     }
+    if (this.soon) return;
     clearTimeout(this.timer);
-    void this.runRelist(true);
+    this.soon = true;
+    this.timer = setTimeout(() => {
+      this.soon = false;
+      void this.runRelist(true);
+    }, Math.max(0, this.lastEndMono + EVENT_RELIST_GAP_MS - performance.now()));
+    this.timer.unref();
   }
 
   /** One relist at a time; `reschedule`: the period counts from its end (an event's relist replaced the timer's). */
@@ -121,7 +139,8 @@ export class Pleg {
     }
     if (this.again && !this.stopped) {
       this.again = false;
-      return this.runRelist(reschedule);
+      this.relistSoon();
+      return;
     }
     if (reschedule) this.schedule();
   }
@@ -129,6 +148,7 @@ export class Pleg {
   private schedule(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
+    this.soon = false;
     this.timer = setTimeout(() => void this.runRelist(true), this.deps.periodMs);
     this.timer.unref();
   }

@@ -29,7 +29,7 @@ import { startKubeletProcess } from '../test/support/kubelet-process.ts';
 import { runApiPodsFuzz } from '../test/fuzz/long/api-pods-kind.ts';
 import { startFuzzKubelet } from '../test/fuzz/long/fuzz-kubelet.ts';
 import { runManifestsFuzz } from '../test/fuzz/long/manifests-kind.ts';
-import { formatReport, reportOnSignalOptions, type KindReport } from '../test/fuzz/long/report.ts';
+import { formatReport, noteInterrupted, reportOnSignalOptions, type KindReport } from '../test/fuzz/long/report.ts';
 import { runRequestsFuzz } from '../test/fuzz/long/requests-kind.ts';
 import { run as runCommand } from './node-env/util.ts';
 
@@ -76,6 +76,17 @@ async function main(): Promise<number> {
   // Each kind its share of the time; a kind stops sending at its bound and reports what ran.
   const deadlineFor = (k: number) => performance.now() + ((minutes * 60_000) / kinds.length) * (k + 1) - 5000;
   const reports: KindReport[] = [];
+  // Ctrl-C or a SIGTERM (`timeout`, `kill`) ends the run as the kubelet's exit ends a kind: the
+  // kubelet is stopped (it may have had the signal already, in the same process group), the kind
+  // reports what ran and says it was interrupted rather than counting a crash, and the clean-up
+  // runs (containerd, the control plane).
+  let kubeletPid: number | undefined;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      noteInterrupted(signal);
+      if (kubeletPid) process.kill(kubeletPid, 'SIGTERM');
+    });
+  }
   log(`fuzz:long: kinds ${kinds.join(', ')}, seed ${seed}, count ${count} each${from ? ` from index ${from}` : ''}, at most ${minutes} min${process.env.MALLOC_ARENA_MAX ? `, MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX}` : ''}`);
   const needNodeEnv = kinds.some((k) => k !== 'api-pods') || values.runtime === 'containerd';
   const run = async (env: Parameters<typeof startFuzzKubelet>[0] | undefined) => {
@@ -84,6 +95,7 @@ async function main(): Promise<number> {
       log(`${kind}: starting`);
       if (kind === 'requests' || kind === 'manifests') {
         const fk = await startFuzzKubelet(env!);
+        kubeletPid = fk.k.pid;
         try {
           log(`${kind}: kubelet pid ${fk.k.pid} (${fk.k.code}), its pod ${fk.target.namespace}/${fk.target.pod} Running`);
           reports.push(kind === 'requests'
@@ -127,6 +139,7 @@ async function main(): Promise<number> {
             });
             kubelet = k;
           }
+          kubeletPid = kubelet.pid;
           log(`api-pods: node ${nodeName} (${values.runtime}: pid ${kubelet.pid})`);
           reports.push(await runApiPodsFuzz({ kubelet, reportDir, admin: cluster.admin, namespace: ns, nodeName, image: env?.images.busybox ?? 'busybox', seed, count, from, rounds, deadline, batch: values.runtime === 'memory' ? 50 : 20, reproduce: reproduce(kind), log }));
         });

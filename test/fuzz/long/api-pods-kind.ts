@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { H2ApiClient } from '../../../bench/api/h2-client.ts';
 import { apiPodCase } from '../api-pod-cases.ts';
-import { closeReport, memoryPoint, podDisturbed, podFacts, RssSampler, settle, type KindReport, type MemoryPoint } from './report.ts';
+import { closeReport, EXITED, memoryPoint, podDisturbed, podFacts, RssSampler, settle, type KindReport, type MemoryPoint } from './report.ts';
 import type { FuzzedKubelet } from './requests-kind.ts';
 
 export interface ApiPodsRunOptions {
@@ -149,7 +149,7 @@ export async function runApiPodsFuzz(o: ApiPodsRunOptions): Promise<KindReport> 
         statuses.set(s, (statuses.get(s) ?? 0) + 1);
       }
       if (exited) {
-        crashes.push(`the kubelet exited (${exitCode}) during the batch of cases ${indexes[0]}..${indexes.at(-1)}`);
+        crashes.push(`${EXITED} (${exitCode}) during the batch of cases ${indexes[0]}..${indexes.at(-1)}`);
         for (const i of created.values()) reproduce.push(o.reproduce(i));
         break;
       }

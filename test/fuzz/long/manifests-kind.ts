@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadObjectModels } from '../../../core/objects/object-decoder.ts';
 import { parseManifest } from '../../../core/sources/manifest.ts';
 import { randomCase } from '../manifest-cases.ts';
-import { closeReport, memoryPoint, podDisturbed, RssSampler, settle, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
+import { closeReport, EXITED, memoryPoint, podDisturbed, RssSampler, settle, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
 import type { FuzzedKubelet } from './requests-kind.ts';
 
 export interface ManifestsRunOptions {
@@ -142,7 +142,7 @@ export async function runManifestsFuzz(o: ManifestsRunOptions): Promise<KindRepo
         if (waiting.size) await sleep(50);
       }
       if (exited) {
-        crashes.push(`the kubelet exited (${exitCode}) during the batch of cases ${(o.from ?? 0) + first}..${(o.from ?? 0) + first + slots - 1}`);
+        crashes.push(`${EXITED} (${exitCode}) during the batch of cases ${(o.from ?? 0) + first}..${(o.from ?? 0) + first + slots - 1}`);
         for (const i of waiting.values()) reproduce.push(o.reproduce(i));
         break;
       }

@@ -158,10 +158,29 @@ export interface KindEnd extends Pick<KindReport, 'kind' | 'seed' | 'count' | 's
   disturbed(): Promise<string | undefined>;
 }
 
+/**
+ * The signal that interrupted the whole run (SIGINT, SIGTERM), if one did: the kubelet is in the
+ * same process group and got it too, so its exit then is the operator's doing, not a crash.
+ */
+let interruptedBy: string | undefined;
+
+/** How every kind words the kubelet's exit in its crashes. */
+export const EXITED = 'the kubelet exited';
+
+/** Called by the run's signal handler (tools/fuzz-long.ts). */
+export function noteInterrupted(signal: string): void {
+  interruptedBy = signal;
+}
+
 /** The last checks every kind makes (the kubelet alive, its pod the same pod, the RSS after) and the report. */
 export async function closeReport(e: KindEnd): Promise<KindReport> {
-  const crashes = [...e.crashes];
-  if (e.exit && crashes.length === 0) crashes.push(`the kubelet exited (${e.exit.code})`);
+  let crashes = [...e.crashes];
+  let stoppedEarly = e.stoppedEarly;
+  if (e.exit && interruptedBy) {
+    // The kinds record the kubelet's exit as they see it; an interrupted run's is no crash.
+    crashes = crashes.filter((c) => !c.startsWith(EXITED));
+    stoppedEarly = `interrupted by ${interruptedBy} (the kubelet was stopped and exited ${e.exit.code}): not a crash`;
+  } else if (e.exit && crashes.length === 0) crashes.push(`${EXITED} (${e.exit.code})`);
   if (!e.exit && crashes.length === 0) {
     const why = await e.disturbed();
     if (why) crashes.push(why);
@@ -178,7 +197,7 @@ export async function closeReport(e: KindEnd): Promise<KindReport> {
     rss: { beforeMiB: toMiB(e.beforeBytes), peakMiB: toMiB(e.rss.peak), afterMiB: toMiB(after), settleS: e.settleMs / 1000 },
     rounds: e.rounds,
     details: e.details,
-    ...(e.stoppedEarly ? { stoppedEarly: e.stoppedEarly } : {}),
+    ...(stoppedEarly ? { stoppedEarly } : {}),
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import net from 'node:net';
 import { requestCase, type RequestTarget } from '../request-cases.ts';
-import { closeReport, memoryPoint, podDisturbed, RssSampler, settle, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
+import { closeReport, EXITED, memoryPoint, podDisturbed, RssSampler, settle, type KindReport, type MemoryPoint, type PodFacts } from './report.ts';
 
 export interface FuzzedKubelet {
   pid: number;
@@ -125,7 +125,7 @@ export async function runRequestsFuzz(o: RequestsRunOptions): Promise<KindReport
           statuses.set(key, (statuses.get(key) ?? 0) + 1);
           if (a.status >= 500 && a.status !== 501 && a.status !== 503 && serverErrors.length < 20) serverErrors.push(i);
           if (exited && crashes.length === 0) {
-            crashes.push(`the kubelet exited (${exitCode}) at or before case ${i} (${c.kind})`);
+            crashes.push(`${EXITED} (${exitCode}) at or before case ${i} (${c.kind})`);
             reproduce.push(o.reproduce(i));
           }
         }

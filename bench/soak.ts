@@ -1,0 +1,309 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1Pod } from '@kubernetes/client-node';
+import { LABEL } from '../core/runtime/labels.ts';
+import { KUBELET_BIN, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
+import { benchPodManifest, envInt, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri, round, runMain, runTag, table, withNodeEnv, writeResults, type BenchOptions } from './lib.ts';
+
+/**
+ * soak: one kubelet-ts process on real containerd under churn for MINUTES (default 120): N pods
+ * (default 110), one created and one deleted about every second (CHURN_PER_SECOND), each
+ * writing a log line a second, with exec readiness and liveness probes and a memory emptyDir
+ * (a mount per pod). Every SAMPLE_SECONDS (60) it records the kubelet's RSS, V8 heap, open file
+ * descriptors, pending timers (ref'd or not) and other active resources (bench/soak-probe.mjs,
+ * preloaded into the kubelet), its CPU and containerd's, containerd's sandboxes, containers and shims, the
+ * mounts under the kubelet's directory and its pod cgroups. At the end the churn stops and every
+ * pod must converge (Running and ready, and no sandbox or mount more than the pods need).
+ *
+ * A leak shows as growth after warm-up: each figure's last sample is compared with its value at
+ * the end of the first quarter (RSS and heap within 10 % + 10 MiB, fds, timers and handles within
+ * 10 % + 10, mounts, sandboxes and cgroups no more than the pods need).
+ *
+ *   npm run bench:soak                          2 hours, 110 pods, 1 churn a second
+ *   MINUTES=10 N=50 npm run bench:soak          a short one
+ */
+
+const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'soak-probe.mjs');
+const MiB = 2 ** 20;
+
+export interface SoakSample {
+  /** Minutes since the churn began. */
+  minute: number;
+  rssMiB: number;
+  heapUsedMiB?: number;
+  fds: number;
+  timers?: number;
+  /** All of process.getActiveResourcesInfo() (timers, sockets, file requests, ...). */
+  activeResources?: number;
+  kubeletCpuCores: number;
+  containerdCpuCores?: number;
+  sandboxes: number;
+  containers: number;
+  shims: number;
+  mounts: number;
+  podCgroups: number;
+  podsDesired: number;
+  podsRunning: number;
+  churned: number;
+}
+
+export interface SoakResult {
+  benchmark: 'soak';
+  date: string;
+  machine: Record<string, unknown>;
+  minutes: number;
+  n: number;
+  churnPerSecond: number;
+  samples: SoakSample[];
+  /** Per figure: the value at the end of the first quarter, the last, and whether it stayed within bounds. */
+  verdict: Array<{ figure: string; warm: number; last: number; max: number; bound: number; flat: boolean }>;
+  /** Seconds the pods took to converge after the churn stopped, or the reason they did not. */
+  converged: { seconds: number } | { error: string };
+  file?: string;
+}
+
+/** A soak pod: the benchmarks' pod with a log line a second, exec probes, a memory emptyDir (one tmpfs mount). */
+function soakPod(name: string, namespace: string, image: string): V1Pod {
+  const pod = benchPodManifest(name, namespace, image);
+  pod.spec!.volumes = [{ name: 'scratch', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }];
+  Object.assign(pod.spec!.containers[0]!, {
+    command: ['sh', '-c', 'trap "exit 0" TERM; touch /scratch/ready; i=0; while true; do echo "line $i"; i=$((i+1)); sleep 1; done'],
+    volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
+    readinessProbe: { exec: { command: ['cat', '/scratch/ready'] }, periodSeconds: 15 },
+    livenessProbe: { exec: { command: ['true'] }, periodSeconds: 30, initialDelaySeconds: 5 },
+  });
+  return pod;
+}
+
+const ready = (p: V1Pod) => podRunning(p) && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+async function countFds(pid: number): Promise<number> {
+  return (await readdir(`/proc/${pid}/fd`)).length;
+}
+
+/** The runc shims of this containerd (one per sandbox: a leaked one outlives its pod), told from other containerds' by the address on their command line. */
+async function countShims(containerdSocket: string): Promise<number> {
+  let n = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const comm = await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '');
+    if (!comm.startsWith('containerd-shim')) continue;
+    if ((await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0').includes(containerdSocket)) n++;
+  }
+  return n;
+}
+
+async function countMounts(under: string): Promise<number> {
+  return (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.split(' ')[4]?.startsWith(under)).length;
+}
+
+/** Pod cgroups under the kubelet's cgroup root (cgroup v1's memory hierarchy, or v2's). */
+async function countPodCgroups(cgroupRoot: string): Promise<number> {
+  const base = (await readFile('/proc/filesystems', 'utf8')).includes('cgroup2') && !(await readdir('/sys/fs/cgroup')).includes('memory') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/memory';
+  let n = 0;
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > 4) return;
+    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      if (!e.isDirectory()) continue;
+      if (e.name.startsWith('pod')) n++;
+      await walk(path.join(dir, e.name), depth + 1);
+    }
+  };
+  await walk(path.join(base, cgroupRoot), 0);
+  return n;
+}
+
+/** The probe's latest line: active resources by type and the heap. */
+async function probeLine(file: string): Promise<{ timers?: number; resources: Record<string, number>; heapUsed: number } | undefined> {
+  const lines = (await readFile(file, 'utf8').catch(() => '')).trim().split('\n');
+  try {
+    return JSON.parse(lines.at(-1)!);
+  } catch {
+    return undefined;
+  }
+}
+
+export async function run(opts: BenchOptions & { minutes?: number; churnPerSecond?: number; sampleSeconds?: number } = {}): Promise<SoakResult> {
+  const log = logTo(opts);
+  const print = printTo(opts);
+  const minutes = opts.minutes ?? (opts.smoke ? 1 : 120);
+  const n = opts.n ?? (opts.smoke ? 10 : 110);
+  const churnPerSecond = opts.churnPerSecond ?? 1;
+  const sampleSeconds = opts.sampleSeconds ?? (opts.smoke ? 10 : 60);
+  return withNodeEnv(opts, async (env) => {
+    const machine = await machineInfo(env);
+    const ns = `soak-${runTag()}`;
+    const probeFile = path.join(env.baseDir ?? '/tmp', `soak-probe-${process.pid}.jsonl`);
+    process.env.KTS_SOAK_PROBE_FILE = probeFile;
+    process.env.KTS_SOAK_PROBE_MS = String(Math.min(10_000, sampleSeconds * 500));
+    const nodeFlags = (await readFile(KUBELET_BIN, 'utf8')).split('\n', 1)[0]!.replace(/^#!\S+\s+-S\s+/, '').split(/\s+/).filter(Boolean);
+    const kp = await startKubeletProcess(env, {
+      maxPods: n + 10,
+      cgroupPrefix: 'kubelet-ts-soak',
+      // The default bundle's plugins besides the runtime (credential-provider-exec declines to load without a config).
+      plugins: [['probes'], ['csi-grpc'], ['eviction-default'], ['device-plugins'], ['pod-resources']],
+      // --expose-internals: the probe counts every pending timer (bench/soak-probe.mjs says why).
+      command: [process.execPath, ...nodeFlags.slice(nodeFlags.indexOf('node') + 1), '--expose-internals', '--import', PROBE, KUBELET_BIN],
+    });
+    const cgroupRoot = (await readFile(path.join(kp.dir, 'cgroup-root'), 'utf8')).trim();
+    log(`soak: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}; ${n} pods, ${churnPerSecond}/s churn, ${minutes} min`);
+    const raw = new RawCri(env.containerdEndpoint, '/nonexistent');
+    const live: string[] = [];
+    let seq = 0;
+    const add = async () => {
+      const name = `soak-${seq++}`;
+      live.push(name);
+      await kp.writeManifest(`${name}.json`, soakPod(name, ns, env.images.busybox));
+    };
+    const samples: SoakSample[] = [];
+    let converged: SoakResult['converged'] = { error: 'not reached' };
+    try {
+      for (let i = 0; i < n; i++) await add();
+      const startDeadline = performance.now() + 120_000 + n * 2000;
+      while (((await kp.pods()) ?? []).filter(ready).length < n) {
+        if (performance.now() > startDeadline) {
+          const pods = (await kp.pods()) ?? [];
+          const notReady = pods.filter((p) => !ready(p)).slice(0, 3).map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.[0]?.state ?? {})} ${JSON.stringify(p.status?.conditions?.find((c) => c.type === 'Ready') ?? {})}`);
+          throw new Error(`soak: ${pods.filter(ready).length} of ${n} pods ready in time (${pods.length} listed; kubelet log ${kp.logFile}): ${notReady.join('; ')}`);
+        }
+        await sleep(1000);
+      }
+      log(`soak: ${n} pods ready; churning`);
+      const t0 = performance.now();
+      const end = t0 + minutes * 60_000;
+      let churned = 0;
+      let cpu = { at: performance.now(), kubelet: (await procCpuSeconds(kp.pid))!, containerd: env.containerd.pid ? await procCpuSeconds(env.containerd.pid) : undefined };
+      const sample = async () => {
+        const pods = (await kp.pods()) ?? [];
+        const now = { at: performance.now(), kubelet: (await procCpuSeconds(kp.pid))!, containerd: env.containerd.pid ? await procCpuSeconds(env.containerd.pid) : undefined };
+        const wall = (now.at - cpu.at) / 1000;
+        const probe = await probeLine(probeFile);
+        const managed = { labelSelector: { [LABEL.managed]: 'true' } };
+        const s: SoakSample = {
+          minute: round((performance.now() - t0) / 60_000, 2),
+          rssMiB: round((await procRssBytes(kp.pid)) / MiB),
+          ...(probe ? { heapUsedMiB: round(probe.heapUsed / MiB), timers: probe.timers ?? probe.resources.Timeout ?? 0, activeResources: Object.values(probe.resources).reduce((a, b) => a + b, 0) } : {}),
+          fds: await countFds(kp.pid),
+          kubeletCpuCores: round((now.kubelet - cpu.kubelet) / wall, 2),
+          ...(now.containerd !== undefined && cpu.containerd !== undefined ? { containerdCpuCores: round((now.containerd - cpu.containerd) / wall, 2) } : {}),
+          sandboxes: (await raw.runtime.listPodSandboxes(managed)).length,
+          containers: (await raw.runtime.listContainers(managed)).length,
+          shims: await countShims(env.containerdEndpoint.replace(/^unix:\/\//, '')),
+          mounts: await countMounts(kp.dir),
+          podCgroups: await countPodCgroups(cgroupRoot),
+          podsDesired: live.length,
+          podsRunning: pods.filter(podRunning).length,
+          churned,
+        };
+        cpu = now;
+        samples.push(s);
+        log(`soak: ${s.minute} min: RSS ${s.rssMiB} MiB, heap ${s.heapUsedMiB ?? '?'} MiB, fds ${s.fds}, timers ${s.timers ?? '?'}, sandboxes ${s.sandboxes}, mounts ${s.mounts}, running ${s.podsRunning}/${s.podsDesired}, churned ${s.churned}, CPU ${s.kubeletCpuCores} (containerd ${s.containerdCpuCores ?? '?'})`);
+      };
+      await sample();
+      let nextSample = t0 + sampleSeconds * 1000;
+      const gapMs = 1000 / churnPerSecond;
+      // One replacement per gap: the oldest pod goes, a new one comes (bounded by the run's end).
+      for (let tick = 0; performance.now() < end && tick < minutes * 60 * churnPerSecond * 2; tick++) {
+        const next = t0 + (tick + 1) * gapMs;
+        const victim = live.shift()!;
+        await kp.removeManifest(`${victim}.json`);
+        await add();
+        churned++;
+        if (performance.now() >= nextSample) {
+          await sample();
+          nextSample += sampleSeconds * 1000;
+        }
+        await sleep(Math.max(0, next - performance.now()));
+      }
+      // Convergence: the pods written are all ready, and nothing more than they need is left.
+      log('soak: churn stopped; waiting for the pods to converge');
+      const c0 = performance.now();
+      const want = new Set(live);
+      for (let i = 0; i < 300; i++) {
+        const pods = (await kp.pods()) ?? [];
+        const sandboxes = (await raw.runtime.listPodSandboxes({ labelSelector: { [LABEL.managed]: 'true' } })).filter((s) => s.state === 'SANDBOX_READY');
+        const readyNames = new Set(pods.filter(ready).map((p) => p.metadata!.name!.replace(/-bench-node$/, '')));
+        if ([...want].every((w) => readyNames.has(w)) && pods.length === want.size && sandboxes.length === want.size) {
+          converged = { seconds: round((performance.now() - c0) / 1000) };
+          break;
+        }
+        await sleep(1000);
+      }
+      if ('error' in converged) converged = { error: 'not converged within 300 s of the churn stopping' };
+      await sample();
+    } finally {
+      await Promise.all(live.map((name) => kp.removeManifest(`${name}.json`)));
+      for (let i = 0; i < 180 && ((await kp.pods())?.length ?? 0) > 0; i++) await sleep(1000);
+      await kp.stop();
+      await raw.close();
+    }
+
+    const verdict = flatness(samples, n);
+    const result: SoakResult = { benchmark: 'soak', date: new Date().toISOString(), machine, minutes, n, churnPerSecond, samples, verdict, converged };
+    print(report(result));
+    const file = await writeResults(opts, 'soak', result);
+    if (file) {
+      result.file = file;
+      log(`soak: results in ${file}`);
+    }
+    return result;
+  });
+}
+
+/** Each figure after warm-up (the first quarter's last sample) against its bound; the convergence sample at the end counts. */
+export function flatness(samples: SoakSample[], n: number): SoakResult['verdict'] {
+  if (samples.length < 2) return [];
+  const warmAt = samples[Math.max(0, Math.floor((samples.length - 1) / 4))]!;
+  const rest = samples.slice(samples.indexOf(warmAt));
+  const last = samples.at(-1)!;
+  const rows: SoakResult['verdict'] = [];
+  const check = (figure: string, get: (s: SoakSample) => number | undefined, bound: (warm: number) => number) => {
+    const warm = get(warmAt);
+    const lastV = get(last);
+    if (warm === undefined || lastV === undefined) return;
+    const max = Math.max(...rest.map((s) => get(s) ?? 0));
+    const b = bound(warm);
+    rows.push({ figure, warm, last: lastV, max, bound: round(b), flat: lastV <= b });
+  };
+  check('RSS MiB', (s) => s.rssMiB, (w) => w * 1.1 + 10);
+  check('V8 heap MiB', (s) => s.heapUsedMiB, (w) => w * 1.1 + 10);
+  check('open fds', (s) => s.fds, (w) => w * 1.1 + 10);
+  check('pending timers', (s) => s.timers, (w) => w * 1.1 + 10);
+  check('active resources', (s) => s.activeResources, (w) => w * 1.1 + 10);
+  // What the pods need at the end: one sandbox, container, shim, mount and cgroup each.
+  check('sandboxes', (s) => s.sandboxes, () => n);
+  check('containers', (s) => s.containers, () => n);
+  check('containerd shims', (s) => s.shims, () => n);
+  check('mounts', (s) => s.mounts, (w) => Math.max(w, n + 5));
+  check('pod cgroups', (s) => s.podCgroups, () => n);
+  return rows;
+}
+
+function report(r: SoakResult): string {
+  const every = Math.max(1, Math.ceil(r.samples.length / 20));
+  const shown = r.samples.filter((_, i) => i % every === 0 || i === r.samples.length - 1);
+  const lines = [
+    `soak: ${r.n} pods, ${r.churnPerSecond} created and deleted per second, ${r.minutes} min (${r.samples.at(-2)?.churned ?? 0} replaced); converged after the churn: ${'seconds' in r.converged ? `${r.converged.seconds} s` : r.converged.error}`,
+    table([
+      ['min', 'RSS MiB', 'heap MiB', 'fds', 'timers', 'resources', 'sandboxes', 'containers', 'shims', 'mounts', 'pod cgroups', 'running', 'CPU', 'containerd CPU'],
+      ...shown.map((s) => [s.minute, s.rssMiB, s.heapUsedMiB ?? '-', s.fds, s.timers ?? '-', s.activeResources ?? '-', s.sandboxes, s.containers, s.shims, s.mounts, s.podCgroups, `${s.podsRunning}/${s.podsDesired}`, s.kubeletCpuCores, s.containerdCpuCores ?? '-']),
+    ]),
+    'after warm-up (end of the first quarter) to the end:',
+    table([['figure', 'warm', 'last', 'max', 'bound', 'flat'], ...r.verdict.map((v) => [v.figure, v.warm, v.last, v.max, v.bound, v.flat ? 'yes' : 'NO'])]),
+  ];
+  return lines.join('\n');
+}
+
+if (await isMain(import.meta.url)) {
+  await runMain(() =>
+    run({
+      smoke: isSmoke(),
+      n: envInt('N', isSmoke() ? 10 : 110),
+      minutes: envInt('MINUTES', isSmoke() ? 1 : 120),
+      churnPerSecond: envInt('CHURN_PER_SECOND', 1),
+      sampleSeconds: envInt('SAMPLE_SECONDS', isSmoke() ? 10 : 60),
+    }),
+  );
+}

@@ -6,7 +6,7 @@ import { errorMessage, pluginOf } from '../errors.ts';
 import { ANNOTATION } from '../runtime/labels.ts';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { Limiter } from '../util/limiter.ts';
-import type { ContainerConfig, ContainerStatus, PodSandboxConfig, UserNamespaceOptions } from '../runtime/types.ts';
+import type { ContainerConfig, ContainerStatus, PodSandboxConfig, RuntimeHandlerInfo, UserNamespaceOptions } from '../runtime/types.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
 import { allContainersOf, containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
@@ -275,9 +275,14 @@ export class PodSyncer {
   private async recursiveReadOnlyMounts(pod: V1Pod, c: V1Container, signal: AbortSignal): Promise<boolean> {
     const wants = (c.volumeMounts ?? []).some((m) => { const mode = (m as { recursiveReadOnly?: string }).recursiveReadOnly; return mode === 'Enabled' || mode === 'IfPossible'; });
     if (!wants) return false;
+    return (await this.handlerFeatures(pod, signal)).features?.recursiveReadOnlyMounts === true;
+  }
+
+  /** The pod's runtime handler (from its RuntimeClass; '' the default), what the runtime says it can do, and all it reports (CRI Status). */
+  private async handlerFeatures(pod: V1Pod, signal: AbortSignal): Promise<{ handler: string; features: RuntimeHandlerInfo | undefined; all: RuntimeHandlerInfo[] }> {
     const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
-    const handlers = (await this.deps.runtime.runtimeHandlers?.({ signal })) ?? [];
-    return handlers.find((h) => h.name === handler)?.recursiveReadOnlyMounts === true;
+    const all = (await this.deps.runtime.runtimeHandlers?.({ signal })) ?? [];
+    return { handler, features: all.find((h) => h.name === handler), all };
   }
 
   /**
@@ -286,9 +291,8 @@ export class PodSyncer {
    * not run in the host's user namespace instead: its sandbox fails with the reason.
    */
   private async userNamespace(pod: V1Pod, signal: AbortSignal): Promise<UserNamespaceOptions> {
-    const handler = (await this.deps.runtimeClasses?.handler(pod)) ?? '';
-    const handlers = (await this.deps.runtime.runtimeHandlers?.({ signal })) ?? [];
-    if (!handlers.find((h) => h.name === handler)?.userNamespaces) {
+    const { handler, features, all: handlers } = await this.handlerFeatures(pod, signal);
+    if (!features?.userNamespaces) {
       throw new Error(`RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces, which hostUsers: false asks for (the container runtime reports ${handlers.length ? `user namespaces for: ${handlers.filter((h) => h.userNamespaces).map((h) => JSON.stringify(h.name)).join(', ') || 'no handler'}` : 'no handler features: containerd 2.0 or later with runc 1.2 or later can run them'})`);
     }
     if (!this.deps.userNamespaces) throw new Error('this kubelet gives no user namespaces');

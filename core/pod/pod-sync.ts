@@ -44,8 +44,14 @@ export interface SyncOutcome { requeueAfterMs?: number }
 
 /** How soon to look again at a pod that waits for an image or failed to start a container. */
 const WAITING_RESYNC_MS = 1000;
-/** How soon to try again to set up the volumes of a pod whose volumes are not ready. */
-const VOLUME_RETRY_MS = 1000;
+/**
+ * How soon to try again to set up the volumes of a pod whose volumes are not ready: upstream's
+ * back-off for a failed volume operation, 500 ms doubling to 2 min 2 s, so a volume that cannot be
+ * set up (a missing Secret, a driver not registered) costs a retry and a FailedMount event every
+ * two minutes, not every second; a success starts it over.
+ */
+const VOLUME_RETRY_FIRST_MS = 500;
+const VOLUME_RETRY_MAX_MS = 122_000;
 
 type Waiting = Map<string, { reason: string; message: string }>;
 
@@ -97,6 +103,8 @@ export interface PodSyncerDeps extends PodKillerDeps, ContainerGCDeps, PodTermin
 export class PodSyncer {
   /** When this kubelet last changed each pod in the runtime (the cache is stale before it read the pod again). */
   private readonly actedAt = new Map<string, number>();
+  /** Failed volume set-ups in a row, per pod (the retry's back-off). */
+  private readonly volumeFailures = new Map<string, number>();
   /** The sandbox config of each pod's current sandbox: containers are created against it. */
   private readonly sandboxConfigs = new Map<string, { id: string; config: PodSandboxConfig }>();
 
@@ -175,13 +183,16 @@ export class PodSyncer {
       // Volumes before the sandbox and any container; again on each sync (for content that follows its source).
       try {
         await this.timed(uid, 'volumes', () => this.deps.volumes.setUpPod(pod, signal));
+        this.volumeFailures.delete(uid);
       } catch (err) {
         if (!(err instanceof VolumeSetupError) || signal.aborted) throw err;
         // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
         for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
         for (const message of err.eventMessages()) this.event(pod, undefined, 'Warning', 'FailedMount', message);
-        return this.finish(pod, waiting, VOLUME_RETRY_MS, acts);
+        const failures = this.volumeFailures.get(uid) ?? 0;
+        this.volumeFailures.set(uid, failures + 1);
+        return this.finish(pod, waiting, Math.min(VOLUME_RETRY_FIRST_MS * 2 ** Math.min(failures, 20), VOLUME_RETRY_MAX_MS), acts);
       }
 
       let sandboxId = actions.sandboxId;
@@ -552,6 +563,7 @@ export class PodSyncer {
     const uid = podUID(pod);
     this.sandboxConfigs.delete(uid);
     this.actedAt.delete(uid);
+    this.volumeFailures.delete(uid);
     this.reclaim.forget(uid);
     await this.termination.terminate(pod, grace, signal);
   }

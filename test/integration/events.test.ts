@@ -102,4 +102,22 @@ describe('events: a pod tells its story (standalone)', function () {
     // The follow ends when the kubelet's server goes away (dispose stops it); do not wait for that here.
     void req;
   });
+  it("retries a volume that cannot be set up with upstream's back-off (500 ms doubling): FailedMount counted a few times, not every second; the pod starts once it can", async function () {
+    this.timeout(90_000);
+    const missing = path.join(dir, 'made-later');
+    await t.writeManifest('late.json', podManifest('late', [{ name: 'app', image: env.images.busybox, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }], { hostNetwork: true, terminationGracePeriodSeconds: 0, volumes: [{ name: 'data', hostPath: { path: missing, type: 'Directory' } }] }, { namespace: 'ev3' }));
+    const failedMount = () => of('late').find((e) => e.reason === 'FailedMount');
+    for (let i = 0; i < 100 && !failedMount(); i++) await sleep(100);
+    assert.ok(failedMount(), 'a FailedMount event');
+    await sleep(9000);
+    // Tries at about 0, 0.5, 1.5, 3.5 and 7.5 s: 5 in the 9 s (a retry every second would be 10).
+    const tries = failedMount()!.count;
+    assert.ok(tries >= 3 && tries <= 6, `FailedMount counted ${tries} times in ~9 s`);
+    assert.match(failedMount()!.message, /made-later/);
+    await fs.mkdir(missing);
+    // The next try, about 16 s after the first, finds it.
+    await t.waitForPod('late', isRunning, 45_000, 'Running once its hostPath exists');
+    await t.removeManifest('late.json');
+    await t.waitForPod('late', (p) => p === undefined, 60_000, 'removed');
+  });
 });

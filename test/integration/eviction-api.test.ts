@@ -33,7 +33,11 @@ describe('eviction in API-server mode', function () {
     });
     suite.onCleanup(() => t.dispose());
     await suite.core.createNamespace({ body: { metadata: { name: ns } } });
-    suite.onCleanup(() => suite.core.deleteNamespace({ name: ns }));
+    suite.onCleanup(async () => {
+      await suite.core.deleteNamespace({ name: ns }).catch(() => {});
+      // Its pods at once, not ~5 s later through the namespace controller: the kubelet's dispose waits for them.
+      await suite.core.deleteCollectionNamespacedPod({ namespace: ns }).catch(() => {});
+    });
     await waitFor(`ServiceAccount ${ns}/default`, async () => (await suite.core.readNamespacedServiceAccount({ name: 'default', namespace: ns }).catch(() => undefined)) !== undefined, 30_000);
 
     const pressure = await waitFor('MemoryPressure True on the Node', async () => (await suite.core.readNode({ name: nodeName })).status?.conditions?.find((c) => c.type === 'MemoryPressure' && c.status === 'True'), 60_000);

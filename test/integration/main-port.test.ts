@@ -109,6 +109,8 @@ describe('the main port: kubectl logs, exec, attach, port-forward, cp; stats; au
     this.timeout(180_000);
     if (!cp) return;
     await core.deleteNamespace({ name: ns }).catch(() => {});
+    // Its pods at once, not ~5 s later through the namespace controller: the wait below is for them.
+    await core.deleteCollectionNamespacedPod({ namespace: ns }).catch(() => {});
     if (t) {
       await waitFor('the namespace\'s pods gone from the kubelet', () => t.kubelet.pods().every((p) => p.metadata?.namespace !== ns), 90_000).catch(() => {});
       await t.dispose();

@@ -45,10 +45,13 @@ describe('security: a connection flood on the main port does not deny kubectl lo
     const apiServerCert = { cert: await fs.readFile(path.join(pki, 'apiserver-kubelet-client.crt')), key: await fs.readFile(path.join(pki, 'apiserver-kubelet-client.key')) };
 
     // The flood: from 127.0.0.2 and 127.0.0.3 (the API server's connections come from
-    // 127.0.0.1), 450 raw and 100 TLS sockets each; bounded in opens and in time.
+    // 127.0.0.1), 450 raw and 100 TLS sockets each; bounded in opens and in time. The bound on
+    // opens is far above what the rounds below take (~1,700 a second here): with six rounds and
+    // 200,000 it was reached in the last round (200,000 opens in 120 s), which then ran with the
+    // flood dying out.
     let stopping = false;
     let opens = 0;
-    const MAX_OPENS = 200_000;
+    const MAX_OPENS = 500_000;
     const held = new Set<net.Socket>();
     const open = (from: string, handshake: boolean): void => {
       if (stopping || opens >= MAX_OPENS) return;
@@ -68,6 +71,7 @@ describe('security: a connection flood on the main port does not deny kubectl lo
       for (let i = 0; i < 450; i++) open(from, false);
       for (let i = 0; i < 100; i++) open(from, true);
     }
+    const ROUNDS = 3;
     let rssPeak = rssBefore;
     const sampler = setInterval(() => void procRssBytes(kp.pid).then((r) => (rssPeak = Math.max(rssPeak, r)), () => {}), 500);
     const failures: string[] = [];
@@ -77,14 +81,18 @@ describe('security: a connection flood on the main port does not deny kubectl lo
       // kubectl logs through the API server while the flood goes on. The API server keeps its
       // connection to the kubelet alive between requests, and the kubelet closes it after 15 s
       // idle: each round waits past that, so the API server must connect anew through the flood.
-      // Between, the API server's client certificate on a new connection each time.
-      for (let round = 0; round < 6; round++) {
+      // Between, the API server's client certificate on a new connection each time. Three
+      // rounds: three new connections of the API server's through the flood (it was six, 110 s
+      // of the run; each further round repeated what the first three showed).
+      for (let round = 0; round < ROUNDS; round++) {
         const idleUntil = Date.now() + 16_000;
         while (Date.now() < idleUntil) {
           const r = await kubeletRequest(kp.mainPort, `/containerLogs/${ns}/talker/main?tailLines=1`, { ...apiServerCert, timeoutMs: 15_000 }).catch((err: Error) => ({ status: -1, body: err.message }));
           if (r.status !== 200 || !/line \d+/.test(r.body)) failures.push(`round ${round}: the API server's certificate, new connection: ${r.status} ${r.body.slice(0, 200)}`);
           await sleep(2000);
         }
+        // The flood is still on as the API server connects anew.
+        if (held.size <= 500) failures.push(`round ${round}: the flood held only ${held.size} sockets (${opens} opens)`);
         for (let i = 0; i < 2; i++) {
           const r = await k.run(['logs', '-n', ns, 'talker', '--tail=3'], { timeoutMs: 30_000 });
           if (r.code !== 0 || !/line \d+/.test(r.stdout)) failures.push(`round ${round}: kubectl logs #${i}: exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`);
@@ -95,14 +103,16 @@ describe('security: a connection flood on the main port does not deny kubectl lo
       clearInterval(sampler);
       for (const s of held) s.destroy();
     }
-    assert.deepEqual(failures, [], 'every kubectl logs succeeded during the flood');
+    assert.deepEqual(failures, [], 'every kubectl logs succeeded during the flood, the flood on in every round');
     assert.ok(opens > 1100, `the kubelet closed strangers to make room (${opens} opens)`);
     const grew = (rssPeak - rssBefore) / 2 ** 20;
     process.stderr.write(`      flood: ${opens} opens; kubelet RSS ${(rssBefore / 2 ** 20).toFixed(0)} MiB before, peak +${grew.toFixed(0)} MiB\n`);
-    // Measured here (2 cores, ~96,000 opens in 2 min, a third of them TLS handshakes): peak +118
-    // to +154 MiB over a 206-213 MiB from-sources kubelet, and bounded (no growth with the
-    // flood's length). Where those MiB go under churn is not found yet (issue 26 stays open for
-    // it); 200 catches a leak, which grows with every one of the ~96,000 connections.
+    // Measured here (2 cores): peak +118 to +154 MiB over a 206-213 MiB from-sources kubelet with
+    // ~96,000 opens in 2 min when the bound was set; on 2026-11-29, +23 MiB over 126 MiB with
+    // 200,000 opens in 2 min (six rounds) and +19 MiB with 93,000 in 1 min (three), so bounded
+    // (no growth with the flood's length). Where those MiB go under churn is not found yet
+    // (issue 26 stays open for it); 200 catches a leak, which grows with every one of the
+    // ~90,000 connections.
     assert.ok(grew < 200, `RSS grew by ${grew.toFixed(0)} MiB (from ${(rssBefore / 2 ** 20).toFixed(0)} MiB) during the flood`);
     // After the flood the port serves as before.
     const after = await k.run(['logs', '-n', ns, 'talker', '--tail=1']);

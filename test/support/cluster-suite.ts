@@ -60,7 +60,14 @@ export class ClusterSuite {
   async namespace(what: string, opts: { rootCA?: boolean } = {}): Promise<string> {
     const ns = this.uniqueName(what);
     await this.core.createNamespace({ body: { metadata: { name: ns } } });
-    this.onCleanup(() => this.core.deleteNamespace({ name: ns }));
+    this.onCleanup(async () => {
+      await this.core.deleteNamespace({ name: ns }).catch(() => {});
+      // Its pods deleted at once, as a user deletes them (gracefully: their kubelet stops them):
+      // the namespace controller gets to them ~5 s after the namespace, and a test kubelet's
+      // cleanup (dispose, after this one when the kubelet is older) waits for its pods to go.
+      // After the namespace: a Terminating namespace takes no new pods (a ReplicaSet's).
+      await this.core.deleteCollectionNamespacedPod({ namespace: ns }).catch(() => {});
+    });
     await waitFor(`ServiceAccount ${ns}/default`, async () => (await this.core.readNamespacedServiceAccount({ name: 'default', namespace: ns }).catch(() => undefined)) !== undefined, 20_000);
     if (opts.rootCA) {
       await waitFor(`ConfigMap ${ns}/kube-root-ca.crt`, async () => (await this.core.readNamespacedConfigMap({ name: 'kube-root-ca.crt', namespace: ns }).catch(() => undefined)) !== undefined, 20_000);

@@ -15,7 +15,7 @@ import { waitFor } from '../support/wait-for.ts';
  * TLS bootstrap and certificate rotation against the real control plane (../shared/k8s), as a
  * kubeadm node does them: kubelet-ts processes started with a bootstrap token kubeconfig
  * (kubeadm's RBAC: the controller-manager approves and signs node client CSRs) and no
- * kubeconfig. The run's controller-manager signs for 135 s (TEST_SIGNING_DURATION_MS), so
+ * kubeconfig. The run's controller-manager signs for 150 s (TEST_SIGNING_DURATION_MS), so
  * a node renews its certificates while the test watches. Serving certificates are approved by
  * the test with the admin kubeconfig, as an admin of a kubeadm cluster does by hand.
  */

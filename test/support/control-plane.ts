@@ -32,21 +32,22 @@ const UP_TIMEOUT_MS = 240_000;
 
 /**
  * The lifetime of what the controller-manager signs for CertificateSigningRequests in test
- * runs (its --cluster-signing-duration, the script's SIGNING_DURATION): 135 s, so a test sees
+ * runs (its --cluster-signing-duration, the script's SIGNING_DURATION): 150 s, so a test sees
  * a kubelet renew its certificates and outlive the first one. The signer backdates notBefore by
- * 5 minutes (and, for a lifetime under 8 h, not notAfter), so such a certificate lives 435 s on
- * paper and is renewed 4.5 s to 91.5 s after it was signed (70-90 % of its life), at least
- * 43 s before it expires. The lifetime cannot be much shorter: below 300 / 0.7 - 300 ≈ 129 s
- * the earliest renewal deadline falls before the certificate was signed, and each new
- * certificate would be renewed at once; 135 s leaves 4.5 s of that margin for a loaded machine
- * (it was 150 s, 15 s more of the renewal test's wait). The test that watches a node outlive
- * its first certificate waits this long from the node's join (it was 3 minutes).
+ * 5 minutes (and, for a lifetime under 8 h, not notAfter), so such a certificate lives 450 s on
+ * paper and is renewed 15 s to 105 s after it was signed (70-90 % of its life). The lifetime
+ * cannot be much shorter: below 300 / 0.7 - 300 ≈ 129 s the earliest renewal deadline falls
+ * before the certificate was signed, and each new certificate would be renewed at once. 150 s
+ * keeps 15 s between a certificate's signing and its earliest renewal, which a loaded CI machine
+ * needs between the CSR's approval and the kubelet holding the certificate (135 s, tried, leaves
+ * 4.5 s: a renewal might then start as the certificate arrives). The test that watches a node
+ * outlive its first certificate waits this long from the node's join.
  * A CSR's spec.expirationSeconds cannot do this: its minimum is 600 s.
  * Nothing else in a run uses CSR-signed certificates for longer (node-kubeconfig signs with
  * openssl, for a year; the kubeadm node test bootstraps with rotateCertificates and lasts
- * seconds); a kubelet that bootstraps without rotateCertificates has 135 s.
+ * seconds); a kubelet that bootstraps without rotateCertificates has 150 s.
  */
-export const TEST_SIGNING_DURATION_MS = 135_000;
+export const TEST_SIGNING_DURATION_MS = 150_000;
 
 export interface ControlPlane {
   /** The control plane's directory (binaries, PKI, etcd data, logs). */

@@ -285,7 +285,7 @@ function report(r: SoakResult): string {
   const every = Math.max(1, Math.ceil(r.samples.length / 20));
   const shown = r.samples.filter((_, i) => i % every === 0 || i === r.samples.length - 1);
   const lines = [
-    `soak: ${r.n} pods, ${r.churnPerSecond} created and deleted per second, ${r.minutes} min (${r.samples.at(-2)?.churned ?? 0} replaced); converged after the churn: ${'seconds' in r.converged ? `${r.converged.seconds} s` : r.converged.error}`,
+    `soak: ${r.n} pods, ${r.churnPerSecond} created and deleted per second, ${r.minutes} min (${r.samples.at(-1)?.churned ?? 0} replaced); converged after the churn: ${'seconds' in r.converged ? `${r.converged.seconds} s` : r.converged.error}`,
     table([
       ['min', 'RSS MiB', 'heap MiB', 'fds', 'timers', 'resources', 'sandboxes', 'containers', 'shims', 'mounts', 'pod cgroups', 'running', 'CPU', 'containerd CPU'],
       ...shown.map((s) => [s.minute, s.rssMiB, s.heapUsedMiB ?? '-', s.fds, s.timers ?? '-', s.activeResources ?? '-', s.sandboxes, s.containers, s.shims, s.mounts, s.podCgroups, `${s.podsRunning}/${s.podsDesired}`, s.kubeletCpuCores, s.containerdCpuCores ?? '-']),

@@ -1,6 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -393,4 +394,10 @@ export async function procCpuSeconds(pid: number): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** The node flags bin/kubelet-ts.mjs's shebang gives node, so a run that starts node itself (to preload a profiler) runs the kubelet as the executable does. */
+export function shebangNodeFlags(bin: string): string[] {
+  const words = readFileSync(bin, 'utf8').split('\n', 1)[0]!.replace(/^#!\S+\s+-S\s+/, '').split(/\s+/).filter(Boolean);
+  return words.slice(words.indexOf('node') + 1);
 }

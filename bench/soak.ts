@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LABEL } from '../core/runtime/labels.ts';
 import { KUBELET_BIN, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
-import { benchPodManifest, envInt, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri, round, runMain, runTag, table, withNodeEnv, writeResults, type BenchOptions } from './lib.ts';
+import { benchPodManifest, envInt, shebangNodeFlags, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri, round, runMain, runTag, table, withNodeEnv, writeResults, type BenchOptions } from './lib.ts';
 
 /**
  * soak: one kubelet-ts process on real containerd under churn for MINUTES (default 120): N pods
@@ -99,9 +99,13 @@ async function countMounts(under: string): Promise<number> {
   return (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.split(' ')[4]?.startsWith(under)).length;
 }
 
-/** Pod cgroups under the kubelet's cgroup root (cgroup v1's memory hierarchy, or v2's). */
-async function countPodCgroups(cgroupRoot: string): Promise<number> {
-  const base = (await readFile('/proc/filesystems', 'utf8')).includes('cgroup2') && !(await readdir('/sys/fs/cgroup')).includes('memory') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/memory';
+/** Where pod cgroups are counted: cgroup v1's memory hierarchy, or v2's unified one. */
+async function podCgroupBase(): Promise<string> {
+  return (await readdir('/sys/fs/cgroup')).includes('memory') ? '/sys/fs/cgroup/memory' : '/sys/fs/cgroup';
+}
+
+/** Pod cgroups under the kubelet's cgroup root in `base` (podCgroupBase). */
+async function countPodCgroups(base: string, cgroupRoot: string): Promise<number> {
   let n = 0;
   const walk = async (dir: string, depth: number): Promise<void> => {
     if (depth > 4) return;
@@ -138,16 +142,16 @@ export async function run(opts: BenchOptions & { minutes?: number; churnPerSecon
     const probeFile = path.join(env.baseDir ?? '/tmp', `soak-probe-${process.pid}.jsonl`);
     process.env.KTS_SOAK_PROBE_FILE = probeFile;
     process.env.KTS_SOAK_PROBE_MS = String(Math.min(10_000, sampleSeconds * 500));
-    const nodeFlags = (await readFile(KUBELET_BIN, 'utf8')).split('\n', 1)[0]!.replace(/^#!\S+\s+-S\s+/, '').split(/\s+/).filter(Boolean);
     const kp = await startKubeletProcess(env, {
       maxPods: n + 10,
       cgroupPrefix: 'kubelet-ts-soak',
       // The default bundle's plugins besides the runtime (credential-provider-exec declines to load without a config).
       plugins: [['probes'], ['csi-grpc'], ['eviction-default'], ['device-plugins'], ['pod-resources']],
       // --expose-internals: the probe counts every pending timer (bench/soak-probe.mjs says why).
-      command: [process.execPath, ...nodeFlags.slice(nodeFlags.indexOf('node') + 1), '--expose-internals', '--import', PROBE, KUBELET_BIN],
+      command: [process.execPath, ...shebangNodeFlags(KUBELET_BIN), '--expose-internals', '--import', PROBE, KUBELET_BIN],
     });
     const cgroupRoot = (await readFile(path.join(kp.dir, 'cgroup-root'), 'utf8')).trim();
+    const cgroupBase = await podCgroupBase();
     log(`soak: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}; ${n} pods, ${churnPerSecond}/s churn, ${minutes} min`);
     const raw = new RawCri(env.containerdEndpoint, '/nonexistent');
     const live: string[] = [];
@@ -192,7 +196,7 @@ export async function run(opts: BenchOptions & { minutes?: number; churnPerSecon
           containers: (await raw.runtime.listContainers(managed)).length,
           shims: await countShims(env.containerdEndpoint.replace(/^unix:\/\//, '')),
           mounts: await countMounts(kp.dir),
-          podCgroups: await countPodCgroups(cgroupRoot),
+          podCgroups: await countPodCgroups(cgroupBase, cgroupRoot),
           podsDesired: live.length,
           podsRunning: pods.filter(podRunning).length,
           churned,

@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LABEL } from '../core/runtime/labels.ts';
 import { RuntimeCache } from '../core/runtime/runtime-cache.ts';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { histogramQuantile, KUBELET_BIN, procMemorySplit, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
 import {
-  benchPodManifest, isMain, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri,
+  benchPodManifest, isMain, shebangNodeFlags, isSmoke, logTo, machineInfo, podRunning, printTo, procCpuSeconds, RawCri,
   round, runMain, runTag, summarize, table, withNodeEnv, writeResults, envInt, envWindowSeconds,
   type BenchOptions, type Summary,
 } from './lib.ts';
@@ -80,11 +80,6 @@ const PLEG_METRIC = 'kubelet_pleg_relist_duration_seconds';
 const PROFILER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-profile-window.mjs');
 const HEAP_SNAPSHOTTER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'heap-snapshot-window.mjs');
 
-/** The node flags bin/kubelet-ts.mjs's shebang gives node, so a run that starts node itself (to preload a profiler) runs the kubelet as the executable does. */
-function shebangNodeFlags(bin: string): string[] {
-  const words = readFileSync(bin, 'utf8').split('\n', 1)[0]!.replace(/^#!\S+\s+-S\s+/, '').split(/\s+/).filter(Boolean);
-  return words.slice(words.indexOf('node') + 1);
-}
 
 export interface WindowFigures {
   seconds: number;

@@ -26,15 +26,54 @@ export function parseMountInfo(text: string): MountInfo[] {
   return out;
 }
 
-/** The mounts of this process's mount namespace, in mount order. */
-export async function readMounts(): Promise<MountInfo[]> {
-  return parseMountInfo(await fs.readFile('/proc/self/mountinfo', 'utf8'));
+/** The read of /proc/self/mountinfo in progress, if any. */
+let reading: Promise<MountInfo[]> | undefined;
+/** The read that starts when `reading` ends, shared by every caller that asked meanwhile. */
+let nextRead: Promise<MountInfo[]> | undefined;
+
+/**
+ * The mounts of this process's mount namespace, in mount order, from a read of mountinfo that
+ * started after this call. Callers that ask while a read is in progress share the one read
+ * that starts after it: the kernel renders the whole table at every read (a node with
+ * thousands of mounts makes that megabytes), and many pod workers setting up or tearing down
+ * volumes at once would otherwise each render it.
+ */
+export function readMounts(): Promise<MountInfo[]> {
+  if (!reading) return startMountRead();
+  nextRead ??= reading.then(noop, noop).then(() => {
+    nextRead = undefined;
+    return startMountRead();
+  });
+  return nextRead;
 }
+
+function startMountRead(): Promise<MountInfo[]> {
+  const p = fs.readFile('/proc/self/mountinfo', 'utf8').then(parseMountInfo);
+  reading = p;
+  p.then(noop, noop).finally(() => {
+    if (reading === p) reading = undefined;
+  });
+  return p;
+}
+
+function noop(): void {}
 
 /** True if `p` (resolved) is a mount point, from mountinfo (bind mounts included). */
 export async function isMountPoint(p: string, mounts?: MountInfo[]): Promise<boolean> {
   const real = await fs.realpath(p).catch(() => path.resolve(p));
   return (mounts ?? (await readMounts())).some((m) => m.mountPoint === real);
+}
+
+/**
+ * Whether `dir` is likely a mount point, judged as upstream's `IsLikelyNotMountPoint` judges
+ * it: a directory on another device than its parent is one. No mount table is read, so a
+ * volume's set-up costs the same on a node with thousands of mounts; a bind mount from the
+ * parent's own file system is not seen, which is why only the set-up of a volume that is a
+ * file system of its own (a tmpfs) asks this, as upstream's emptyDir does.
+ */
+export async function isLikelyMountPoint(dir: string): Promise<boolean> {
+  const [self, parent] = await Promise.all([fs.stat(dir), fs.stat(path.dirname(path.resolve(dir)))]);
+  return self.dev !== parent.dev;
 }
 
 /** How many times `p` is mounted (stacked mounts count each): "nothing mounted twice" checks. */
@@ -63,15 +102,25 @@ export async function bindMount(src: string, dst: string, readOnly = false): Pro
   if (readOnly) await mountCmd(['-o', 'remount,bind,ro', dst]);
 }
 
-/** Unmounts `dir` (every stacked mount on it); a path that is not mounted is left alone. */
-export async function unmount(dir: string): Promise<void> {
-  for (let i = 0; i < 8 && (await isMountPoint(dir)); i++) {
+/**
+ * Unmounts `dir` (every stacked mount on it); a path that is not mounted is left alone. Given
+ * `mounts` (a table read after the mounts on `dir` were made, such as the one `mountsUnder`
+ * was given), it unmounts as many times as the table lists `dir` and reads no table itself:
+ * tearing down a pod's hundreds of volumes then costs one read, not two per volume.
+ */
+export async function unmount(dir: string, mounts?: MountInfo[]): Promise<void> {
+  const umount = async () => {
     try {
       await run('umount', [dir]);
     } catch (err) {
       throw new Error(`umount ${dir}: ${stderrOf(err)}`);
     }
+  };
+  if (mounts) {
+    for (let n = await mountCount(dir, mounts); n > 0; n--) await umount();
+    return;
   }
+  for (let i = 0; i < 8 && (await isMountPoint(dir)); i++) await umount();
 }
 
 async function mountCmd(args: string[]): Promise<void> {

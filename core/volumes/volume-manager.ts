@@ -8,6 +8,7 @@ import type { ObjectSource } from '../objects/object-source.ts';
 import type { StorageObjectSource } from '../objects/storage-objects.ts';
 import { containersOf } from '../objects/pod-util.ts';
 import { claimNameOf, resolveClaim, VolumeProcessError } from './claim-resolver.ts';
+import { VolumeRecordStore } from './volume-record.ts';
 import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
 import { bindSubPath, type SubPathBinder } from './subpath.ts';
 import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
@@ -77,10 +78,6 @@ function sameSource(pod: V1Pod, want: V1Volume, mv: MountedVolume): boolean {
   return claim !== undefined ? mv.claim === claim : !mv.claim && volumeType(want) === mv.type;
 }
 
-/** The record kept in `<rootDir>/pods/<uid>/volumes.json` so a restarted kubelet knows what it mounted. */
-interface PodVolumeRecord { uid: string; volumes: MountedVolume[] }
-
-const STATE_FILE = 'kubelet-ts-volumes.json';
 /**
  * How often cleanupOrphans reads the pods directory when no pod was set up for the first time or
  * torn down since its last read: such a change rescans at once; otherwise only a directory
@@ -111,6 +108,8 @@ export class VolumeManager {
   /** A pod dir may have come or gone since cleanupOrphans last read the pods directory (true at start: read it once). */
   private podDirsChanged = true;
   private lastOrphanScan = 0;
+  /** What is set up, kept in each pod's dir (volume-record.ts) so a restarted kubelet knows what it mounted. */
+  private readonly records = new VolumeRecordStore((uid) => this.podDir(uid));
 
   constructor(
     private readonly deps: {
@@ -140,7 +139,8 @@ export class VolumeManager {
   /** Unmounts what is mounted at or below `dir` (deepest first), then removes it; without host mounts, only removes it. */
   private async unmountAndRemove(dir: string): Promise<void> {
     if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
-    for (const mp of await mountsUnder(dir)) await unmount(mp);
+    const mounts = await readMounts();
+    for (const mp of await mountsUnder(dir, mounts)) await unmount(mp, mounts);
     await removeUnmounted(dir);
   }
 
@@ -206,10 +206,10 @@ export class VolumeManager {
     await fs.mkdir(podsDir, { recursive: true });
     const mounts = this.hostMounts ? await readMounts() : [];
     for (const uid of await fs.readdir(podsDir)) {
-      const record = await this.readRecord(uid);
-      if (!record) continue;
+      const recorded = await this.records.read(uid);
+      if (!recorded) continue;
       const vols = new Map<string, MountedVolume>();
-      for (const v of record.volumes) {
+      for (const v of recorded.values()) {
         if (this.hostMounts && v.result.mountPoint && !(await isMountPoint(v.result.path, mounts))) {
           this.deps.logger.info({ uid, volume: v.name, path: v.result.path }, 'volume mount is gone since the last run: it will be set up again');
           continue;
@@ -233,6 +233,7 @@ export class VolumeManager {
       this.actual.set(uid, actual);
       const desired = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
       const failures: VolumeFailure[] = [];
+      let removed = false;
       // Mounted but no longer desired (or now of another type or claim): tear down first.
       for (const [name, mv] of [...actual]) {
         const want = desired.get(name);
@@ -240,6 +241,7 @@ export class VolumeManager {
         try {
           await this.tearDownVolume(uid, mv, signal);
           actual.delete(name);
+          removed = true;
         } catch (err) {
           failures.push({ volume: name, message: `UnmountVolume.TearDown failed: ${errorMessage(err)}` });
         }
@@ -250,15 +252,18 @@ export class VolumeManager {
         if (cur && !cur.result.requiresRemount) continue;
         try {
           const mounted = await this.mountOne(pod, volume, cur?.result, signal);
-          if (!cur || JSON.stringify(cur.result) !== JSON.stringify(mounted.result)) changed = true;
           actual.set(volume.name, mounted);
+          // Recorded after every volume: a kubelet killed half-way still knows what it set up.
+          if (!cur || JSON.stringify(cur.result) !== JSON.stringify(mounted.result)) {
+            changed = true;
+            await this.records.append(uid, mounted);
+          }
         } catch (err) {
           failures.push({ volume: volume.name, message: errorMessage(err), ...(err instanceof VolumeProcessError ? { process: true } : {}) });
         }
-        // Persist after every volume: a kubelet killed half-way still knows what it mounted.
-        if (changed) await this.writeRecord(uid, actual);
-        changed = false;
       }
+      // The set as it is now, in one file (volumes torn down above included).
+      if (changed || removed) await this.records.write(uid, actual.values());
       await this.expandResized(pod, actual, signal);
       if (failures.length > 0) {
         const used = new Set(containersOf(pod).flatMap((c) => [...(c.volumeMounts ?? []), ...(c.volumeDevices ?? [])].map((m) => m.name)));
@@ -325,7 +330,7 @@ export class VolumeManager {
         }
       }
       if (errors.length > 0) {
-        await this.writeRecord(uid, actual);
+        await this.records.write(uid, actual.values());
         throw new Error(errors.join('; '));
       }
       await this.removeLeftovers(uid);
@@ -357,7 +362,7 @@ export class VolumeManager {
           errors.push(`UnmountVolume.TearDown failed for volume "${mv.name}": ${errorMessage(err)}`);
         }
       }
-      await this.writeRecord(uid, actual);
+      await this.records.write(uid, actual.values());
       if (errors.length > 0) throw new Error(errors.join('; '));
       return released.reverse();
     });
@@ -388,10 +393,10 @@ export class VolumeManager {
   private async removeLeftovers(uid: string): Promise<void> {
     const dir = this.podDir(uid);
     if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
-    const left = await mountsUnder(dir);
-    for (const mp of left) {
+    const mounts = await readMounts();
+    for (const mp of await mountsUnder(dir, mounts)) {
       this.deps.logger.warn({ uid, mountPoint: mp }, 'unmounting a stale mount left in the pod dir');
-      await unmount(mp);
+      await unmount(mp, mounts);
     }
     await removeUnmounted(dir);
   }
@@ -416,22 +421,6 @@ export class VolumeManager {
         this.deps.logger.warn({ uid, err: errorMessage(err) }, 'could not clean up the volumes of an orphaned pod');
       }
     }
-  }
-
-  private async readRecord(uid: string): Promise<PodVolumeRecord | undefined> {
-    try {
-      return JSON.parse(await fs.readFile(path.join(this.podDir(uid), STATE_FILE), 'utf8')) as PodVolumeRecord;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private async writeRecord(uid: string, actual: Map<string, MountedVolume>): Promise<void> {
-    const file = path.join(this.podDir(uid), STATE_FILE);
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify({ uid, volumes: [...actual.values()] } satisfies PodVolumeRecord));
-    await fs.rename(tmp, file);
   }
 
   private async locked<T>(uid: string, fn: () => Promise<T>): Promise<T> {

@@ -128,6 +128,39 @@ describe('volume manager (desired → actual, restart reconstruction)', function
     void p3;
   });
 
+
+  it('a kubelet killed in the middle of a pod\'s set-up knows each volume set up before the kill; a line torn by the kill costs only its own volume', async function () {
+    const hooks = createHooks();
+    const p = fakeProvider(hooks);
+    // The third volume's set-up never returns: the kubelet is "killed" while it runs.
+    hooks.mountVolume.for('hang').tapPromise('hang', () => new Promise(() => {}));
+    const vm = manager(hooks);
+    await vm.start();
+    void vm.setUpPod(pod('u1', [fake('a'), fake('b'), { name: 'c', hang: {} } as unknown as V1Volume]));
+    const podDir = path.join(root, 'pods', 'u1');
+    const journal = path.join(podDir, 'kubelet-ts-volumes.journal');
+    for (let i = 0; i < 100 && (await fs.readFile(journal, 'utf8').catch(() => '')).split('\n').filter(Boolean).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    // What a kill in the middle of the next append leaves.
+    await fs.appendFile(journal, '{"name":"c","type":"hang","di');
+
+    const hooks2 = createHooks();
+    const p2 = fakeProvider(hooks2);
+    hooks2.mountVolume.for('hang').tapPromise('hang', async (r: VolumeMountRequest) => {
+      await fs.mkdir(r.dir, { recursive: true });
+      return { path: r.dir };
+    });
+    const restarted = manager(hooks2);
+    await restarted.start();
+    assert.deepEqual([...restarted.mounted('u1').keys()].sort(), ['a', 'b'], 'the volumes whose set-up returned');
+    assert.equal(restarted.mounted('u1').get('b')!.data!.n, 2, 'with their providers\' data');
+    assert.equal(await fs.stat(journal).catch(() => undefined), undefined, 'the journal is folded into the record at start');
+    await restarted.setUpPod(pod('u1', [fake('a'), fake('b'), { name: 'c', hang: {} } as unknown as V1Volume]));
+    assert.deepEqual(p2.calls, [], 'a and b not set up twice');
+    assert.deepEqual([...restarted.mounted('u1').keys()].sort(), ['a', 'b', 'c']);
+    const record = JSON.parse(await fs.readFile(path.join(podDir, 'kubelet-ts-volumes.json'), 'utf8')) as { volumes: Array<{ name: string }> };
+    assert.deepEqual(record.volumes.map((v) => v.name).sort(), ['a', 'b', 'c'], 'the record holds the whole set once the set-up ended');
+    void p;
+  });
   it('cleans up the dirs of pods no one owns, through their providers', async function () {
     const hooks = createHooks();
     const p = fakeProvider(hooks);

@@ -6,7 +6,7 @@ import type { KubeletHooks, VolumeMountRequest, VolumeMountResult, VolumeUnmount
 import { STAGE } from '../../hooks.ts';
 import { bytes } from '../../objects/quantity.ts';
 import { writeAtomic, type Payload } from '../atomic-writer.ts';
-import { bindMount, isMountPoint, isWithin, mountTmpfs, mountsUnder, removeUnmounted, unmount } from '../mount-utils.ts';
+import { bindMount, isLikelyMountPoint, isMountPoint, isWithin, mountTmpfs, mountsUnder, readMounts, removeUnmounted, unmount } from '../mount-utils.ts';
 import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
 import type { TokenSource } from '../../objects/object-source.ts';
@@ -58,7 +58,7 @@ export function tapBuiltinVolumes(
     if (medium !== '' && medium !== 'Memory') throw new Error(`emptyDir medium "${medium}" is not supported (allowed: "" or Memory)`);
     await fs.mkdir(r.dir, { recursive: true });
     if (medium === 'Memory' && hostMounts) {
-      if (!(await isMountPoint(r.dir))) await mountTmpfs(r.dir, src.sizeLimit !== undefined ? { sizeBytes: bytes(src.sizeLimit) } : {});
+      if (!(await isLikelyMountPoint(r.dir))) await mountTmpfs(r.dir, src.sizeLimit !== undefined ? { sizeBytes: bytes(src.sizeLimit) } : {});
     }
     // Upstream's emptyDir is world-writable so that any user of the pod can write.
     await fs.chmod(r.dir, 0o777);
@@ -139,7 +139,7 @@ export function tapBuiltinVolumes(
       const files = await payload(r.pod, r.volume);
       await fs.mkdir(r.dir, { recursive: true, mode: 0o755 });
       // Secrets never touch the node's disk: the volume is a tmpfs before anything is written.
-      if (tmpfs && hostMounts && !(await isMountPoint(r.dir))) await mountTmpfs(r.dir, { mode: 0o755 });
+      if (tmpfs && hostMounts && !(await isLikelyMountPoint(r.dir))) await mountTmpfs(r.dir, { mode: 0o755 });
       // fsGroup: what the writer makes gets the group and group-read bits as it is written.
       const own = podFsGroup(r.pod);
       const changed = await writeAtomic(r.dir, files, own ? { fsGroup: own.fsGroup } : {});
@@ -167,7 +167,8 @@ async function tearDownPlainDir(r: VolumeUnmountRequest): Promise<true> {
 /** Unmounts the volume dir if it is a mount point, then removes it (never across a remaining mount). */
 async function tearDownDir(r: VolumeUnmountRequest): Promise<true> {
   if (!isWithin(path.join(r.rootDir, 'pods', r.podUID), r.dir)) throw new Error(`refusing to remove ${r.dir}: not in the pod's directory`);
-  for (const mp of await mountsUnder(r.dir)) await unmount(mp);
+  const mounts = await readMounts();
+  for (const mp of await mountsUnder(r.dir, mounts)) await unmount(mp, mounts);
   await removeUnmounted(r.dir);
   return true;
 }

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { isLikelyMountPoint, isMountPoint, mountCount, mountTmpfs, mountsUnder, readMounts, unmount } from '../../core/volumes/mount-utils.ts';
+
+const run = promisify(execFile);
+
+/**
+ * The mount table reads behind every volume's set-up and teardown: on a node with thousands of
+ * mounts each read renders megabytes, so concurrent readers share a read that started after
+ * they asked, a teardown reads the table once for all it unmounts, and a tmpfs volume's set-up
+ * reads none.
+ */
+describe('mount table: shared reads, one read per teardown', function () {
+  describe('readMounts', function () {
+    const realReadFile = fsp.readFile;
+    afterEach(() => {
+      fsp.readFile = realReadFile;
+    });
+
+    /** Replaces mountinfo by a table naming the generation current when each read started; reads end when released. */
+    function fakeMountinfo() {
+      const state = { generation: 1, reads: 0, release: [] as Array<() => void> };
+      fsp.readFile = (async (file: unknown, ...rest: unknown[]) => {
+        if (file !== '/proc/self/mountinfo') return (realReadFile as (...a: unknown[]) => Promise<unknown>)(file, ...rest);
+        state.reads++;
+        const generation = state.generation;
+        await new Promise<void>((resolve) => state.release.push(resolve));
+        return `1 0 0:1 / /gen-${generation} rw - tmpfs tmpfs rw\n`;
+      }) as typeof fsp.readFile;
+      const releaseAll = async () => {
+        for (let i = 0; i < 20 && state.release.length === 0; i++) await new Promise((r) => setImmediate(r));
+        state.release.splice(0).forEach((r) => r());
+      };
+      return { state, releaseAll };
+    }
+
+    it('callers that ask during a read share one read that starts after it, and see what changed before they asked', async function () {
+      const { state, releaseAll } = fakeMountinfo();
+      const first = readMounts();
+      // A mount is made after the first read started: everyone who asks from now on must see it.
+      state.generation = 2;
+      const later = Array.from({ length: 50 }, () => readMounts());
+      await releaseAll();
+      assert.equal((await first)[0]!.mountPoint, '/gen-1');
+      await releaseAll();
+      const seen = await Promise.all(later);
+      assert.ok(seen.every((m) => m[0]!.mountPoint === '/gen-2'), `every later caller sees the mount made before it asked: ${[...new Set(seen.map((m) => m[0]!.mountPoint))].join(', ')}`);
+      assert.equal(state.reads, 2, '51 callers, 2 reads of the table');
+    });
+
+    it('a failed read fails its callers only: the next call reads again', async function () {
+      let fail = true;
+      fsp.readFile = (async (file: unknown, ...rest: unknown[]) => {
+        if (file === '/proc/self/mountinfo' && fail) {
+          fail = false;
+          throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+        }
+        return (realReadFile as (...a: unknown[]) => Promise<unknown>)(file, ...rest);
+      }) as typeof fsp.readFile;
+      await assert.rejects(readMounts(), /EMFILE/);
+      const mounts = await readMounts();
+      assert.ok(mounts.some((m) => m.mountPoint === '/'), 'the root mount, from a read after the failure');
+    });
+  });
+
+  describe('on real tmpfs mounts', function () {
+    let dir: string;
+    before(function () {
+      if (process.getuid?.() !== 0 || process.platform !== 'linux') this.skip(); // mounting needs root on Linux (CI runs as root)
+    });
+    beforeEach(async () => {
+      dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'kts-mount-table-'));
+    });
+    afterEach(async () => {
+      for (const mp of await mountsUnder(dir)) await run('umount', ['-l', mp]).catch(() => {});
+      await fsp.rm(dir, { recursive: true, force: true });
+    });
+
+    it('isLikelyMountPoint tells a tmpfs from a plain directory without reading the table', async function () {
+      const plain = path.join(dir, 'plain');
+      const mem = path.join(dir, 'mem');
+      await fsp.mkdir(plain);
+      await fsp.mkdir(mem);
+      await mountTmpfs(mem);
+      assert.equal(await isLikelyMountPoint(plain), false);
+      assert.equal(await isLikelyMountPoint(mem), true);
+      await assert.rejects(isLikelyMountPoint(path.join(dir, 'missing')), /ENOENT/);
+    });
+
+    it('unmount with the table read once removes stacked and nested mounts, deepest first, and nothing else', async function () {
+      const vol = path.join(dir, 'vol');
+      const other = path.join(dir, 'other');
+      await fsp.mkdir(vol);
+      await fsp.mkdir(other);
+      await mountTmpfs(vol);
+      await mountTmpfs(vol); // stacked: two mounts on one point
+      await fsp.mkdir(path.join(vol, 'nested'));
+      await mountTmpfs(path.join(vol, 'nested'));
+      await mountTmpfs(other);
+      const table = await readMounts();
+      assert.equal(await mountCount(vol, table), 2);
+      const under = await mountsUnder(vol, table);
+      assert.deepEqual(under, [path.join(vol, 'nested'), vol], 'deepest first, each point once');
+      for (const mp of under) await unmount(mp, table);
+      const after = await readMounts();
+      assert.equal(await isMountPoint(vol, after), false, 'both stacked mounts gone');
+      assert.deepEqual(await mountsUnder(vol, after), []);
+      assert.equal(await isMountPoint(other, after), true, 'a mount outside the volume stays');
+    });
+  });
+});

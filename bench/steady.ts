@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LABEL } from '../core/runtime/labels.ts';
 import { RuntimeCache } from '../core/runtime/runtime-cache.ts';
-import { existsSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { histogramQuantile, KUBELET_BIN, procMemorySplit, procRssBytes, startKubeletProcess } from '../test/support/kubelet-process.ts';
@@ -46,6 +47,8 @@ export interface SteadyResult {
   n: number;
   /** What ran: 'compiled' (dist/) or 'sources' (tsx). */
   kubeletCode: string;
+  /** The Node.js the kubelet process ran on (its /proc/<pid>/exe, which its shebang found on PATH). */
+  kubeletNode: string;
   windowSeconds: number;
   /** ms until all N pods ran (written at once), as seen through /pods polled every 500 ms. */
   startAllMs: number;
@@ -143,7 +146,8 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
       cgroupPrefix: 'kubelet-ts-bench',
       ...(preloads.length ? { command: [process.execPath, ...shebangNodeFlags(KUBELET_BIN), ...preloads.flatMap((p) => ['--import', p]), KUBELET_BIN] } : {}),
     });
-    log(`steady: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}`);
+    const kubeletNode = nodeVersionOf(kp.pid);
+    log(`steady: kubelet pid ${kp.pid} (${kp.code}, Node ${kubeletNode}), log ${kp.logFile}`);
     const names = Array.from({ length: n }, (_, i) => `st-${i}`);
     const raw = new RawCri(env.containerdEndpoint, '/nonexistent');
     const runningCount = async () => ((await kp.pods()) ?? []).filter((p: V1Pod) => podRunning(p)).length;
@@ -254,6 +258,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
         machine,
         n,
         kubeletCode: kp.code,
+        kubeletNode,
         windowSeconds: wallSec,
         startAllMs,
         kubeletCpuCores: win.cpuCores,
@@ -276,7 +281,7 @@ export async function run(opts: BenchOptions & { seconds?: number; upstream?: bo
       const ratio = (f: (w: WindowFigures) => number, own: number) => (measured ? (own / f(measured)).toFixed(2) : '-');
       printTo(opts)(
         [
-          `steady: ${n} pods running, ${round(wallSec)} s window; kubelet-ts in its own process (${kp.code}), read from /proc`,
+          `steady: ${n} pods running, ${round(wallSec)} s window; kubelet-ts in its own process (${kp.code}, Node ${kubeletNode}), read from /proc`,
           upstream && 'error' in upstream ? `upstream side: not measured (${upstream.error})` : '',
           table([
             ['measure', 'kubelet-ts', 'upstream v1.28.7', 'ratio', 'target (110 pods)'],
@@ -350,4 +355,13 @@ if (await isMain(import.meta.url)) {
       ...(process.env.UPSTREAM !== undefined ? { upstream: process.env.UPSTREAM !== '0' } : {}),
     });
   });
+}
+
+/** The version of the Node.js binary process `pid` runs (the kubelet's shebang resolves `node` on PATH, which may not be the benchmark's own). */
+function nodeVersionOf(pid: number): string {
+  try {
+    return execFileSync(readlinkSync(`/proc/${pid}/exe`), ['--version'], { encoding: 'utf8' }).trim();
+  } catch (err) {
+    return `unknown (${(err as Error).message})`;
+  }
 }

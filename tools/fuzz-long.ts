@@ -10,12 +10,13 @@
  *
  *   npm run fuzz:long -- --kind all --seed 1 --count 100000 [--rounds 5] [--minutes 20]
  *     [--from I] [--runtime memory|containerd] [--concurrency 32] [--malloc-arena-max N] [--out report.json]
+ *     [--keep-log FILE]  (api-pods on containerd: the kubelet's log copied there before its dir goes)
  *
  * Prints, per kind: inputs sent, crashes (the kubelet exited, or its running pod was
  * disturbed), the kubelet's RSS before, at its peak and after a settle, its memory after each
  * round, and a reproduce line (seed and index) for any failure. Exit code 1 on a crash.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,7 +37,7 @@ import { run as runCommand } from './node-env/util.ts';
 const KINDS = ['manifests', 'requests', 'api-pods'] as const;
 type Kind = (typeof KINDS)[number];
 
-const USAGE = 'usage: npm run fuzz:long -- --kind manifests|requests|api-pods|all --seed N --count N [--from I] [--rounds N] [--minutes M] [--runtime memory|containerd] [--concurrency N] [--malloc-arena-max N] [--out FILE]';
+const USAGE = 'usage: npm run fuzz:long -- --kind manifests|requests|api-pods|all --seed N --count N [--from I] [--rounds N] [--minutes M] [--runtime memory|containerd] [--concurrency N] [--malloc-arena-max N] [--out FILE] [--keep-log FILE]';
 
 function intArg(v: string | undefined, name: string, def: number, min: number, max: number): number {
   if (v === undefined) return def;
@@ -50,7 +51,7 @@ async function main(): Promise<number> {
     options: {
       kind: { type: 'string', default: 'all' }, seed: { type: 'string' }, count: { type: 'string' }, from: { type: 'string' },
       rounds: { type: 'string' }, minutes: { type: 'string' }, runtime: { type: 'string', default: 'memory' },
-      concurrency: { type: 'string' }, 'malloc-arena-max': { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean' },
+      concurrency: { type: 'string' }, 'malloc-arena-max': { type: 'string' }, out: { type: 'string' }, 'keep-log': { type: 'string' }, help: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -135,6 +136,7 @@ async function main(): Promise<number> {
               const mounts = (await readFile('/proc/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(`${k.dir}/`)).sort().reverse();
               if (left || mounts.length) log(`api-pods: the kubelet still had ${left} pods 2 min after they were deleted; ${mounts.length} mounts of theirs left under ${k.dir} (unmounted now)`);
               for (const m of mounts) await runCommand('umount', ['-l', m], { allowFailure: true });
+              if (values['keep-log']) await copyFile(k.logFile, path.resolve(values['keep-log']));
               await rm(k.dir, { recursive: true, force: true });
             });
             kubelet = k;

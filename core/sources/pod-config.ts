@@ -13,6 +13,12 @@ export interface PodUpdate { op: PodOperation; pods: V1Pod[]; source: string }
  */
 export class PodConfig {
   private readonly bySource = new Map<string, Map<string, { pod: V1Pod; fingerprint: string }>>();
+  /**
+   * Fingerprints by pod object. A source sends its whole set at every change, and keeps the
+   * objects of the pods that did not change: their fingerprints are not computed again (a node
+   * of pods with thousands of env vars or volumes spent most of its CPU re-serialising them).
+   */
+  private readonly fingerprints = new WeakMap<V1Pod, string>();
 
   constructor(private readonly onUpdate: (update: PodUpdate) => void) {}
 
@@ -24,7 +30,7 @@ export class PodConfig {
     const updated: V1Pod[] = [];
     for (const pod of pods) {
       const uid = pod.metadata!.uid!;
-      const fingerprint = canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels, annotations: pod.metadata?.annotations, deletion: pod.metadata?.deletionTimestamp, grace: pod.metadata?.deletionGracePeriodSeconds, gates: readinessGateStates(pod) });
+      const fingerprint = this.fingerprintOf(pod);
       next.set(uid, { pod, fingerprint });
       const old = prev.get(uid);
       if (!old) added.push(pod);
@@ -35,6 +41,16 @@ export class PodConfig {
     if (removed.length) this.onUpdate({ op: 'REMOVE', pods: removed, source });
     if (added.length) this.onUpdate({ op: 'ADD', pods: added, source });
     if (updated.length) this.onUpdate({ op: 'UPDATE', pods: updated, source });
+  }
+
+  /** What an UPDATE is about: the spec, labels, annotations, deletion and readiness gates (not the status). */
+  private fingerprintOf(pod: V1Pod): string {
+    let f = this.fingerprints.get(pod);
+    if (f === undefined) {
+      f = canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels, annotations: pod.metadata?.annotations, deletion: pod.metadata?.deletionTimestamp, grace: pod.metadata?.deletionGracePeriodSeconds, gates: readinessGateStates(pod) });
+      this.fingerprints.set(pod, f);
+    }
+    return f;
   }
 
   /** True once every named source has reported at least once. */

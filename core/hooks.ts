@@ -4,6 +4,7 @@ import type { StorageObjectSource } from './objects/storage-objects.ts';
 import type { ContainerConfig, PodSandboxConfig, PullAuth, SandboxStatus } from './runtime/types.ts';
 import type { ObjectSource } from './objects/object-source.ts';
 import type { HookContext } from './util/cancellation.ts';
+import type { MountInfo } from './volumes/mount-utils.ts';
 
 export type { HookContext } from './util/cancellation.ts';
 
@@ -170,6 +171,13 @@ export interface VolumeUnmountRequest {
   rootDir: string;
   /** What the provider returned when it set the volume up. */
   mounted: VolumeMountResult;
+  /**
+   * The node's mounts, read once when the teardown of the whole pod began (its containers had
+   * stopped), for every volume of the pod: a provider may check against it instead of reading
+   * `/proc/self/mountinfo` itself for each volume (a pod of hundreds of volumes on a node of
+   * thousands of mounts). Absent when one volume is torn down on its own.
+   */
+  mountTable?: readonly MountInfo[];
 }
 
 /** What a `volumeStats.for(type)` tap gets: a set-up volume whose use `/stats/summary` reports (a PersistentVolume's). */

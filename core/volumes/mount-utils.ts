@@ -59,7 +59,7 @@ function startMountRead(): Promise<MountInfo[]> {
 function noop(): void {}
 
 /** True if `p` (resolved) is a mount point, from mountinfo (bind mounts included). */
-export async function isMountPoint(p: string, mounts?: MountInfo[]): Promise<boolean> {
+export async function isMountPoint(p: string, mounts?: readonly MountInfo[]): Promise<boolean> {
   const real = await fs.realpath(p).catch(() => path.resolve(p));
   return (mounts ?? (await readMounts())).some((m) => m.mountPoint === real);
 }
@@ -77,13 +77,13 @@ export async function isLikelyMountPoint(dir: string): Promise<boolean> {
 }
 
 /** How many times `p` is mounted (stacked mounts count each): "nothing mounted twice" checks. */
-export async function mountCount(p: string, mounts?: MountInfo[]): Promise<number> {
+export async function mountCount(p: string, mounts?: readonly MountInfo[]): Promise<number> {
   const real = await fs.realpath(p).catch(() => path.resolve(p));
   return (mounts ?? (await readMounts())).filter((m) => m.mountPoint === real).length;
 }
 
 /** Mount points at or below `dir`, deepest first (the order to unmount them in). */
-export async function mountsUnder(dir: string, mounts?: MountInfo[]): Promise<string[]> {
+export async function mountsUnder(dir: string, mounts?: readonly MountInfo[]): Promise<string[]> {
   const real = await fs.realpath(dir).catch(() => path.resolve(dir));
   const list = (mounts ?? (await readMounts())).map((m) => m.mountPoint).filter((mp) => mp === real || mp.startsWith(real + '/'));
   return [...new Set(list)].sort((a, b) => b.length - a.length);
@@ -108,7 +108,7 @@ export async function bindMount(src: string, dst: string, readOnly = false): Pro
  * was given), it unmounts as many times as the table lists `dir` and reads no table itself:
  * tearing down a pod's hundreds of volumes then costs one read, not two per volume.
  */
-export async function unmount(dir: string, mounts?: MountInfo[]): Promise<void> {
+export async function unmount(dir: string, mounts?: readonly MountInfo[]): Promise<void> {
   const umount = async () => {
     try {
       await run('umount', [dir]);
@@ -144,6 +144,32 @@ export async function removeUnmounted(dir: string): Promise<void> {
   const left = await mountsUnder(dir);
   if (left.length > 0) throw new Error(`cannot remove ${dir}: still mounted: ${left.join(', ')}`);
   await fs.rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * Removes `dir` and what is below it without crossing into another file system: a directory
+ * below on another device than `dir` stops the removal with an error naming it, as upstream's
+ * RemoveAllOneFilesystem does. It reads no mount table, so it is for a caller that has checked
+ * the table already (a pod's teardown, against the table read when it began); a bind mount from
+ * `dir`'s own file system is not seen, which the caller's table check is for.
+ */
+export async function removeOneFilesystem(dir: string): Promise<void> {
+  const root = await fs.lstat(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (!root) return;
+  const remove = async (p: string, st: import('node:fs').Stats): Promise<void> => {
+    if (!st.isDirectory()) return fs.rm(p, { force: true });
+    if (st.dev !== root.dev) throw new Error(`cannot remove ${dir}: ${p} is another file system (still mounted)`);
+    for (const name of await fs.readdir(p)) {
+      const child = path.join(p, name);
+      const cst = await fs.lstat(child).catch(() => undefined);
+      if (cst) await remove(child, cst);
+    }
+    await fs.rmdir(p);
+  };
+  await remove(dir, root);
 }
 
 /** True if `child` is `parent` or inside it (both absolute, normalised). */

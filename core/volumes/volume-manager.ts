@@ -321,9 +321,11 @@ export class VolumeManager {
       } catch (err) {
         errors.push(`cleaning subPath mounts failed: ${errorMessage(err)}`);
       }
+      // One read of the mount table for all the pod's volumes (its containers have stopped).
+      const table = this.hostMounts && actual.size > 0 ? await readMounts() : undefined;
       for (const mv of [...actual.values()].reverse()) {
         try {
-          await this.tearDownVolume(uid, mv, signal);
+          await this.tearDownVolume(uid, mv, signal, table);
           actual.delete(mv.name);
         } catch (err) {
           errors.push(`UnmountVolume.TearDown failed for volume "${mv.name}": ${errorMessage(err)}`);
@@ -353,9 +355,10 @@ export class VolumeManager {
       const released: string[] = [];
       const errors: string[] = [];
       await this.cleanSubPaths(uid).catch((err: unknown) => errors.push(`cleaning subPath mounts failed: ${errorMessage(err)}`));
+      const table = this.hostMounts ? await readMounts() : undefined;
       for (const mv of [...actual.values()].reverse()) {
         try {
-          await this.tearDownVolume(uid, mv);
+          await this.tearDownVolume(uid, mv, NEVER_ABORTS, table);
           actual.delete(mv.name);
           released.push(mv.name);
         } catch (err) {
@@ -373,9 +376,9 @@ export class VolumeManager {
     return (this.actual.get(uid)?.size ?? 0) > 0;
   }
 
-  private async tearDownVolume(uid: string, mv: MountedVolume, signal: AbortSignal = NEVER_ABORTS): Promise<void> {
+  private async tearDownVolume(uid: string, mv: MountedVolume, signal: AbortSignal = NEVER_ABORTS, mountTable?: readonly MountInfo[]): Promise<void> {
     const hook = this.deps.hooks.unmountVolume.get(mv.type);
-    const handled = hook && hook.taps.length > 0 ? await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, dir: mv.dir, rootDir: this.deps.rootDir, mounted: mv.result }, hookContext(signal)) : undefined;
+    const handled = hook && hook.taps.length > 0 ? await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, dir: mv.dir, rootDir: this.deps.rootDir, mounted: mv.result, ...(mountTable ? { mountTable } : {}) }, hookContext(signal)) : undefined;
     if (!handled) await this.genericTearDown(uid, mv);
     this.deps.logger.info({ uid, volume: mv.name, type: mv.type }, 'volume torn down');
   }

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { isLikelyMountPoint, isMountPoint, mountCount, mountTmpfs, mountsUnder, readMounts, unmount } from '../../core/volumes/mount-utils.ts';
+import { isLikelyMountPoint, isMountPoint, mountCount, mountTmpfs, mountsUnder, readMounts, removeOneFilesystem, unmount } from '../../core/volumes/mount-utils.ts';
 
 const run = promisify(execFile);
 
@@ -110,6 +110,26 @@ describe('mount table: shared reads, one read per teardown', function () {
       assert.equal(await isMountPoint(vol, after), false, 'both stacked mounts gone');
       assert.deepEqual(await mountsUnder(vol, after), []);
       assert.equal(await isMountPoint(other, after), true, 'a mount outside the volume stays');
+    });
+
+    it('removeOneFilesystem removes a tree, and stops at a file system mounted below without touching what is in it', async function () {
+      const vol = path.join(dir, 'vol');
+      await fsp.mkdir(path.join(vol, 'a', 'b'), { recursive: true });
+      await fsp.writeFile(path.join(vol, 'a', 'b', 'f'), 'x');
+      await fsp.mkdir(path.join(dir, 'outside'));
+      await fsp.writeFile(path.join(dir, 'outside', 'keep'), 'host data');
+      await fsp.symlink(path.join(dir, 'outside'), path.join(vol, 'a', 'link-out'));
+      await removeOneFilesystem(vol);
+      await assert.rejects(fsp.stat(vol), /ENOENT/, 'removed');
+      assert.equal(await fsp.readFile(path.join(dir, 'outside', 'keep'), 'utf8'), 'host data', 'a link is removed, never followed');
+      await removeOneFilesystem(vol); // gone already: nothing to do
+
+      // A file system mounted below after the caller's table was read (what the check is for).
+      await fsp.mkdir(path.join(vol, 'inner'), { recursive: true });
+      await mountTmpfs(path.join(vol, 'inner'));
+      await fsp.writeFile(path.join(vol, 'inner', 'keep'), 'not ours');
+      await assert.rejects(removeOneFilesystem(vol), /inner is another file system/);
+      assert.equal(await fsp.readFile(path.join(vol, 'inner', 'keep'), 'utf8'), 'not ours', 'nothing below the mount was removed');
     });
   });
 });

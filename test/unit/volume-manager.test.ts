@@ -14,6 +14,8 @@ const noObjects: ObjectSource = { configMap: async () => undefined, secret: asyn
 /** A provider of type `fake` that records calls; `fail` makes the next mount throw. */
 function fakeProvider(hooks: ReturnType<typeof createHooks>, opts: { mountPoint?: boolean; requiresRemount?: boolean } = {}) {
   const calls: string[] = [];
+  /** The mount table each teardown was handed (a whole pod's teardown reads one for all its volumes). */
+  const tables: Array<readonly unknown[] | undefined> = [];
   const state = { fail: '' };
   hooks.mountVolume.for('fake').tapPromise('fake', async (r: VolumeMountRequest) => {
     calls.push(`mount ${r.volume.name}${r.previous ? ' (again)' : ''}`);
@@ -23,10 +25,11 @@ function fakeProvider(hooks: ReturnType<typeof createHooks>, opts: { mountPoint?
   });
   hooks.unmountVolume.for('fake').tapPromise('fake', async (r: VolumeUnmountRequest) => {
     calls.push(`unmount ${r.volumeName}`);
+    tables.push(r.mountTable);
     await fs.rm(r.dir, { recursive: true, force: true });
     return true;
   });
-  return { calls, state };
+  return { calls, state, tables };
 }
 
 const pod = (uid: string, volumes: V1Volume[]): V1Pod => ({ metadata: { name: 'p', namespace: 'default', uid }, spec: { containers: [], volumes } });
@@ -72,11 +75,14 @@ describe('volume manager (desired → actual, restart reconstruction)', function
     const p = fakeProvider(hooks);
     const vm = manager(hooks);
     await vm.start();
-    await vm.setUpPod(pod('u1', [fake('a'), fake('b')]));
-    await vm.setUpPod(pod('u1', [fake('a')]));
-    assert.deepEqual(p.calls, ['mount a', 'mount b', 'unmount b']);
+    await vm.setUpPod(pod('u1', [fake('a'), fake('b'), fake('c')]));
+    await vm.setUpPod(pod('u1', [fake('a'), fake('c')]));
+    assert.deepEqual(p.calls, ['mount a', 'mount b', 'mount c', 'unmount b']);
+    assert.equal(p.tables[0], undefined, 'one volume torn down on its own (the pod runs) reads its own table');
     await vm.tearDownPod('u1');
-    assert.deepEqual(p.calls.slice(3), ['unmount a']);
+    assert.deepEqual(p.calls.slice(4), ['unmount c', 'unmount a']);
+    assert.ok(Array.isArray(p.tables[1]) && p.tables[1].length > 0, 'the pod\'s teardown hands its providers the mount table');
+    assert.equal(p.tables[2], p.tables[1], 'one table for all the pod\'s volumes');
     await assert.rejects(fs.stat(path.join(root, 'pods', 'u1')));
     assert.equal(vm.actualState().has('u1'), false);
   });

@@ -6,7 +6,7 @@ import type { KubeletHooks, VolumeMountRequest, VolumeMountResult, VolumeUnmount
 import { STAGE } from '../../hooks.ts';
 import { bytes } from '../../objects/quantity.ts';
 import { writeAtomic, type Payload } from '../atomic-writer.ts';
-import { bindMount, isLikelyMountPoint, isMountPoint, isWithin, mountTmpfs, mountsUnder, readMounts, removeUnmounted, unmount } from '../mount-utils.ts';
+import { bindMount, isLikelyMountPoint, isMountPoint, isWithin, mountTmpfs, mountsUnder, readMounts, removeOneFilesystem, removeUnmounted, unmount } from '../mount-utils.ts';
 import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
 import type { TokenSource } from '../../objects/object-source.ts';
@@ -120,7 +120,7 @@ export function tapBuiltinVolumes(
     }
     return { path: r.dir, mountPoint: true, readOnly };
   });
-  unmountWith('local', tearDown);
+  unmountWith('local', hostMounts ? tearDownLocalDir : tearDownPlainDir);
   // A local PV's node expansion (upstream's localVolumePlugin.NodeExpand), after the admin grew
   // what is under it and the PV: a directory's file system is the admin's to grow (done, as
   // upstream says: a no-op), a block device mounted as the volume gets its file system grown, a
@@ -164,11 +164,23 @@ async function tearDownPlainDir(r: VolumeUnmountRequest): Promise<true> {
   return true;
 }
 
-/** Unmounts the volume dir if it is a mount point, then removes it (never across a remaining mount). */
+/**
+ * Unmounts what is mounted at or below the volume dir, then removes it (never across a remaining
+ * mount). In a whole pod's teardown the pod's mount table serves every volume: what it lists
+ * below the dir is unmounted and the removal stops at any other file system, with no read of
+ * the table per volume; on its own a volume reads the table, and again before the removal.
+ */
 async function tearDownDir(r: VolumeUnmountRequest): Promise<true> {
   if (!isWithin(path.join(r.rootDir, 'pods', r.podUID), r.dir)) throw new Error(`refusing to remove ${r.dir}: not in the pod's directory`);
-  const mounts = await readMounts();
+  const mounts = r.mountTable ?? (await readMounts());
   for (const mp of await mountsUnder(r.dir, mounts)) await unmount(mp, mounts);
-  await removeUnmounted(r.dir);
+  if (r.mountTable) await removeOneFilesystem(r.dir);
+  else await removeUnmounted(r.dir);
   return true;
 }
+
+/** A local PersistentVolume's dir binds the admin's data: its removal is always checked against a fresh read of the table. */
+const tearDownLocalDir = (r: VolumeUnmountRequest): Promise<true> => {
+  const { mountTable: _podTable, ...own } = r;
+  return tearDownDir(own);
+};

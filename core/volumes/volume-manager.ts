@@ -109,7 +109,7 @@ export class VolumeManager {
   private podDirsChanged = true;
   private lastOrphanScan = 0;
   /** What is set up, kept in each pod's dir (volume-record.ts) so a restarted kubelet knows what it mounted. */
-  private readonly records = new VolumeRecordStore((uid) => this.podDir(uid));
+  private readonly records = new VolumeRecordStore<MountedVolume>((uid) => this.podDir(uid));
 
   constructor(
     private readonly deps: {

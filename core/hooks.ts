@@ -4,7 +4,7 @@ import type { StorageObjectSource } from './objects/storage-objects.ts';
 import type { ContainerConfig, PodSandboxConfig, PullAuth, SandboxStatus } from './runtime/types.ts';
 import type { ObjectSource } from './objects/object-source.ts';
 import type { HookContext } from './util/cancellation.ts';
-import type { MountInfo } from './volumes/mount-utils.ts';
+import type { MountInfo } from './util/mount-info.ts';
 
 export type { HookContext } from './util/cancellation.ts';
 

@@ -190,7 +190,7 @@ describe('kubelet-ts CLI', function () {
       kubeletTs(['--help']),
     ]);
     assert.equal(valid.code, 0, valid.stderr);
-    assert.match(valid.stdout, new RegExp(`^${config} with --root-dir: valid; plugins of .*kubelet\\.config\\.ts: \\d+ applied`));
+    assert.match(valid.stdout, new RegExp(`^${config} with --root-dir: valid; plugins of .*kubelet\\.config\\.(ts|js): \\d+ applied`));
     assert.equal(view.code, 0, view.stderr);
     assert.deepEqual(Object.entries(JSON.parse(view.stdout)).filter(([k]) => ['kind', 'staticPodPath', 'nodeName'].includes(k)), [['kind', 'KubeletConfiguration'], ['staticPodPath', '/etc/kubernetes/manifests'], ['nodeName', 'node-a']]);
     assert.match(help.stdout, /\n {7}kubelet-ts config validate \[flags\]\n[^]*\n {7}kubelet-ts config view \[-o yaml\|json\] \[flags\]\n/);

@@ -58,7 +58,8 @@ describe('image credential provider flags and fields', function () {
     assert.match(help.stdout, /--image-credential-provider-bin-dir DIR/);
     const r = await kubeletTs(['plugins', '--root-dir', dir, '--image-credential-provider-config', path.join(dir, 'p.yaml')]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^kubelet-ts: .*kubelet\.config\.ts: imageCredentialProviderConfig \(--image-credential-provider-config\) is set but imageCredentialProviderBinDir \(--image-credential-provider-bin-dir\) is not; allowed: both, or neither\n$/);
+    // The default config is the sources' kubelet.config.ts, or dist/kubelet.config.js when the executable runs a fresh build.
+    assert.match(r.stderr, /^kubelet-ts: .*kubelet\.config\.(ts|js): imageCredentialProviderConfig \(--image-credential-provider-config\) is set but imageCredentialProviderBinDir \(--image-credential-provider-bin-dir\) is not; allowed: both, or neither\n$/);
   });
 
   it('paths in the file are relative to the file, paths from flags to the working directory', async function () {

@@ -31,7 +31,8 @@
 # only (no ginkgo Serial decorator: ginkgo would run them beside the others), so they run in a
 # second ginkgo run of one proc, on a fresh cluster, after the others ran with PROCS; a phase whose
 # selection is empty (ginkgo --dry-run) is not run. FOCUS narrows both phases; PHASE=parallel or
-# PHASE=serial runs one.
+# PHASE=serial runs one; EXCLUDE=<regexp> leaves specs out (EXCLUDE='MaxContainerBackOff': the
+# 20-minute one).
 # UPSTREAM_KUBELET=/path/to/kubelet runs upstream's kubelet instead of this checkout (how a
 # reference is made: ../shared/k8s/kubelet.gz, unpacked); its results are printed, not compared.
 set -euo pipefail
@@ -53,6 +54,8 @@ if [ "${1:-}" = --slow ]; then
   # (FOCUS may name specs of any sig); each phase's FOCUS is made below.
   SLOW_FOCUS=${FOCUS:-'\[sig-(node|storage)\]'}
   SLOW_SKIP='\[Conformance\]|\[Disruptive\]|\[Flaky\]|\[Feature:|\[NodeFeature:|\[Alpha\]|\[Beta\]|\[sig-(network|apps|auth|api-machinery|scheduling|cli|autoscaling|windows|cloud-provider[a-z-]*|instrumentation|cluster-lifecycle|architecture)\]|\[Driver: |CSI Mock|NFS|Flexvolume|iSCSI|Gluster|Ceph'
+  # EXCLUDE (a ginkgo regexp) leaves out more specs: a part of the set, compared as one
+  if [ -n "${EXCLUDE:-}" ]; then SLOW_SKIP="$SLOW_SKIP|$EXCLUDE"; FOCUSED=--focused; fi
   REFERENCE=$ROOT/tools/conformance/reference-upstream-slow.txt
   REPORT_NAME=$REPORT_NAME-slow
   EXTENDED=1
@@ -127,12 +130,15 @@ if [ -n "$SLOW" ]; then
       | sed -n 's/^Ran \([0-9]*\) of [0-9]* Specs.*/\1/p'
   }
   SLOW_BASE=$REPORT_DIR
-  rm -rf "$SLOW_BASE"; mkdir -p "$SLOW_BASE"
+  mkdir -p "$SLOW_BASE"; rm -f "$SLOW_BASE"/results-*
+  RAN=() # the phases this invocation ran: only they make the results (PHASE=serial keeps parallel/)
   both() { echo "($SLOW_FOCUS).*\[$1\]|\[$1\].*($SLOW_FOCUS)"; }
   phase() { # NAME FOCUS SKIP PROCS
     local n; n=$(selected "$2" "$3")
     log "phase $1: ${n:-?} specs, $4 procs"
+    rm -rf "${SLOW_BASE:?}/$1"
     [ "${n:-0}" -gt 0 ] || return 0
+    RAN+=("$1")
     FOCUS=$2 SKIP=$3 PROCS=$4 REPORT_DIR=$SLOW_BASE/$1 harness || exit 1
     [ -f "$SLOW_BASE/$1/results-$KIND.txt" ] || { echo "conformance: no results of phase $1; see $SLOW_BASE/$1/e2e.log" >&2; exit 1; }
   }
@@ -142,11 +148,11 @@ if [ -n "$SLOW" ]; then
   case ${PHASE:-both} in serial|both) phase serial "$(both Serial)" "$SLOW_SKIP" 1 ;; esac
   [ -z "${PHASE:-}" ] || FOCUSED=--focused
   # one results file (and its failures) of both phases, for compare.ts
-  python3 - "$SLOW_BASE" "$KIND" <<'EOP'
+  python3 - "$SLOW_BASE" "$KIND" "${RAN[@]}" <<'EOP'
 import json, os, sys
-base, kind = sys.argv[1:3]
+base, kind, ran = sys.argv[1], sys.argv[2], sys.argv[3:]
 rows, fails = [], {}
-for ph in ("parallel", "serial"):
+for ph in ran:
     f = os.path.join(base, ph, "results-%s.txt" % kind)
     if os.path.exists(f):
         rows += [l for l in open(f).read().splitlines() if l.strip()]

@@ -24,25 +24,51 @@
 # sh and tools (tools/conformance/nsenter.c; busybox-static's keeps its own applets). Its
 # reference is the shared one with the PersistentVolumes-local, local block expansion and Mount
 # propagation results of upstream's kubelet on that harness.
+# --slow: the [Slow] and [Serial] specs of sig-node and sig-storage, with the extended set's other
+# exclusions ([Conformance], [Disruptive], [Flaky], [Feature:*], [NodeFeature:*], [Alpha], [Beta],
+# driver-specific): 101 specs, 33 of them [Serial]; on the extended set's harness, compared with
+# tools/conformance/reference-upstream-slow.txt. e2e v1.28.7 marks [Serial] in the spec's name
+# only (no ginkgo Serial decorator: ginkgo would run them beside the others), so they run in a
+# second ginkgo run of one proc, on a fresh cluster, after the others ran with PROCS; a phase whose
+# selection is empty (ginkgo --dry-run) is not run. FOCUS narrows both phases; PHASE=parallel or
+# PHASE=serial runs one; EXCLUDE=<regexp> leaves specs out (EXCLUDE='MaxContainerBackOff': the
+# 20-minute one).
+# UPSTREAM_KUBELET=/path/to/kubelet runs upstream's kubelet instead of this checkout (how a
+# reference is made: ../shared/k8s/kubelet.gz, unpacked); its results are printed, not compared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SHARED=$ROOT/../shared/conformance
 export CONF_DIR=${CONF_DIR:-/tmp/kubelet-ts-conformance}
 REFERENCE=$SHARED/reference-upstream.txt
-REPORT_NAME=report-kubelet-ts
+KIND=kubelet-ts
+WHAT=$ROOT
+if [ -n "${UPSTREAM_KUBELET:-}" ]; then KIND=upstream; WHAT=$(readlink -f "$UPSTREAM_KUBELET"); fi
+REPORT_NAME=report-$KIND
 RUN=$SHARED/run.sh
 EXTENDED=
+SLOW=
 FOCUSED=${FOCUS:+--focused}
-if [ "${1:-}" = --extended ]; then
+if [ "${1:-}" = --slow ]; then
+  # The extended set's exclusions without [Serial] and [Slow], and every sig but node and storage
+  # (FOCUS may name specs of any sig); each phase's FOCUS is made below.
+  SLOW_FOCUS=${FOCUS:-'\[sig-(node|storage)\]'}
+  SLOW_SKIP='\[Conformance\]|\[Disruptive\]|\[Flaky\]|\[Feature:|\[NodeFeature:|\[Alpha\]|\[Beta\]|\[sig-(network|apps|auth|api-machinery|scheduling|cli|autoscaling|windows|cloud-provider[a-z-]*|instrumentation|cluster-lifecycle|architecture)\]|\[Driver: |CSI Mock|NFS|Flexvolume|iSCSI|Gluster|Ceph'
+  # EXCLUDE (a ginkgo regexp) leaves out more specs: a part of the set, compared as one
+  if [ -n "${EXCLUDE:-}" ]; then SLOW_SKIP="$SLOW_SKIP|$EXCLUDE"; FOCUSED=--focused; fi
+  REFERENCE=$ROOT/tools/conformance/reference-upstream-slow.txt
+  REPORT_NAME=$REPORT_NAME-slow
+  EXTENDED=1
+  SLOW=1
+elif [ "${1:-}" = --extended ]; then
   # The selection exactly as the harness's README gives it: the reference was measured with it.
   export FOCUS=${FOCUS:-'\[sig-node\]|\[sig-storage\]'}
   export SKIP='\[Conformance\]|\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Feature:|\[NodeFeature:|\[Alpha\]|\[Beta\]|\[sig-network\]|\[sig-apps\]|\[sig-auth\]|\[sig-api-machinery\]|\[sig-scheduling\]|\[sig-cli\]|\[Driver: |CSI Mock|NFS|Flexvolume|iSCSI|Gluster|Ceph'
   REFERENCE=$ROOT/tools/conformance/reference-upstream-extended.txt
-  REPORT_NAME=report-kubelet-ts-extended
+  REPORT_NAME=$REPORT_NAME-extended
   EXTENDED=1
 elif [ -n "${1:-}" ]; then
-  echo "conformance: unknown argument '$1' (only --extended)" >&2; exit 2
+  echo "conformance: unknown argument '$1' (only --extended or --slow)" >&2; exit 2
 fi
 export REPORT_DIR=$CONF_DIR/$REPORT_NAME
 
@@ -78,25 +104,71 @@ if [ -n "$EXTENDED" ]; then
   E2E_REPO=$(bash tools/conformance/node-nsenter-images.sh "$SHARED" 2>> "$CONF_DIR/images.log") || { tail -20 "$CONF_DIR/images.log" >&2; exit 1; }
   export E2E_REPO
 fi
-log "run (${FOCUS:-the whole selection}; report in $REPORT_DIR)"
 # ../shared/k8s/control-plane.sh can start a component twice: it reads the first one's
 # /proc/<pid>/cmdline to see it run, and between that process's fork and its exec it takes it
 # for exited (seen in CI on 2026-11-29: the second kube-controller-manager found its port taken,
 # and the bring-up failed before any test ran). A run that ends in the control plane's start is
 # made once more; any other failure is the run's.
 harness() {
+  log "run (${FOCUS:-the whole selection}; report in $REPORT_DIR)"
   set +e
-  bash "$RUN" kubelet-ts "$CONF_DIR/bin/e2e.test" "$CONF_DIR/bin/ginkgo" "$ROOT" 2>&1 | tee "$CONF_DIR/harness-output.log"
+  bash "$RUN" $KIND "$CONF_DIR/bin/e2e.test" "$CONF_DIR/bin/ginkgo" "$WHAT" 2>&1 | tee "$CONF_DIR/harness-output.log"
   local rc=${PIPESTATUS[0]}
   set -e
-  return "$rc"
+  if [ "$rc" != 0 ]; then
+    grep -q '^\[control-plane\] .* exited; last lines' "$CONF_DIR/harness-output.log" || return "$rc"
+    log "the control plane did not come up (a component was started twice; see above): once more"
+    bash "$RUN" $KIND "$CONF_DIR/bin/e2e.test" "$CONF_DIR/bin/ginkgo" "$WHAT" 2>&1 | tee "$CONF_DIR/harness-output.log"
+    return "${PIPESTATUS[0]}"
+  fi
 }
-if ! harness; then
-  grep -q '^\[control-plane\] .* exited; last lines' "$CONF_DIR/harness-output.log" || exit 1
-  log "the control plane did not come up (a component was started twice; see above): once more"
-  harness
+RESULTS=$REPORT_DIR/results-$KIND.txt
+if [ -n "$SLOW" ]; then
+  # How many specs a FOCUS/SKIP selects (ginkgo --dry-run: no cluster needed).
+  selected() {
+    "$CONF_DIR/bin/ginkgo" --dry-run --no-color --focus="$1" --skip="$2" "$CONF_DIR/bin/e2e.test" -- --provider=skeleton 2>/dev/null \
+      | sed -n 's/^Ran \([0-9]*\) of [0-9]* Specs.*/\1/p'
+  }
+  SLOW_BASE=$REPORT_DIR
+  mkdir -p "$SLOW_BASE"; rm -f "$SLOW_BASE"/results-*
+  RAN=() # the phases this invocation ran: only they make the results (PHASE=serial keeps parallel/)
+  both() { echo "($SLOW_FOCUS).*\[$1\]|\[$1\].*($SLOW_FOCUS)"; }
+  phase() { # NAME FOCUS SKIP PROCS
+    local n; n=$(selected "$2" "$3")
+    log "phase $1: ${n:-?} specs, $4 procs"
+    rm -rf "${SLOW_BASE:?}/$1"
+    [ "${n:-0}" -gt 0 ] || return 0
+    RAN+=("$1")
+    FOCUS=$2 SKIP=$3 PROCS=$4 REPORT_DIR=$SLOW_BASE/$1 harness || exit 1
+    [ -f "$SLOW_BASE/$1/results-$KIND.txt" ] || { echo "conformance: no results of phase $1; see $SLOW_BASE/$1/e2e.log" >&2; exit 1; }
+  }
+  # the [Slow] specs that are not [Serial] side by side, then the [Serial] ones alone
+  # PHASE=parallel or PHASE=serial runs one of them (compared as a part, as with FOCUS)
+  case ${PHASE:-both} in parallel|both) phase parallel "$(both Slow)" "$SLOW_SKIP|\[Serial\]" "${PROCS:-3}" ;; serial) ;; *) echo "conformance: PHASE is parallel or serial" >&2; exit 2 ;; esac
+  case ${PHASE:-both} in serial|both) phase serial "$(both Serial)" "$SLOW_SKIP" 1 ;; esac
+  [ -z "${PHASE:-}" ] || FOCUSED=--focused
+  # one results file (and its failures) of both phases, for compare.ts
+  python3 - "$SLOW_BASE" "$KIND" "${RAN[@]}" <<'EOP'
+import json, os, sys
+base, kind, ran = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows, fails = [], {}
+for ph in ran:
+    f = os.path.join(base, ph, "results-%s.txt" % kind)
+    if os.path.exists(f):
+        rows += [l for l in open(f).read().splitlines() if l.strip()]
+        fails.update(json.load(open(os.path.join(base, ph, "results-%s-failures.json" % kind))))
+rows.sort(key=lambda l: l.split(" ", 1)[1])
+open(os.path.join(base, "results-%s.txt" % kind), "w").write("".join(l + "\n" for l in rows))
+json.dump(fails, open(os.path.join(base, "results-%s-failures.json" % kind), "w"), indent=1)
+EOP
+else
+  harness || exit 1
 fi
-RESULTS=$REPORT_DIR/results-kubelet-ts.txt
 [ -f "$RESULTS" ] || { echo "conformance: no results ($RESULTS); see $REPORT_DIR/e2e.log" >&2; exit 1; }
-log "done in $(( $(date +%s) - t0 )) s; e2e log $REPORT_DIR/e2e.log, kubelet log $REPORT_DIR/kubelet.log"
+log "done in $(( $(date +%s) - t0 )) s; e2e log(s) and kubelet log(s) under $REPORT_DIR"
+if [ "$KIND" = upstream ]; then
+  awk '{n[$1]++} END {printf "upstream'"'"'s kubelet: %d passed, %d failed, %d skipped of %d\n", n["PASS"], n["FAIL"], n["SKIP"], NR}' "$RESULTS"
+  echo "results: $RESULTS (the reference when the run was the whole selection)"
+  exit 0
+fi
 node --import tsx tools/conformance/compare.ts "$REFERENCE" "$RESULTS" $FOCUSED

@@ -105,6 +105,15 @@ export async function unmount(dir: string, mounts?: readonly MountInfo[]): Promi
   for (let i = 0; i < 8 && (await isMountPoint(dir)); i++) await umount();
 }
 
+/**
+ * Unmounts everything mounted at or below `dir`, deepest first, against one read of the table
+ * (`mounts` when the caller has one: a pod's teardown reads it once for all its volumes).
+ */
+export async function unmountUnder(dir: string, mounts?: readonly MountInfo[]): Promise<void> {
+  const table = mounts ?? (await readMounts());
+  for (const mp of await mountsUnder(dir, table)) await unmount(mp, table);
+}
+
 async function mountCmd(args: string[]): Promise<void> {
   try {
     await run('mount', args);

@@ -9,7 +9,7 @@ import type { StorageObjectSource } from '../objects/storage-objects.ts';
 import { containersOf } from '../objects/pod-util.ts';
 import { claimNameOf, resolveClaim, VolumeProcessError } from './claim-resolver.ts';
 import { VolumeRecordStore } from './volume-record.ts';
-import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, type MountInfo } from './mount-utils.ts';
+import { isMountPoint, isWithin, mountsUnder, readMounts, removeUnmounted, unmount, unmountUnder, type MountInfo } from './mount-utils.ts';
 import { bindSubPath, type SubPathBinder } from './subpath.ts';
 import { NEVER_ABORTS, hookContext } from '../util/cancellation.ts';
 import type { VolumeExpansion } from './volume-expansion.ts';
@@ -139,8 +139,7 @@ export class VolumeManager {
   /** Unmounts what is mounted at or below `dir` (deepest first), then removes it; without host mounts, only removes it. */
   private async unmountAndRemove(dir: string): Promise<void> {
     if (!this.hostMounts) return fs.rm(dir, { recursive: true, force: true });
-    const mounts = await readMounts();
-    for (const mp of await mountsUnder(dir, mounts)) await unmount(mp, mounts);
+    await unmountUnder(dir);
     await removeUnmounted(dir);
   }
 

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { isLikelyMountPoint, isMountPoint, mountCount, mountTmpfs, mountsUnder, readMounts, removeOneFilesystem, unmount } from '../../core/volumes/mount-utils.ts';
 
+import { realPartMissing } from '../support/real-part.ts';
+
 const run = promisify(execFile);
 
 /**
@@ -70,7 +72,7 @@ describe('mount table: shared reads, one read per teardown', function () {
   describe('on real tmpfs mounts', function () {
     let dir: string;
     before(function () {
-      if (process.getuid?.() !== 0 || process.platform !== 'linux') this.skip(); // mounting needs root on Linux (CI runs as root)
+      if (process.getuid?.() !== 0 || process.platform !== 'linux') realPartMissing(this, 'real tmpfs mounts', 'mounting needs root on Linux');
     });
     beforeEach(async () => {
       dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'kts-mount-table-'));

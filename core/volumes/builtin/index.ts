@@ -6,7 +6,7 @@ import type { KubeletHooks, VolumeMountRequest, VolumeMountResult, VolumeUnmount
 import { STAGE } from '../../hooks.ts';
 import { bytes } from '../../objects/quantity.ts';
 import { writeAtomic, type Payload } from '../atomic-writer.ts';
-import { bindMount, isLikelyMountPoint, isMountPoint, isWithin, mountTmpfs, mountsUnder, readMounts, removeOneFilesystem, removeUnmounted, unmount } from '../mount-utils.ts';
+import { bindMount, isLikelyMountPoint, isMountPoint, isWithin, mountTmpfs, removeOneFilesystem, removeUnmounted, unmountUnder } from '../mount-utils.ts';
 import { DEFAULT_MODE, configMapPayload, downwardAPIPayload, projectedPayload, secretPayload, type ProjectionInputs } from './projection.ts';
 import type { ObjectSource } from '../../objects/object-source.ts';
 import type { TokenSource } from '../../objects/object-source.ts';
@@ -172,8 +172,7 @@ async function tearDownPlainDir(r: VolumeUnmountRequest): Promise<true> {
  */
 async function tearDownDir(r: VolumeUnmountRequest): Promise<true> {
   if (!isWithin(path.join(r.rootDir, 'pods', r.podUID), r.dir)) throw new Error(`refusing to remove ${r.dir}: not in the pod's directory`);
-  const mounts = r.mountTable ?? (await readMounts());
-  for (const mp of await mountsUnder(r.dir, mounts)) await unmount(mp, mounts);
+  await unmountUnder(r.dir, r.mountTable);
   if (r.mountTable) await removeOneFilesystem(r.dir);
   else await removeUnmounted(r.dir);
   return true;

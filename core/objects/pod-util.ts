@@ -59,6 +59,17 @@ export function ephemeralContainersOf(pod: Pick<V1Pod, 'spec'>): Array<V1Contain
 }
 
 /** The pod's init containers, then its containers: what its lifetime runs (ephemeral ones aside). */
+/**
+ * The reason a container not created yet waits with, as upstream's status has it for every
+ * container of the pod (init and app alike): PodInitializing in a pod with init containers,
+ * ContainerCreating otherwise. A volume, sandbox or network failure keeps this reason (upstream
+ * tells it in events, not in the reason), so a pod with init containers never shows an app
+ * container in ContainerCreating; e2e's InitContainer tests fail on any other reason.
+ */
+export function defaultWaitingReason(pod: Pick<V1Pod, 'spec'>): 'PodInitializing' | 'ContainerCreating' {
+  return pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating';
+}
+
 export function containersOf(pod: Pick<V1Pod, 'spec'>): V1Container[] {
   return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
 }

@@ -9,7 +9,7 @@ import type { Limiter } from '../util/limiter.ts';
 import type { ContainerConfig, ContainerStatus, PodSandboxConfig, RuntimeHandlerInfo, UserNamespaceOptions } from '../runtime/types.ts';
 import { ContainerConfigError, buildContainerConfig } from './container-config.ts';
 import { computePodActions, latestByName, type ContainerStart } from './pod-actions.ts';
-import { allContainersOf, containersOf, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
+import { allContainersOf, containersOf, defaultWaitingReason, ephemeralContainersOf, gracePeriodSeconds, isHostNetwork, isSidecar, podDesc, podUID } from '../objects/pod-util.ts';
 import { buildSandboxConfig } from './sandbox-config.ts';
 import { VolumeSetupError } from '../volumes/volume-manager.ts';
 import { blockVolumeDevices } from './block-volume-devices.ts';
@@ -186,8 +186,9 @@ export class PodSyncer {
         this.volumeFailures.delete(uid);
       } catch (err) {
         if (!(err instanceof VolumeSetupError) || signal.aborted) throw err;
-        // As upstream: the containers wait in ContainerCreating (the FailedMount event's text as message) and the sync retries.
-        for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: err.message });
+        // The containers wait with upstream's default reason (ContainerCreating, or PodInitializing
+        // in a pod with init containers) and the FailedMount event's text as message; the sync retries.
+        for (const c of containersOf(pod)) waiting.set(c.name, { reason: defaultWaitingReason(pod), message: err.message });
         log.warn({ err: err.message }, 'FailedMount');
         for (const message of err.eventMessages()) this.event(pod, undefined, 'Warning', 'FailedMount', message);
         const failures = this.volumeFailures.get(uid) ?? 0;
@@ -212,7 +213,7 @@ export class PodSyncer {
           if (signal.aborted) throw err;
           // Shown on every container (upstream's FailedCreatePodSandBox event), then retried.
           const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
-          for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message });
+          for (const c of containersOf(pod)) waiting.set(c.name, { reason: defaultWaitingReason(pod), message });
           log.warn({ err: errorMessage(err) }, 'FailedCreatePodSandBox');
           this.event(pod, undefined, 'Warning', 'FailedCreatePodSandBox', message);
           await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
@@ -226,7 +227,7 @@ export class PodSyncer {
           await hooks.afterSandbox.promise({ pod, sandboxId, config: sandboxConfig, status: sbStatus }, ctx);
         } catch (err) {
           // Shown on every container while the sync retries with back-off (the sandbox stays).
-          for (const c of containersOf(pod)) waiting.set(c.name, { reason: 'ContainerCreating', message: errorMessage(err) });
+          for (const c of containersOf(pod)) waiting.set(c.name, { reason: defaultWaitingReason(pod), message: errorMessage(err) });
           await this.finish(pod, waiting, undefined).catch((e: unknown) => this.statusNotPublished(pod, e));
           throw err;
         }

@@ -11,6 +11,7 @@
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { PullSnapshot } from '../runtime/pull-progress.ts';
 import { pullingMessage } from '../runtime/pull-progress-format.ts';
+import { defaultWaitingReason } from '../objects/pod-util.ts';
 
 /** A container of a pod whose image is being pulled now. */
 export interface ActivePull {
@@ -27,7 +28,7 @@ export function withPullProgress(pod: V1Pod, pulls: ActivePull[]): V1Pod {
   const status = { ...(pod.status ?? {}) };
   // Before its first sync ends a pod has no container statuses yet: they are made as the
   // status manager makes them for containers not created (waiting, the default reason).
-  const defaultReason = pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating';
+  const defaultReason = defaultWaitingReason(pod);
   const fresh = (name: string, image: string): V1ContainerStatus => ({ name, image, imageID: '', ready: false, restartCount: 0, started: false, state: { waiting: { reason: defaultReason } } });
   status.phase ??= 'Pending';
   for (const init of [true, false]) {

@@ -1,7 +1,7 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import type { PodRuntimeStatus } from '../runtime/runtime-cache.ts';
 import type { ContainerStatus } from '../runtime/types.ts';
-import { containersOf, ephemeralContainersOf, isSidecar } from '../objects/pod-util.ts';
+import { containersOf, defaultWaitingReason, ephemeralContainersOf, isSidecar } from '../objects/pod-util.ts';
 import { restartCountOf } from '../runtime/labels.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { isHostNetwork } from '../objects/pod-util.ts';
@@ -55,8 +55,7 @@ function terminatedState(c: ContainerStatus, runtimeName: string): V1ContainerSt
 
 function containerStatus(pod: V1Pod, spec: V1Container, instances: ContainerStatus[], inputs: StatusInputs): V1ContainerStatus {
   const [cur, prev] = instances;
-  // Upstream's default waiting reason: PodInitializing for pods with init containers.
-  const defaultReason = pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating';
+  const defaultReason = defaultWaitingReason(pod);
   const waiting = inputs.waiting.get(spec.name);
   const base = { name: spec.name, image: spec.image!, imageID: cur?.imageRef ?? '', restartCount: restartCountOf(cur) };
   if (!cur) {

@@ -313,6 +313,28 @@ describe('Kubelet sync against the fake CRI server', function () {
     assert.equal(cs(pod)!.restartCount, 0);
   });
 
+  it('a pod with init containers waits in PodInitializing, never ContainerCreating, through a failed volume and a failed sandbox (as upstream; e2e InitContainer watches for it)', async () => {
+    const missing = path.join(suite.dir, 'init-wait-data');
+    const t = await start();
+    const statuses = recordStatuses(t, 'initwait');
+    await t.writeManifest('initwait.yaml', podManifest('initwait', [app('app', IMAGE, { volumeMounts: [{ name: 'data', mountPath: '/data' }] })], {
+      initContainers: [{ name: 'init1', image: IMAGE, command: ['true'] }],
+      volumes: [{ name: 'data', hostPath: { path: missing, type: 'Directory' } }],
+    }));
+    await waitFor('a FailedMount status', () => statuses.some((s) => /MountVolume.SetUp failed for volume "data"/.test(s.containerStatuses?.[0]?.state?.waiting?.message ?? '')));
+    suite.fake.failNext('RunPodSandbox', grpc.status.UNKNOWN, 'failed to setup network for sandbox: injected');
+    await fs.mkdir(missing);
+    await waitFor('init1 created after the failed sandbox', () => suite.fake.containers().some((c) => c.labels[LABEL.containerName] === 'init1'));
+    await waitFor('the status after it', () => statuses.some((s) => !!s.initContainerStatuses?.[0]?.containerID));
+    // Announced statuses are those whose reasons changed: a sandbox failure shown as ContainerCreating would be among them.
+    assert.equal(suite.fake.calls.RunPodSandbox, 2, 'one failed sandbox, one retry');
+    for (const s of statuses) {
+      for (const c of [...(s.initContainerStatuses ?? []), ...(s.containerStatuses ?? [])]) {
+        if (c.state?.waiting) assert.equal(c.state.waiting.reason, 'PodInitializing', `${c.name}: ${JSON.stringify(c.state)}`);
+      }
+    }
+  });
+
   it('creates at most maxParallelSandboxCreations sandboxes at once; every pod still runs', async () => {
     suite.fake.delay('RunPodSandbox', 150);
     const t = await start({ maxParallelSandboxCreations: 2 });

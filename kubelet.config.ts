@@ -12,6 +12,8 @@ export default defineConfig({
     ['cri-containerd', { pullTimeoutSeconds: 600 }],
     ['probes'],
     ['csi-grpc'],
+    // nfs volumes and PersistentVolumes, with the node's mount.nfs (Debian package nfs-common).
+    ['nfs'],
     ['eviction-default'],
     // Reads imageCredentialProviderConfig (--image-credential-provider-config); declines to load without it.
     ['credential-provider-exec'],

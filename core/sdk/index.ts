@@ -68,7 +68,7 @@ export { KubeletError, PluginError, ConfigError, notFound, invalidInput, unavail
 export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 
 // Helpers.
-export { isMountPoint, isLikelyMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, unmount, unmountUnder, removeUnmounted, removeOneFilesystem, isWithin } from '../volumes/mount-utils.ts';
+export { isMountPoint, isLikelyMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, mountFilesystem, unmount, unmountUnder, removeUnmounted, removeOneFilesystem, isWithin } from '../volumes/mount-utils.ts';
 export type { MountInfo } from '../volumes/mount-utils.ts';
 export { podFsGroup, setVolumeOwnership } from '../volumes/volume-ownership.ts';
 export { expandVars } from '../pod/expansion.ts';

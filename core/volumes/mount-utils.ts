@@ -114,10 +114,27 @@ export async function unmountUnder(dir: string, mounts?: readonly MountInfo[]): 
   for (const mp of await mountsUnder(dir, table)) await unmount(mp, table);
 }
 
-async function mountCmd(args: string[]): Promise<void> {
+/**
+ * `mount -t <type> [-o <options>] <source> <dir>`: a file system whose source the kernel (or a
+ * `mount.<type>` helper) understands, such as an NFS export a volume plugin mounts. No shell
+ * runs; each option is one word of `-o`. A mount that hangs (an NFS server that never answers)
+ * is killed at `timeoutMs` or when `signal` aborts, and the error says so.
+ */
+export async function mountFilesystem(source: string, dir: string, type: string, options: readonly string[] = [], call: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
+  // The type names a helper program (mount.<type>) and the source is an argument: neither may read as an option.
+  if (!/^[a-z0-9][a-z0-9.]{0,31}$/.test(type)) throw new Error(`file system type ${JSON.stringify(type)} is not a type name (such as nfs or nfs4)`);
+  if (!source || source.startsWith('-') || /[\0\n]/.test(source)) throw new Error(`mount source ${JSON.stringify(source)} is empty, starts with "-" or holds a NUL or newline`);
+  for (const o of options) if (!o || /[\s\0]/.test(o)) throw new Error(`mount option ${JSON.stringify(o)} is empty or holds white space or a NUL`);
+  await mountCmd(['-t', type, ...(options.length ? ['-o', options.join(',')] : []), source, dir], call);
+}
+
+async function mountCmd(args: string[], call: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
   try {
-    await run('mount', args);
+    await run('mount', args, { ...(call.signal ? { signal: call.signal } : {}), ...(call.timeoutMs ? { timeout: call.timeoutMs, killSignal: 'SIGKILL' as const } : {}) });
   } catch (err) {
+    const e = err as { killed?: boolean; name?: string };
+    if (call.signal?.aborted || e.name === 'AbortError') throw new Error(`mount ${args.join(' ')}: given up (${String(call.signal?.reason ?? 'aborted')})`);
+    if (e.killed) throw new Error(`mount ${args.join(' ')}: no answer within ${Math.round((call.timeoutMs ?? 0) / 1000)} s, killed`);
     throw new Error(`mount ${args.join(' ')}: ${stderrOf(err)}`);
   }
 }

@@ -14,6 +14,8 @@ export default defineConfig({
     ['csi-grpc'],
     // nfs volumes and PersistentVolumes, with the node's mount.nfs (Debian package nfs-common).
     ['nfs'],
+    // iscsi volumes and PersistentVolumes, with the node's open-iscsi (Debian package open-iscsi).
+    ['iscsi'],
     ['eviction-default'],
     // Reads imageCredentialProviderConfig (--image-credential-provider-config); declines to load without it.
     ['credential-provider-exec'],

@@ -70,6 +70,7 @@ export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 // Helpers.
 export { isMountPoint, isLikelyMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, mountFilesystem, unmount, unmountUnder, removeUnmounted, removeOneFilesystem, isWithin } from '../volumes/mount-utils.ts';
 export type { MountInfo } from '../volumes/mount-utils.ts';
+export { formatAndMount } from '../volumes/format-and-mount.ts';
 export { podFsGroup, setVolumeOwnership } from '../volumes/volume-ownership.ts';
 export { expandVars } from '../pod/expansion.ts';
 export { parseQuantity, quantityValue, milliCPU, bytes, binaryQuantity, QUANTITY_SYNTAX_ERROR } from '../objects/quantity.ts';

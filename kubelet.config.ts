@@ -16,6 +16,8 @@ export default defineConfig({
     ['nfs'],
     // iscsi volumes and PersistentVolumes, with the node's open-iscsi (Debian package open-iscsi).
     ['iscsi'],
+    // flexVolume exec drivers that mount without attaching, from volumePluginDir (--volume-plugin-dir).
+    ['flexvolume'],
     ['eviction-default'],
     // Reads imageCredentialProviderConfig (--image-credential-provider-config); declines to load without it.
     ['credential-provider-exec'],

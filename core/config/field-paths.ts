@@ -1,7 +1,7 @@
 /** Config fields by dotted path (`authentication.x509.clientCAFile`), in nested objects. */
 
 /** kubelet-ts fields that hold a path: a path from a flag is relative to the working directory, one from a file to the file. */
-export const PATH_FIELDS = new Set(['rootDir', 'podLogsDir', 'staticPodPath', 'localObjectsDir', 'kubeconfig', 'bootstrapKubeconfig', 'tlsCertFile', 'tlsPrivateKeyFile', 'certDirectory', 'authentication.x509.clientCAFile', 'resolvConf', 'imageCredentialProviderConfig', 'imageCredentialProviderBinDir']);
+export const PATH_FIELDS = new Set(['rootDir', 'podLogsDir', 'staticPodPath', 'localObjectsDir', 'kubeconfig', 'bootstrapKubeconfig', 'tlsCertFile', 'tlsPrivateKeyFile', 'certDirectory', 'authentication.x509.clientCAFile', 'resolvConf', 'volumePluginDir', 'imageCredentialProviderConfig', 'imageCredentialProviderBinDir']);
 
 /** Sets `dotted` in `target`, making the objects on the way. */
 export function setPath(target: Record<string, unknown>, dotted: string, value: unknown): void {

@@ -315,6 +315,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
     clusterDNS: c.clusterDNS,
     clusterDomain: c.clusterDomain,
     resolvConf: c.resolvConf === '' ? '' : fromFile(c.resolvConf)!,
+    volumePluginDir: fromFile(c.volumePluginDir)!,
     imageCredentialProviderConfig: fromFile(c.imageCredentialProviderConfig),
     imageCredentialProviderBinDir: fromFile(c.imageCredentialProviderBinDir),
     runtimeClassHandlers: c.runtimeClassHandlers,

@@ -226,6 +226,7 @@ export const configSchema = {
     clusterDNS: { type: 'array', items: { type: 'string', pattern: '^[0-9a-fA-F.:]+$' }, default: [], 'x-allowed': 'a list of IPv4 or IPv6 addresses' },
     clusterDomain: { type: 'string', pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$', default: '', 'x-allowed': "a DNS domain such as 'cluster.local', or \"\"" },
     resolvConf: { type: 'string', default: '/etc/resolv.conf', 'x-allowed': 'a file path, or "" for none' },
+    volumePluginDir: { type: 'string', minLength: 1, default: '/usr/libexec/kubernetes/kubelet-plugins/volume/exec/', 'x-allowed': 'the path of the FlexVolume drivers\' directory' },
     imageCredentialProviderConfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a CredentialProviderConfig file (or a directory of them)' },
     imageCredentialProviderBinDir: { type: 'string', minLength: 1, 'x-allowed': 'the path of the directory of the credential providers\' executables' },
     runtimeClassHandlers: {

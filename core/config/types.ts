@@ -274,6 +274,12 @@ export interface KubeletConfigInput {
   /** The resolver config `Default` pods inherit and `ClusterFirst` pods extend (upstream resolvConf); "" for none. Default /etc/resolv.conf. */
   resolvConf?: string;
   /**
+   * Where FlexVolume exec drivers are (upstream volumePluginDir, flag --volume-plugin-dir):
+   * `<dir>/<vendor>~<driver>/<driver>`; read by the flexvolume plugin. Default upstream's
+   * `/usr/libexec/kubernetes/kubelet-plugins/volume/exec/`.
+   */
+  volumePluginDir?: string;
+  /**
    * kubelet-ts (upstream flag --image-credential-provider-config): the CredentialProviderConfig
    * file (`kubelet.config.k8s.io/v1`, YAML or JSON), or a directory of them, listing the exec
    * image credential providers; read by the credential-provider-exec plugin. Default none.
@@ -393,6 +399,8 @@ export interface KubeletConfig {
   clusterDomain: string;
   /** The resolv.conf path; "" for none. */
   resolvConf: string;
+  /** The FlexVolume drivers' directory, absolute. */
+  volumePluginDir: string;
   /** The CredentialProviderConfig file or directory, absolute; undefined: no exec credential providers. */
   imageCredentialProviderConfig: string | undefined;
   /** The directory of the credential providers' executables, absolute. */

@@ -236,7 +236,7 @@ export const UPSTREAM_FIELDS: Readonly<Record<string, UpstreamField>> = {
   kubeReservedCgroup: not('string', zero, '""', 'reservations enforced on cgroups'),
   enforceNodeAllocatable: impl('stringList'),
   allowedUnsafeSysctls: implZ('stringList'),
-  volumePluginDir: not('string', zero, '""', 'FlexVolume exec drivers (kubelet-ts volume types are plugins)'),
+  volumePluginDir: implZ('string'),
   providerID: not('string', zero, '""', 'spec.providerID set at registration'),
   kernelMemcgNotification: not('bool', zero, 'false', 'memcg notifications for memory eviction'),
   logging: struct,

@@ -1,5 +1,5 @@
-import { access, mkdir, rmdir, statfs } from 'node:fs/promises';
-import { definePlugin, isMountPoint, mountFilesystem, unmount, type VolumeMountRequest, type VolumeMountResult } from 'kubelet-ts';
+import { access, mkdir, rmdir } from 'node:fs/promises';
+import { definePlugin, fsFigures, isMountPoint, mountFilesystem, unmount, type VolumeMountRequest, type VolumeMountResult } from 'kubelet-ts';
 import { nfsMountSpec } from './nfs-source.ts';
 import { optionsSchema, type NfsOptions } from './options-schema.ts';
 
@@ -50,17 +50,7 @@ export default definePlugin<NfsOptions>({
     });
 
     // A PersistentVolume's use in /stats/summary, from the server's statfs (upstream's MetricsStatFS).
-    ctx.hooks.volumeStats.for('nfs').tapPromise('nfs', async (r) => {
-      const s = await statfs(r.mounted.path);
-      return {
-        capacityBytes: s.blocks * s.bsize,
-        availableBytes: s.bavail * s.bsize,
-        usedBytes: (s.blocks - s.bfree) * s.bsize,
-        inodes: s.files,
-        inodesFree: s.ffree,
-        inodesUsed: s.files - s.ffree,
-      };
-    });
+    ctx.hooks.volumeStats.for('nfs').tapPromise('nfs', (r) => fsFigures(r.mounted.path));
   },
 });
 

@@ -87,6 +87,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     clusterDNS: [],
     clusterDomain: '',
     resolvConf: '/etc/resolv.conf',
+    volumePluginDir: path.join(dir, 'volume-plugins'),
     healthzPort: 0,
     healthzBindAddress: '127.0.0.1',
     imageCredentialProviderConfig: undefined,

@@ -217,7 +217,7 @@ describe('upstream KubeletConfiguration (kubeadm\'s /var/lib/kubelet/config.yaml
       const plugins = await write('plugins.yaml', 'plugins:\n  - cri-containerd\n  - [./my-plugin.mjs, {}]\n  - [probes, {}]\n');
       const { infos } = await load(['--config', await upstream({}), '--plugins-config', plugins]);
       assert.deepEqual(infos.map((n) => n.msg), [
-        `${plugins}: its plugins replace the default bundle's (they are not added to it); left out, so not running: csi-grpc, nfs, iscsi, eviction-default, credential-provider-exec, device-plugins, pod-resources (add those wanted to plugins in ${plugins}; the bundle: ${DEFAULT_CONFIG_FILE})`,
+        `${plugins}: its plugins replace the default bundle's (they are not added to it); left out, so not running: csi-grpc, nfs, iscsi, flexvolume, eviction-default, credential-provider-exec, device-plugins, pod-resources (add those wanted to plugins in ${plugins}; the bundle: ${DEFAULT_CONFIG_FILE})`,
       ]);
       const bundle = ((await readConfigFile(DEFAULT_CONFIG_FILE)).plugins as unknown[]).map((e) => (Array.isArray(e) ? e[0] : e));
       const all = await write('all.yaml', `plugins: [${bundle.join(', ')}, ./my-plugin.mjs]\n`);

@@ -40,7 +40,7 @@ devices:
 `;
 
 /** The default bundle (kubelet.config.ts) and the test's device plugin. */
-const PLUGINS = [['cri-containerd', { pullTimeoutSeconds: 600 }], ['probes'], ['csi-grpc'], ['nfs'], ['iscsi'], ['eviction-default'], ['credential-provider-exec'], ['device-plugins'], ['pod-resources'], [PLUGIN_FILE]];
+const PLUGINS = [['cri-containerd', { pullTimeoutSeconds: 600 }], ['probes'], ['csi-grpc'], ['nfs'], ['iscsi'], ['flexvolume'], ['eviction-default'], ['credential-provider-exec'], ['device-plugins'], ['pod-resources'], [PLUGIN_FILE]];
 
 describe('node VM: CDI devices from a device provider, resolved by containerd 2.1', function () {
   this.timeout(600_000);

@@ -11,6 +11,6 @@ export const optionsSchema = {
   additionalProperties: false,
   properties: {
     pluginDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path' },
-    callTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 300, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
+    callTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 110, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
   },
 } as const;

@@ -10,7 +10,7 @@ export const optionsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    commandTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 120, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
+    commandTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
     deviceWaitSeconds: { type: 'integer', minimum: 1, maximum: 600, default: 10, 'x-allowed': 'an integer number of seconds from 1 to 600' },
   },
 } as const;

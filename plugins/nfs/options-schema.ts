@@ -2,7 +2,8 @@
 export interface NfsOptions {
   /**
    * How long one `mount` may take before it is killed and the set-up retried with the volume
-   * back-off. mount.nfs itself retries an unanswering server for 2 minutes (its `retry=2`).
+   * back-off. mount.nfs itself retries an unanswering server for 2 minutes (its `retry=2`);
+   * the core's hookTimeout (2 min) bounds the whole tap, so the default stays below it.
    */
   mountTimeoutSeconds: number;
 }
@@ -11,6 +12,6 @@ export const optionsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    mountTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 150, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
+    mountTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 100, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
   },
 } as const;

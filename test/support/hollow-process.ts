@@ -46,7 +46,10 @@ export async function startHollowProcess(opts: HollowProcessOptions): Promise<Ho
   const logFile = path.join(dir, 'hollow.log');
   const out = createWriteStream(logFile);
   await once(out, 'open');
-  const child = spawn(KUBELET_BIN, ['hollow', '--nodes', String(opts.nodes), '--kubeconfig', opts.kubeconfig, '--node-name-prefix', opts.prefix, ...(opts.args ?? [])], { stdio: ['ignore', out, out], ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}) });
+  // The nodes' state in this helper's dir (removed with it): a process killed or crashed
+  // never removes the temporary directory it would make itself.
+  const rootDir = (opts.args ?? []).includes('--root-dir') ? [] : ['--root-dir', path.join(dir, 'state')];
+  const child = spawn(KUBELET_BIN, ['hollow', '--nodes', String(opts.nodes), '--kubeconfig', opts.kubeconfig, '--node-name-prefix', opts.prefix, ...rootDir, ...(opts.args ?? [])], { stdio: ['ignore', out, out], ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}) });
   const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string);
   const output = () => readFile(logFile, 'utf8').catch(() => '');
   const cleanup = async () => {

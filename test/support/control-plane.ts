@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, pidAlive, run, which } from '../../tools/node-env/util.ts';
-import { claimOncePerRun } from './once-per-run.ts';
+import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
 
 /**
@@ -109,6 +109,7 @@ export async function controlPlaneOrSkip(ctx: Mocha.Context): Promise<ControlPla
 
 /** Starts the shared control plane once per run (memoized) and returns it. */
 export function getControlPlane(): Promise<ControlPlane> {
+  refuseOnPureLane('the control plane');
   cpPromise ??= start();
   // A failed start is not retried by later callers: they get the same error.
   return cpPromise;

@@ -2,7 +2,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
-import { claimOncePerRun } from './once-per-run.ts';
+import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
 
 /**
@@ -32,6 +32,7 @@ export function nodeEnvBaseDir(): string {
 
 /** Starts the shared environment once per run (memoized) and returns it. */
 export function getNodeEnv(): Promise<NodeEnv> {
+  refuseOnPureLane('the node environment (containerd, registry)');
   envPromise ??= (async () => {
     await sweepStaleTestEnvs();
     return startNodeEnv({ baseDir: nodeEnvBaseDir(), log, removeOnStop: !process.env.KUBELET_TS_KEEP_TEST_ENV });

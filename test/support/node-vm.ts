@@ -13,7 +13,7 @@ import { NodeVm, stopQemuIn, shellQuote, type SshOptions } from '../../tools/nod
 import { controlPlaneUnavailableReason, getControlPlane, type ControlPlane } from './control-plane.ts';
 import { getNodeEnv } from './node-env.ts';
 import { nodeEnvUnavailableReason } from '../../tools/node-env/index.ts';
-import { claimOncePerRun } from './once-per-run.ts';
+import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
 import { waitFor } from './wait-for.ts';
 
@@ -128,6 +128,7 @@ export async function systemdNodeVmOrSkip(ctx: Mocha.Context, kubelet: Omit<Kube
 
 /** Boots the run's VM once (memoized; a failed start is not retried). */
 export function getNodeVm(): Promise<TestNodeVm> {
+  refuseOnPureLane('the node VM');
   vmPromise ??= start();
   return vmPromise;
 }

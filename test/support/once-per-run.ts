@@ -15,3 +15,17 @@ export function claimOncePerRun(module: string): void {
   }
   g[key] = true;
 }
+
+/**
+ * `npm test` runs the files that need no real part on a lane of their own beside the node tests
+ * (scripts/test-lanes.mjs, which sorts files by what they import). A file sorted onto that lane
+ * that still reaches the run's containerd, control plane or node VM would start a second one
+ * under the node lane's: fail it with what to change instead.
+ */
+export function refuseOnPureLane(what: string): void {
+  if (process.env.KUBELET_TS_TEST_LANE !== 'pure') return;
+  throw new Error(
+    `${what} was asked for by a test file on npm test's pure lane, which runs beside the node lane and starts no real part. ` +
+      'scripts/test-lanes.mjs puts a file on the node lane when it imports one of its REAL_PART_MODULES: import the support module that starts it, or add that module to the list.',
+  );
+}

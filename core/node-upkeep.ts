@@ -81,6 +81,7 @@ export function createNodeUpkeep(deps: NodeUpkeepDeps): NodeUpkeep {
     runtime: deps.runtime, pods: deps.pods, logger: logger.child({ component: 'stats' }),
     persistentVolumes: (uid, namespace, time) => pvStats.forPod(uid, namespace, time),
     volumeStatsPeriodMs: config.volumeStatsAggPeriodMs,
+    runtimeInstance: config.runtimeInstance,
   });
   const imageGC = new ImageGC({
     settings: config.imageGC,

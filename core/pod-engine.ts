@@ -73,7 +73,7 @@ export interface PodEngineDeps {
 export function createPodEngine(deps: PodEngineDeps): PodEngine {
   const { config, logger, hooks, runtime, events } = deps;
   // An exited container's status carries its termination message (read once, safely, from the file the kubelet made).
-  const cache = new RuntimeCache(runtime, { decorateExited: (s) => withTerminationMessage(config.rootDir, s) });
+  const cache = new RuntimeCache(runtime, { decorateExited: (s) => withTerminationMessage(config.rootDir, s), runtimeInstance: config.runtimeInstance });
   const crashBackoff = new Backoff(config.crashLoopBackOff.initialMs, config.crashLoopBackOff.maxMs);
   const pullBackoff = new Backoff(config.imagePullBackOff.initialMs, config.imagePullBackOff.maxMs);
   const status = new StatusManager({ hooks, logger, nodeIP: config.nodeIP, runtimeName: deps.runtimeName, probes: deps.probes, onUpdate: deps.onStatus });

@@ -280,6 +280,7 @@ function resolve(c: Required<KubeletConfigInput>, file: string): KubeletConfig {
       maxMs: parseDuration(c.imagePullBackOff.maxPeriod!),
     },
     hookTimeoutMs: parseDuration(c.hookTimeout),
+    runtimeInstance: c.runtimeInstance,
     maxParallelImagePulls: c.serializeImagePulls ? 1 : c.maxParallelImagePulls,
     maxParallelSandboxCreations: c.maxParallelSandboxCreations === 0 ? undefined : (c.maxParallelSandboxCreations ?? defaultMaxParallelSandboxCreations()),
     maxParallelContainerCreations: c.maxParallelContainerCreations === 0 ? undefined : (c.maxParallelContainerCreations ?? defaultMaxParallelSandboxCreations()),

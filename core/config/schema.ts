@@ -106,6 +106,7 @@ export const configSchema = {
     maxParallelSandboxCreations: { type: 'integer', minimum: 0, 'x-allowed': 'an integer >= 1, or 0 for no limit (unset: twice the number of CPUs)' },
     maxParallelContainerCreations: { type: 'integer', minimum: 0, 'x-allowed': 'an integer >= 1, or 0 for no limit (unset: twice the number of CPUs)' },
     hookTimeout: { ...duration('per-tap deadline'), default: '2m' },
+    runtimeInstance: { type: 'string', pattern: '^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$', 'x-allowed': 'a label value: 1-63 letters, digits, \'-\', \'_\' or \'.\', beginning and ending with a letter or digit' },
     localObjectsDir: { type: 'string', minLength: 1, 'x-allowed': 'a directory path (configmaps/<ns>/<name>.yaml, secrets/<ns>/<name>.yaml)' },
     kubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file' },
     bootstrapKubeconfig: { type: 'string', minLength: 1, 'x-allowed': 'the path of a kubeconfig file with bootstrap credentials' },

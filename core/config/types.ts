@@ -126,6 +126,15 @@ export interface KubeletConfigInput {
   /** kubelet-ts: how long one plugin tap may run before it fails. Default '2m'. */
   hookTimeout?: Duration;
   /**
+   * kubelet-ts: for several kubelets on one container runtime (two nodes of a development
+   * cluster on one machine, a test rig). The kubelet writes this name as the value of its managed
+   * label (`io.kubernetes-ts.managed`) on what it creates and manages only what carries it:
+   * another kubelet's pods are never listed, adopted, stopped or removed as orphans. Unset: the
+   * value every kubelet-ts has written, `true`. Changing it on a running node leaves the pods made
+   * under the old name alone (stop them first).
+   */
+  runtimeInstance?: string;
+  /**
    * kubelet-ts: where configMap and secret volumes find their objects without an API server:
    * v1 ConfigMap / Secret files at `configmaps/<namespace>/<name>.yaml` and
    * `secrets/<namespace>/<name>.yaml` (or .yml/.json). Unset: such volumes fail unless `optional`.
@@ -339,6 +348,8 @@ export interface KubeletConfig {
   crashLoopBackOff: { initialMs: number; maxMs: number };
   imagePullBackOff: { initialMs: number; maxMs: number };
   hookTimeoutMs: number;
+  /** The managed label's value on what this kubelet creates (undefined: `true`). */
+  runtimeInstance: string | undefined;
   /** Most concurrent image pulls (1 when serialized, undefined for no limit). */
   maxParallelImagePulls: number | undefined;
   /** Most concurrent RunPodSandbox calls; undefined for no limit. */

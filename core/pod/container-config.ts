@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION, LABEL } from '../runtime/labels.ts';
+import { ANNOTATION, LABEL, managedLabelValue } from '../runtime/labels.ts';
 import type { ContainerConfig, KeyValue, LinuxContainerResources, LinuxContainerSecurityContext } from '../runtime/types.ts';
 import { bytes, milliCPU } from '../objects/quantity.ts';
 import { containerHash, gracePeriodSeconds, isSidecar } from '../objects/pod-util.ts';
@@ -121,6 +121,8 @@ export function buildContainerConfig(
   ips: { podIP: string; hostIP: string; env?: KeyValue[] },
   /** The image's user and the seccomp profile root (the kubelet's rootDir); without them: an image without a user, /var/lib/kubelet/seccomp. */
   security: SecurityInputs = DEFAULT_SECURITY_INPUTS,
+  /** The kubelet's runtimeInstance (its managed label's value; see managedLabelValue). */
+  runtimeInstance?: string,
 ): ContainerConfig {
   const m = pod.metadata!;
   // The env as the kubelet resolved it (objects fetched); without one, what needs no object.
@@ -140,7 +142,7 @@ export function buildContainerConfig(
       [LABEL.podNamespace]: m.namespace ?? 'default',
       [LABEL.podUID]: m.uid!,
       [LABEL.containerName]: container.name,
-      [LABEL.managed]: 'true',
+      [LABEL.managed]: managedLabelValue(runtimeInstance),
     },
     annotations: {
       [ANNOTATION.containerHash]: containerHash(container),

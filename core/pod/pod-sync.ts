@@ -420,7 +420,7 @@ export class PodSyncer {
       const env = containerEnv(pod, c, await fetchEnvObjects(pod, c, objects), inputs, (bad) =>
         event('Warning', 'InvalidEnvironmentVariableNames', `Keys [${bad.keys.join(', ')}] from the EnvFrom ${bad.source} were skipped since they are considered invalid environment variable names.`),
       this.serviceEnv(pod));
-      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c, signal));
+      containerConfig = buildContainerConfig(pod, c, start.restartCount, { podIP, hostIP: config.nodeIP, env }, await this.securityInputs(pod, c, signal), config.runtimeInstance);
       if (ephemeral) this.targetNamespaces(pod, c, containerConfig);
       // The containers live in the sandbox's user namespace (the runtime checks they match).
       const userns = sandboxConfig.linux.securityContext.namespaceOptions.usernsOptions;

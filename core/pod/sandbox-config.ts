@@ -1,7 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import path from 'node:path';
 import type { KubeletConfig } from '../config/types.ts';
-import { ANNOTATION, LABEL } from '../runtime/labels.ts';
+import { ANNOTATION, LABEL, managedLabelValue } from '../runtime/labels.ts';
 import type { NamespaceMode, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
 import { gracePeriodSeconds, isHostNetwork } from '../objects/pod-util.ts';
 import { sandboxSecurityContext } from './security-context.ts';
@@ -29,7 +29,7 @@ export function namespaceModes(pod: V1Pod): { network: NamespaceMode; pid: Names
  * (labels, log directory, host ports, namespaces). The pod sync adds the pod's DNS config and
  * cgroup parent, and `beforeSandbox` taps refine it (network options) before the runtime sees it.
  */
-export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<KubeletConfig, 'podLogsDir'>): PodSandboxConfig {
+export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<KubeletConfig, 'podLogsDir'> & Partial<Pick<KubeletConfig, 'runtimeInstance'>>): PodSandboxConfig {
   const m = pod.metadata!;
   const spec = pod.spec!;
   const portMappings: PortMapping[] = [];
@@ -52,7 +52,7 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, config: Pick<Kub
       [LABEL.podName]: m.name!,
       [LABEL.podNamespace]: m.namespace ?? 'default',
       [LABEL.podUID]: m.uid!,
-      [LABEL.managed]: 'true',
+      [LABEL.managed]: managedLabelValue(config.runtimeInstance),
     },
     annotations: { ...(m.annotations ?? {}), [ANNOTATION.podTerminationGracePeriod]: String(gracePeriodSeconds(pod)) },
     linux: {

@@ -10,9 +10,26 @@ export const LABEL = Object.freeze({
   podNamespace: 'io.kubernetes.pod.namespace',
   podUID: 'io.kubernetes.pod.uid',
   containerName: 'io.kubernetes.container.name',
-  /** Marks what this kubelet made, so it never touches other sandboxes in the runtime. */
+  /**
+   * Marks what this kubelet made, so it never touches other sandboxes in the runtime. Its value
+   * is the kubelet's runtimeInstance ('true' when unset): see managedLabelValue.
+   */
   managed: 'io.kubernetes-ts.managed',
 });
+
+/**
+ * The value of the managed label on what a kubelet creates, and the only value it manages:
+ * 'true' (what every kubelet-ts has written) unless the config names a runtimeInstance, so
+ * kubelets sharing one runtime each see only their own sandboxes and containers.
+ */
+export function managedLabelValue(runtimeInstance: string | undefined): string {
+  return runtimeInstance ?? 'true';
+}
+
+/** The CRI label selector of everything this kubelet manages. */
+export function managedSelector(runtimeInstance: string | undefined): { labelSelector: Record<string, string> } {
+  return { labelSelector: { [LABEL.managed]: managedLabelValue(runtimeInstance) } };
+}
 
 export const ANNOTATION = Object.freeze({
   containerHash: 'io.kubernetes.container.hash',

@@ -1,5 +1,5 @@
 import { isNotFound } from '../errors.ts';
-import { LABEL } from './labels.ts';
+import { LABEL, managedSelector } from './labels.ts';
 import type { ContainerRuntime, ContainerStatus, ContainerSummary, SandboxStatus, SandboxSummary } from './types.ts';
 
 /** Everything the runtime holds for one pod, newest first. */
@@ -34,6 +34,8 @@ export class RuntimeCache {
        * kubelet adds the termination message the container left. Must not throw.
        */
       decorateExited?: (status: ContainerStatus) => Promise<ContainerStatus>;
+      /** The kubelet's runtimeInstance: the relist sees only its sandboxes and containers (see managedSelector). */
+      runtimeInstance?: string;
     } = {},
   ) {}
 
@@ -52,7 +54,7 @@ export class RuntimeCache {
   /** Lists the whole node; returns the UIDs of pods whose sandboxes or containers changed. */
   async relist(): Promise<Set<string>> {
     const observedAt = Date.now();
-    const selector = { labelSelector: { [LABEL.managed]: 'true' } };
+    const selector = managedSelector(this.opts.runtimeInstance);
     const [sandboxes, containers] = await Promise.all([this.runtime.listPodSandboxes(selector), this.runtime.listContainers(selector)]);
     const grouped = groupByPod(sandboxes, containers);
     const changed = new Set<string>();

@@ -12,7 +12,7 @@ import { eventsRouteHandler } from '../events/events-route.ts';
 import { containerLogsHandler } from '../logs/log-routes.ts';
 import { metricsRouteHandler, type KubeletMetrics } from '../metrics/kubelet-metrics.ts';
 import { podLogDir } from '../pod/sandbox-config.ts';
-import { LABEL } from '../runtime/labels.ts';
+import { LABEL, managedSelector } from '../runtime/labels.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import type { RouteHandler } from '../util/http-route.ts';
 import type { StatsProvider } from '../stats/stats-provider.ts';
@@ -74,7 +74,7 @@ export function mainRoutes(deps: KubeletRouteDeps): RouteTable {
 function runningPodsHandler(deps: KubeletRouteDeps): RouteHandler {
   return async () => {
     const rt = deps.runtime();
-    const selector = { labelSelector: { [LABEL.managed]: 'true' } };
+    const selector = managedSelector(deps.config.runtimeInstance);
     const [sandboxes, containers] = await Promise.all([rt.listPodSandboxes(selector), rt.listContainers(selector)]);
     const byUid = new Map<string, V1Pod>();
     for (const s of sandboxes) {

@@ -25,7 +25,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
-import { LABEL } from '../runtime/labels.ts';
+import { LABEL, managedSelector } from '../runtime/labels.ts';
 import type { ContainerRuntime, ContainerStats as CriContainerStats, ContainerSummary, FilesystemUsage, PodSandboxStats, SandboxSummary } from '../runtime/types.ts';
 import { DiskUsageCache } from './disk-usage.ts';
 import { CgroupReader, fsFigures, proc, type FsFigures } from './host-readers.ts';
@@ -54,6 +54,8 @@ export interface StatsProviderDeps {
   /** The pods the kubelet knows (their start times). */
   pods: () => V1Pod[];
   logger: Logger;
+  /** The kubelet's runtimeInstance: which sandboxes and containers are its own (see managedSelector). */
+  runtimeInstance?: string;
   /** The pod's persistent volumes as their providers measure them (with pvcRef); none without. */
   persistentVolumes?: (uid: string, namespace: string, time: string) => Promise<VolumeStats[]>;
   /** How long a local volume's measured use is reused (volumeStatsAggPeriod; default 1 min); 0: volumes are not measured. */
@@ -170,7 +172,7 @@ export class StatsProvider {
     const started = this.now();
     const errors: string[] = [];
     const rt = this.deps.runtime();
-    const selector = { labelSelector: { [LABEL.managed]: 'true' } };
+    const selector = managedSelector(this.deps.runtimeInstance);
     const soft = async <T>(what: string, fn: (() => Promise<T>) | undefined, quiet?: (err: unknown) => boolean): Promise<T | undefined> => {
       if (!fn) return undefined;
       try {

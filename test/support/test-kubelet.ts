@@ -44,6 +44,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     hookTimeoutMs: 30_000,
+    runtimeInstance: undefined,
     maxParallelImagePulls: undefined,
     maxParallelSandboxCreations: defaultMaxParallelSandboxCreations(),
     maxParallelContainerCreations: defaultMaxParallelSandboxCreations(),

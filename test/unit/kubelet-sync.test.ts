@@ -410,6 +410,7 @@ describe('Kubelet sync against the fake CRI server', function () {
     let orphanSandbox: string;
     let orphanContainer: string;
     let foreignSandbox: string;
+    let otherInstanceSandbox: string;
     try {
       const ours = { [LABEL.managed]: 'true', [LABEL.podUID]: 'orphan-uid', [LABEL.podName]: 'ghost', [LABEL.podNamespace]: 'default' };
       const config = sandbox('ghost', 'orphan-uid', ours);
@@ -423,6 +424,9 @@ describe('Kubelet sync against the fake CRI server', function () {
       // Someone else's pod (another kubelet or crictl): same pod labels, but not marked as ours.
       const foreign = { [LABEL.podUID]: 'foreign-uid', [LABEL.podName]: 'other', [LABEL.podNamespace]: 'default' };
       foreignSandbox = (await cri.callRuntime('RunPodSandbox', { config: sandbox('other', 'foreign-uid', foreign) }, 2000)).podSandboxId;
+      // Another kubelet-ts's pod on the same runtime (its runtimeInstance: the managed label's value).
+      const otherInstance = { ...foreign, [LABEL.podUID]: 'instance-uid', [LABEL.podName]: 'theirs', [LABEL.managed]: 'node-b' };
+      otherInstanceSandbox = (await cri.callRuntime('RunPodSandbox', { config: sandbox('theirs', 'instance-uid', otherInstance) }, 2000)).podSandboxId;
     } finally {
       cri.close();
     }
@@ -441,6 +445,8 @@ describe('Kubelet sync against the fake CRI server', function () {
 
     assert.equal(suite.fake.sandbox(foreignSandbox!)?.state, 'SANDBOX_READY', 'a sandbox without our label is not touched');
     assert.ok(!suite.fake.requests.some((r) => r.request?.podSandboxId === foreignSandbox && r.method !== 'PodSandboxStatus'));
+    assert.equal(suite.fake.sandbox(otherInstanceSandbox!)?.state, 'SANDBOX_READY', 'a sandbox of another runtimeInstance is not touched');
+    assert.ok(!suite.fake.requests.some((r) => r.request?.podSandboxId === otherInstanceSandbox && r.method !== 'PodSandboxStatus'));
     assert.ok(isRunning(t.pod('web')), 'our pod is not affected');
     assert.deepEqual(t.kubelet.pods().map((p) => p.metadata!.name), ['web-test-node']);
   });

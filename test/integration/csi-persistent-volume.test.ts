@@ -428,7 +428,11 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'orphan' && e.reason === 'FailedMount'), 60_000, 500);
     assert.equal(event.type, 'Warning');
     assert.equal(event.message, `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: error processing PVC ${ns}/nope: failed to fetch PVC from API server: persistentvolumeclaims "nope" not found`);
-    const p = await readPod(ns, 'orphan');
+    // The status is posted on its own schedule: it may reach the API server just after the event.
+    const p = await waitFor('the pod\'s status with its container waiting', async () => {
+      const pod = await readPod(ns, 'orphan');
+      return pod.status?.containerStatuses?.length && pod;
+    }, 15_000, 250);
     assert.equal(p.status?.phase, 'Pending');
     assert.equal(p.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
     const containers = await suite.runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ns } });

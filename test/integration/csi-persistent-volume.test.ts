@@ -431,7 +431,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     // The status is posted on its own schedule: it may reach the API server just after the event.
     const p = await waitFor('the pod\'s status with its container waiting', async () => {
       const pod = await readPod(ns, 'orphan');
-      return pod.status?.containerStatuses?.length && pod;
+      return (pod.status?.containerStatuses?.length ?? 0) > 0 && pod;
     }, 15_000, 250);
     assert.equal(p.status?.phase, 'Pending');
     assert.equal(p.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');

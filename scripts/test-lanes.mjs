@@ -1,40 +1,78 @@
 #!/usr/bin/env node
-// `npm test`'s runner: the test files in two mocha processes at once, so the waits of the slow
-// node tests (grace periods, certificate lifetimes, back-offs) overlap with the files that need
-// no real part.
+// `npm test`'s runner: the test files in several mocha processes at once. The node tests mostly
+// wait (grace periods, certificate lifetimes, probe periods, back-offs: the 2 cores were 24 %
+// busy through a serial run), so files that wait run beside each other.
 //
-// - The **node lane** runs, one file after another, every file that reaches a real part: the
-//   run's one containerd and registry, its one control plane, the node VM. Its kubelets cannot
-//   share that containerd at the same time (each removes the managed sandboxes none of its
-//   sources wants), so this lane is serial as the whole suite was.
-// - The **pure lane** runs the rest (unit tests on fakes, fixtures, fuzzing of parsers) beside
-//   it. It starts no real part: `KUBELET_TS_TEST_LANE=pure` makes the shared environment, the
-//   control plane and the node VM refuse to start there (test/support/once-per-run.ts), so a file
-//   put in the wrong lane fails with a message saying so instead of starting a second containerd.
-//   It runs at a lower CPU priority (nice 10): it takes the CPU the node lane leaves idle while
-//   it waits, and yields it when the node lane's kubelets, containerd and control plane want it.
+// - The **pure lane** runs the files that reach no real part (unit tests on fakes, fixtures,
+//   fuzzing of parsers) from the start, at nice 10: it takes the CPU the node lanes leave idle.
+//   `KUBELET_TS_TEST_LANE=pure` makes the node environment, the control plane and the node VM
+//   refuse to start there (test/support/once-per-run.ts), so a file put on the wrong lane fails
+//   saying so instead of starting a second containerd.
+// - The **node lanes** run the files that reach a real part: the run's one containerd and
+//   registry and its one control plane, which a process of their own holds
+//   (test/support/shared-parts-main.ts) and every node lane attaches to. First the files that
+//   must have the node to themselves (ALONE: they freeze containerd, load the machine on purpose,
+//   remove images or run upstream's kubelet, which owns the whole runtime) run one after
+//   another; then the rest in NODE_LANES mocha processes side by side. Test kubelets on two
+//   lanes would each remove the other's pods as orphans, so each lane but the first gives its
+//   kubelets a `runtimeInstance` of its own (KUBELET_TS_TEST_RUNTIME_INSTANCE, read by the test
+//   support that starts kubelets); files that start kubelets some other way (FIRST_LANE) run on
+//   the first lane, whose kubelets keep the default instance.
 //
-// A file belongs to the node lane when it imports, directly or through other test modules, one
-// of the REAL_PART_MODULES below. The node lane's output streams as it comes; the pure lane's
-// is kept in a file and printed after it (so neither interleaves with the other), its path
-// printed first in case the run is cut short. Each lane's per-file seconds are merged into one
-// summary of the slowest files and the wall time. Exit status: the first failing lane's.
-// With arguments (`npm test -- --grep x`, a spec file) it runs one plain mocha with them;
-// `node scripts/test-lanes.mjs --lanes` prints which lane each file is on.
+// A file is a node file when it imports, directly or through other test modules, one of the
+// REAL_PART_MODULES. Files are dealt to the node lanes longest first by test/lane-timings.json
+// (seconds per file from a measured run; a file not in it counts 5 s per test). The first node
+// lane's output streams as it comes; the other lanes' are kept in files and printed after it,
+// their paths printed first in case the run is cut short. Every lane's per-file seconds are
+// merged into one summary. Exit status: the first failing lane's.
+//
+// `TEST_NODE_LANES=1` runs the node files in one mocha process as before (no shared-parts
+// process); with arguments (`npm test -- --grep x`, a spec file) it runs one plain mocha with
+// them; `node scripts/test-lanes.mjs --lanes` prints the lane of each file.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, createWriteStream } from 'node:fs';
-import path from 'node:path';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 process.chdir(ROOT);
 const MOCHA = path.join(ROOT, 'node_modules', '.bin', 'mocha');
+const NODE_LANES = Math.max(1, Number(process.env.TEST_NODE_LANES ?? 2) || 1);
+/** Niceness of the pure lane: the node lanes' kubelets, containerd and control plane go first. */
+const PURE_LANE_NICENESS = 10;
 
 /** Test support modules that start or use one of the run's real parts. */
 const REAL_PART_MODULES = [
   'node-env', 'control-plane', 'node-vm', 'node-vm-pods', 'containerd-suite', 'cluster-suite', 'csi-storage-suite',
   'csi-real-driver', 'kubelet-process', 'hollow-process', 'cni-exec-env', 'private-registry', 'sample-device-plugin', 'real-part',
 ].map((m) => `test/support/${m}.ts`);
+
+/** Node files that run with nothing beside them on the node, and why. */
+const ALONE = {
+  'test/integration/hardening.test.ts': 'freezes the run\'s containerd (SIGSTOP)',
+  'test/integration/bench-smoke.test.ts': 'runs upstream\'s kubelet, which owns the whole runtime, and measures',
+  'test/integration/eviction-image-gc.test.ts': 'the image GC removes images other lanes pull',
+  'test/integration/eviction.test.ts': 'fills memory and disk to make the node\'s pressure',
+  'test/security/huge-pod.test.ts': 'starts 200 containers at once',
+  'test/security/main-port-flood.test.ts': 'floods the main port and bounds the kubelet\'s RSS',
+  'test/security/etcd-wipe.test.ts': 'a control plane of its own, wiped and restarted',
+  'test/fuzz/kubelet-fuzz.test.ts': 'bounds the kubelet\'s RSS under fuzzing',
+  'test/integration/eviction-log-rotation.test.ts': 'floods a log and bounds the files on disk in time',
+};
+/**
+ * Node files that run on the first lane: their kubelets do not get the lane's runtimeInstance
+ * (started by the CLI, up.sh, kubeadm-style flags, an inner mocha), or they share something of
+ * the host or the cluster that two lanes cannot use at once: upstream's fixed device plugin
+ * socket (/var/lib/kubelet/device-plugins, the default bundle's: kubeadm-node, tls-bootstrap)
+ * and the cluster's one CSIDriver object of the hostpath driver, made and deleted by each of the
+ * CSI claim files.
+ */
+const FIRST_LANE = [
+  'test/integration/restart-adoption.test.ts', 'test/integration/kubeadm-node.test.ts', 'test/integration/operator-up.test.ts',
+  'test/integration/example-plugin.test.ts', 'test/integration/npm-package.test.ts', 'test/integration/api-node.test.ts',
+  'test/integration/node-env.test.ts', 'test/integration/tls-bootstrap.test.ts',
+  'test/integration/csi-persistent-volume.test.ts', 'test/integration/csi-volume-expansion.test.ts',
+];
 
 /** Every test file `npm test` runs (.mocharc.cjs's spec: test/**, but test/vm), sorted as mocha sorts them. */
 function testFiles() {
@@ -72,65 +110,141 @@ function usesRealPart(file, visiting = new Set()) {
   return result;
 }
 
-/** Niceness of the pure lane: the node lane's kubelets, containerd and control plane go first. */
-const PURE_LANE_NICENESS = 10;
+/** Seconds a file is expected to take: test/lane-timings.json, or 5 s a test. */
+function weights(files) {
+  let measured = {};
+  try { measured = JSON.parse(readFileSync('test/lane-timings.json', 'utf8')); } catch { /* none: estimates only */ }
+  return new Map(files.map((f) => [f, measured[f] ?? 5 * Math.max(1, (readFileSync(f, 'utf8').match(/\bit\(/g) ?? []).length)]));
+}
 
-function runMocha(args, env, output, niceness = 0) {
-  return new Promise((resolve) => {
-    const child = spawn(MOCHA, args, { env: { ...process.env, ...env }, stdio: ['ignore', output ? 'pipe' : 'inherit', output ? 'pipe' : 'inherit'] });
-    // Set before mocha has started anything, so every process it spawns inherits it.
-    if (niceness && child.pid) os.setPriority(child.pid, niceness);
-    if (output) { child.stdout.pipe(output, { end: false }); child.stderr.pipe(output, { end: false }); }
-    children.add(child);
-    child.on('exit', (code, signal) => { children.delete(child); resolve(code ?? (signal ? 128 : 1)); });
-    child.on('error', (err) => { children.delete(child); process.stderr.write(`test-lanes: ${MOCHA}: ${err.message}\n`); resolve(1); });
-  });
+/** The node files dealt to `lanes` lanes, longest first to the least loaded; FIRST_LANE files to the first. */
+function dealNodeFiles(files, lanes) {
+  const w = weights(files);
+  const out = Array.from({ length: lanes }, () => ({ files: [], seconds: 0 }));
+  const put = (lane, f) => { lane.files.push(f); lane.seconds += w.get(f); };
+  for (const f of files.filter((f) => FIRST_LANE.includes(f))) put(out[0], f);
+  for (const f of files.filter((f) => !FIRST_LANE.includes(f)).sort((a, b) => w.get(b) - w.get(a))) {
+    put(out.reduce((min, l) => (l.seconds < min.seconds ? l : min)), f);
+  }
+  for (const l of out) l.files.sort();
+  return out;
 }
 
 const children = new Set();
-// Mocha stops on SIGINT after its clean-up hooks: pass the signal to both lanes and wait for them.
+// Mocha stops on SIGINT after its clean-up hooks: pass the signal on and wait for everyone.
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { for (const c of children) c.kill(sig); process.exitCode = 130; });
 
-const files = testFiles();
-const nodeLane = files.filter((f) => usesRealPart(f));
-const pureLane = files.filter((f) => !usesRealPart(f));
+function track(child) {
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
 
-const passThrough = process.argv.slice(2);
-if (passThrough[0] === '--lanes') {
-  process.stdout.write(`${[...nodeLane.map((f) => `node ${f}`), ...pureLane.map((f) => `pure ${f}`)].join('\n')}\n`);
+function runMocha(args, env, output, niceness = 0) {
+  return new Promise((resolve) => {
+    const child = track(spawn(MOCHA, args, { env: { ...process.env, ...env }, stdio: ['ignore', output ? 'pipe' : 'inherit', output ? 'pipe' : 'inherit'] }));
+    // Set before mocha has started anything, so every process it spawns inherits it.
+    if (niceness && child.pid) os.setPriority(child.pid, niceness);
+    if (output) { child.stdout.pipe(output, { end: false }); child.stderr.pipe(output, { end: false }); }
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+    child.on('error', (err) => { process.stderr.write(`test-lanes: ${MOCHA}: ${err.message}\n`); resolve(1); });
+  });
+}
+
+/** Starts the shared-parts process; resolves with its handle once it is ready, or undefined (its error printed) if it could not start. */
+function startSharedParts(file, logFile) {
+  const flags = ['--import=tsx', '--conditions=kubelet-ts-source', ...(process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? ['--no-experimental-require-module'] : [])];
+  const log = createWriteStream(logFile);
+  const child = track(spawn(process.execPath, [...flags, 'test/support/shared-parts-main.ts', file], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  child.stderr.pipe(log, { end: false });
+  const exited = new Promise((r) => child.on('exit', (code, signal) => { log.end(); r(code ?? signal); }));
+  return new Promise((resolve) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('ready\n')) resolve({ stop: async () => { child.kill('SIGTERM'); await exited; } });
+    });
+    exited.then((how) => {
+      if (!out.includes('ready\n')) {
+        process.stdout.write(`npm test: the shared containerd, registry and control plane did not start (exit ${how}): ${readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join(' | ')}\nnpm test: the node files run in one lane, which starts them itself (and says why not)\n`);
+        resolve(undefined);
+      }
+    });
+  });
+}
+
+const files = testFiles();
+const nodeFiles = files.filter((f) => usesRealPart(f));
+const pureFiles = files.filter((f) => !usesRealPart(f));
+const aloneFiles = nodeFiles.filter((f) => f in ALONE);
+const sharedFiles = nodeFiles.filter((f) => !(f in ALONE));
+
+const args = process.argv.slice(2);
+if (args[0] === '--lanes') {
+  const lanes = dealNodeFiles(sharedFiles, NODE_LANES);
+  const lines = [...aloneFiles.map((f) => `alone ${f}`), ...lanes.flatMap((l, i) => l.files.map((f) => `node${i + 1} ${f}`)), ...pureFiles.map((f) => `pure ${f}`)];
+  process.stdout.write(`${lines.join('\n')}\n`);
   process.exit(0);
 }
-if (passThrough.length) process.exit(await runMocha(passThrough, {}, undefined));
+if (args.length) process.exit(await runMocha(args, {}, undefined));
+
 const work = path.join(os.tmpdir(), `kubelet-ts-test-lanes-${process.pid}`);
 mkdirSync(work, { recursive: true });
-const timings = { node: path.join(work, 'node-lane.json'), pure: path.join(work, 'pure-lane.json') };
-const pureLog = path.join(work, 'pure-lane.log');
 const started = Date.now();
-process.stdout.write(`npm test: ${nodeLane.length} files on the node lane (real parts, one after another) and ${pureLane.length} on the pure lane beside it; the pure lane's output follows the node lane's (meanwhile in ${pureLog})\n`);
+const results = [];
+/** Runs a lane: `log` undefined streams it, else its output is kept there. */
+async function lane(name, laneFiles, env, { log, niceness } = {}) {
+  if (!laneFiles.length) return 0;
+  const timings = path.join(work, `${name}.json`);
+  const out = log ? createWriteStream(log) : undefined;
+  const code = await runMocha(['--spec', ...laneFiles], { TEST_TIMINGS: timings, ...env }, out, niceness);
+  if (out) await new Promise((r) => out.end(r));
+  results.push({ name, code, files: laneFiles.length, log, timings });
+  return code;
+}
 
-const pureOut = createWriteStream(pureLog);
-const [nodeCode, pureCode] = await Promise.all([
-  runMocha(['--spec', ...nodeLane], { TEST_TIMINGS: timings.node, KUBELET_TS_TEST_LANE: 'node' }, undefined),
-  runMocha(['--spec', ...pureLane], { TEST_TIMINGS: timings.pure, KUBELET_TS_TEST_LANE: 'pure' }, pureOut, PURE_LANE_NICENESS).then((code) => { pureOut.end(); return code; }),
-]);
-await new Promise((r) => (pureOut.writableFinished ? r() : pureOut.on('finish', r)));
+const pureLog = path.join(work, 'pure-lane.log');
+const pure = lane('pure', pureFiles, { KUBELET_TS_TEST_LANE: 'pure' }, { log: pureLog, niceness: PURE_LANE_NICENESS });
 
-process.stdout.write('\n========== the pure lane (no real parts), run beside the node lane ==========\n');
-process.stdout.write(readFileSync(pureLog, 'utf8'));
+let nodeCode = 0;
+if (NODE_LANES === 1) {
+  process.stdout.write(`npm test: ${nodeFiles.length} node files in one lane, ${pureFiles.length} pure files beside it (their output after, meanwhile in ${pureLog})\n`);
+  nodeCode = await lane('node', nodeFiles, { KUBELET_TS_TEST_LANE: 'node' });
+} else {
+  const sharedFile = path.join(work, 'shared-parts.json');
+  const shared = await startSharedParts(sharedFile, path.join(work, 'shared-parts.log'));
+  if (!shared) {
+    nodeCode = await lane('node', nodeFiles, { KUBELET_TS_TEST_LANE: 'node' });
+  } else {
+    const lanes = dealNodeFiles(sharedFiles, NODE_LANES);
+    const logs = lanes.map((_, i) => (i === 0 ? undefined : path.join(work, `node${i + 1}-lane.log`)));
+    process.stdout.write(`npm test: ${aloneFiles.length} node files alone first, then ${sharedFiles.length} in ${NODE_LANES} lanes side by side (${lanes.map((l) => `${l.files.length} files, ~${Math.round(l.seconds)} s`).join('; ')}), ${pureFiles.length} pure files beside them all; the output of the first node lane streams, the others follow it (meanwhile in ${[...logs.filter(Boolean), pureLog].join(', ')})\n`);
+    const env = { KUBELET_TS_TEST_LANE: 'node', KUBELET_TS_TEST_SHARED_PARTS: sharedFile };
+    try {
+      const alone = await lane('alone', aloneFiles, env);
+      const codes = await Promise.all(lanes.map((l, i) => lane(`node${i + 1}`, l.files, { ...env, ...(i > 0 ? { KUBELET_TS_TEST_RUNTIME_INSTANCE: `test-lane-${i + 1}-${process.pid}` } : {}) }, { log: logs[i] })));
+      nodeCode = alone || codes.find((c) => c) || 0;
+    } finally {
+      await shared.stop();
+    }
+  }
+}
+const pureCode = await pure;
+
+for (const r of results.filter((r) => r.log)) {
+  process.stdout.write(`\n========== lane ${r.name} (${r.files} files, exit ${r.code}), run beside the others ==========\n`);
+  process.stdout.write(readFileSync(r.log, 'utf8'));
+}
 
 const rows = [];
-for (const [lane, file] of Object.entries(timings)) {
-  try { for (const r of JSON.parse(readFileSync(file, 'utf8'))) rows.push({ ...r, lane }); } catch { /* a lane that died early wrote none */ }
+for (const r of results) {
+  try { for (const row of JSON.parse(readFileSync(r.timings, 'utf8'))) rows.push({ ...row, lane: r.name }); } catch { /* a lane that died early wrote none */ }
 }
 rows.sort((a, b) => b.seconds - a.seconds);
-const sum = (lane) => Math.round(rows.filter((r) => r.lane === lane).reduce((n, r) => n + r.seconds, 0));
 const wall = Math.round((Date.now() - started) / 1000);
-process.stdout.write(`\n  npm test: ${wall} s wall; node lane ${sum('node')} s in ${nodeLane.length} files (exit ${nodeCode}), pure lane ${sum('pure')} s in ${pureLane.length} files (exit ${pureCode})\n`);
-process.stdout.write(`  slowest test files of both lanes:\n${rows.slice(0, 15).map((r) => `  ${r.seconds.toFixed(1).padStart(7)} s  ${String(r.tests).padStart(3)} tests  ${r.lane.padEnd(4)}  ${r.file}`).join('\n')}\n`);
-const out = process.env.TEST_TIMINGS;
-if (out) {
-  const { writeFileSync } = await import('node:fs');
-  writeFileSync(out, `${JSON.stringify(rows, null, 1)}\n`);
-}
+const perLane = results.map((r) => `${r.name} ${Math.round(rows.filter((x) => x.lane === r.name).reduce((n, x) => n + x.seconds, 0))} s in ${r.files} files (exit ${r.code})`);
+process.stdout.write(`\n  npm test: ${wall} s wall; ${perLane.join('; ')}\n`);
+process.stdout.write(`  slowest test files of all lanes:\n${rows.slice(0, 15).map((r) => `  ${r.seconds.toFixed(1).padStart(7)} s  ${String(r.tests).padStart(3)} tests  ${r.lane.padEnd(5)}  ${r.file}`).join('\n')}\n`);
+if (process.env.TEST_TIMINGS) writeFileSync(process.env.TEST_TIMINGS, `${JSON.stringify(rows, null, 1)}\n`);
 rmSync(work, { recursive: true, force: true });
 process.exit(nodeCode || pureCode || process.exitCode || 0);

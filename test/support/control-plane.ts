@@ -110,6 +110,9 @@ export async function controlPlaneOrSkip(ctx: Mocha.Context): Promise<ControlPla
 /** Starts the shared control plane once per run (memoized) and returns it. */
 export function getControlPlane(): Promise<ControlPlane> {
   refuseOnPureLane('the control plane');
+  // Started by npm test's runner for several mocha processes (see node-env.ts SHARED_PARTS_ENV).
+  const shared = process.env.KUBELET_TS_TEST_SHARED_PARTS;
+  if (shared) return (cpPromise ??= readFile(shared, 'utf8').then((text) => controlPlaneAt(JSON.parse(text).controlPlane)));
   cpPromise ??= start();
   // A failed start is not retried by later callers: they get the same error.
   return cpPromise;
@@ -166,10 +169,26 @@ async function bringUpOnce(base: string): Promise<{ cp: ControlPlane; env: Recor
   log(out.stdout.trim());
   const server = /server=(\S+)/.exec(out.stdout)?.[1] ?? `https://127.0.0.1:${ports.API_PORT}`;
   const adminKubeconfig = /kubeconfig=(\S+)/.exec(out.stdout)?.[1] ?? join(dir, 'admin.kubeconfig');
+  return { cp: controlPlaneAt({ base, dir, server, adminKubeconfig, upSeconds }), env };
+}
+
+/** What test/support/shared-parts-main.ts writes of the control plane, from which controlPlaneAt makes it again. */
+export interface ControlPlaneDescription {
+  base: string;
+  dir: string;
+  server: string;
+  adminKubeconfig: string;
+  upSeconds: number;
+}
+
+/** The running control plane a description names (its clients and the script's commands on its dir). */
+export function controlPlaneAt(d: ControlPlaneDescription): ControlPlane & { description: ControlPlaneDescription } {
+  const { base, dir, server, adminKubeconfig, upSeconds } = d;
   const admin = new KubeConfig();
   admin.loadFromFile(adminKubeconfig);
   const written = new Map<string, Promise<string>>();
-  const cp: ControlPlane = {
+  return {
+    description: d,
     dir,
     server,
     adminKubeconfig,
@@ -191,7 +210,6 @@ async function bringUpOnce(base: string): Promise<{ cp: ControlPlane; env: Recor
       return p;
     },
   };
-  return { cp, env };
 }
 
 /**

@@ -115,6 +115,8 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
       cgroupRoot,
       logging: { level: 'info' },
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ...(opts.plugins ?? [])],
+      // npm test's node lanes run side by side on one containerd, each its own instance (scripts/test-lanes.mjs).
+      ...(process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE ? { runtimeInstance: process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE } : {}),
       ...opts.config,
     }),
   );

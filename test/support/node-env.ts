@@ -1,7 +1,9 @@
-import { readdir, rm } from 'node:fs/promises';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
+import { pushImage } from '../../tools/node-env/registry.ts';
+import { run } from '../../tools/node-env/util.ts';
 import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
 
@@ -33,12 +35,43 @@ export function nodeEnvBaseDir(): string {
 /** Starts the shared environment once per run (memoized) and returns it. */
 export function getNodeEnv(): Promise<NodeEnv> {
   refuseOnPureLane('the node environment (containerd, registry)');
+  const shared = process.env[SHARED_PARTS_ENV];
+  if (shared) return (envPromise ??= attachNodeEnv(shared));
   envPromise ??= (async () => {
     await sweepStaleTestEnvs();
     return startNodeEnv({ baseDir: nodeEnvBaseDir(), log, removeOnStop: !process.env.KUBELET_TS_KEEP_TEST_ENV });
   })();
   // A failed start is not retried by later callers: they get the same error.
   return envPromise;
+}
+
+/**
+ * npm test's runner (scripts/test-lanes.mjs) starts the run's one environment in a process of
+ * its own (test/support/shared-parts-main.ts) when several mocha processes share it, and names
+ * the file that describes it in this variable.
+ */
+export const SHARED_PARTS_ENV = 'KUBELET_TS_TEST_SHARED_PARTS';
+
+/** What test/support/shared-parts-main.ts writes of the node environment: its data, no handles. */
+export function describeNodeEnv(env: NodeEnv): object {
+  const { containerd, registryServer, ctr: _ctr, stop: _stop, ...data } = env;
+  const { ctr: _c, stop: _s, ...cd } = containerd;
+  const { pushImage: _p, stop: _r, ...reg } = registryServer;
+  return { ...data, containerd: cd, registryServer: reg };
+}
+
+/** The environment another process started and owns: the same data, `stop()` left to its owner. */
+async function attachNodeEnv(file: string): Promise<NodeEnv> {
+  const d = JSON.parse(await readFile(file, 'utf8')).nodeEnv;
+  const ctr = async (args: string[], opts: { timeoutMs?: number } = {}) => (await run('ctr', ['-a', d.containerd.socket, '-n', 'k8s.io', ...args], { timeoutMs: opts.timeoutMs ?? 60_000 })).stdout;
+  const notOurs = async () => {};
+  return {
+    ...d,
+    ctr,
+    containerd: { ...d.containerd, ctr, stop: notOurs },
+    registryServer: { ...d.registryServer, pushImage: (tar: string, ref: string, creds?: string) => pushImage(tar, ref, creds), stop: notOurs },
+    stop: notOurs,
+  };
 }
 
 /** True if getNodeEnv() was called in this run. */

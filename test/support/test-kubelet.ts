@@ -44,7 +44,8 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     crashLoopBackOff: { initialMs: 10_000, maxMs: 300_000 },
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     hookTimeoutMs: 30_000,
-    runtimeInstance: undefined,
+    // npm test's node lanes run side by side on one containerd, each its own instance (scripts/test-lanes.mjs).
+    runtimeInstance: process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE || undefined,
     maxParallelImagePulls: undefined,
     maxParallelSandboxCreations: defaultMaxParallelSandboxCreations(),
     maxParallelContainerCreations: defaultMaxParallelSandboxCreations(),

@@ -12,16 +12,21 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 describe('npm test lanes', function () {
   this.timeout(20_000);
 
-  it('puts every test file but test/vm on exactly one lane: the node lane for those reaching a real part, directly or through support modules', async function () {
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(REPO, 'scripts', 'test-lanes.mjs'), '--lanes'], { cwd: REPO });
+  it('puts every test file but test/vm on exactly one lane: a node lane for those reaching a real part, directly or through support modules', async function () {
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(REPO, 'scripts', 'test-lanes.mjs'), '--lanes'], { cwd: REPO, env: { ...process.env, TEST_NODE_LANES: '2' } });
     const lanes = new Map(stdout.trim().split('\n').map((l) => { const [lane, file] = l.split(' '); return [file!, lane!]; }));
     const all = readdirSync(path.join(REPO, 'test'), { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.test.ts') && !f.startsWith('vm/')).map((f) => path.join('test', f)).sort();
     assert.deepEqual([...lanes.keys()].sort(), all);
     // Direct import of the shared environment; through the cluster suite (control plane); a kubelet process.
-    assert.equal(lanes.get('test/integration/node-env.test.ts'), 'node');
-    assert.equal(lanes.get('test/integration/tls-bootstrap.test.ts'), 'node');
-    assert.equal(lanes.get('test/integration/runtime-instance.test.ts'), 'node');
+    assert.equal(lanes.get('test/integration/node-env.test.ts'), 'node1', 'its kubelets keep the default instance: the first lane');
+    assert.equal(lanes.get('test/integration/tls-bootstrap.test.ts'), 'node1', 'upstream\'s fixed device plugin socket, as kubeadm-node: the first lane');
+    assert.equal(lanes.get('test/integration/kubeadm-node.test.ts'), 'node1');
+    assert.equal(lanes.get('test/integration/csi-persistent-volume.test.ts'), 'node1', 'the hostpath CSIDriver object, as csi-volume-expansion');
+    assert.equal(lanes.get('test/integration/csi-volume-expansion.test.ts'), 'node1');
+    assert.equal(lanes.get('test/integration/hardening.test.ts'), 'alone', 'it freezes containerd');
+    assert.match(lanes.get('test/integration/runtime-instance.test.ts') ?? '', /^node[12]$/);
+    assert.ok([...lanes.values()].includes('node2'), 'the second lane has files');
     // Fakes only; a helper from tools/node-env/util is not a real part.
     assert.equal(lanes.get('test/unit/kubelet-sync.test.ts'), 'pure');
     assert.equal(lanes.get('test/unit/free-port.test.ts'), 'pure');

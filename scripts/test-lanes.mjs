@@ -27,7 +27,7 @@
 // merged into one summary. Exit status: the first failing lane's.
 //
 // `TEST_NODE_LANES=1` runs the node files in one mocha process as before (no shared-parts
-// process); with arguments (`npm test -- --grep x`, a spec file) it runs one plain mocha with
+// process); `TEST_FILES=<regex>` runs only the matching files, each in its lane; with arguments (`npm test -- --grep x`, a spec file) it runs one plain mocha with
 // them; `node scripts/test-lanes.mjs --lanes` prints the lane of each file.
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -173,7 +173,8 @@ function startSharedParts(file, logFile) {
   });
 }
 
-const files = testFiles();
+// TEST_FILES=<regular expression>: only the files whose path matches, in their lanes as in a whole run.
+const files = testFiles().filter((f) => !process.env.TEST_FILES || new RegExp(process.env.TEST_FILES).test(f));
 const nodeFiles = files.filter((f) => usesRealPart(f));
 const pureFiles = files.filter((f) => !usesRealPart(f));
 const aloneFiles = nodeFiles.filter((f) => f in ALONE);

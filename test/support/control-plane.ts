@@ -247,6 +247,9 @@ export async function ownControlPlaneOrSkip(ctx: Mocha.Context, what: string): P
 
 /** Stops the control plane if this run started it, and removes its directory. Idempotent. */
 export async function stopControlPlane(): Promise<void> {
+  // Attached to the runner's control plane (KUBELET_TS_TEST_SHARED_PARTS): its owner stops it;
+  // what is this process's own is the dir of the control planes its tests made for themselves.
+  if (process.env.KUBELET_TS_TEST_SHARED_PARTS && existsSync(controlPlaneBaseDir())) await stopDir(controlPlaneBaseDir());
   if (!cpPromise || !runDir) return;
   const base = runDir;
   cpPromise = undefined;

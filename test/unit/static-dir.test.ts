@@ -250,7 +250,9 @@ describe('StaticPodDirSource', function () {
   });
 
   it('never turns a half-written file into a pod: an in-place write is read once it is still', async () => {
-    const s = newSource({ settleMs: 300 });
+    // The writer's 120 ms pause must stay shorter than the settle time even when the machine is
+    // busy (a starved test process once saw it last longer than a 300 ms settle).
+    const s = newSource({ settleMs: 2000 });
     await s.start();
     const file = path.join(dir, 'web.yaml');
     const full = manifest('web', 'busybox:1.36', '  - name: second\n    image: busybox:1.36\n');
@@ -261,7 +263,7 @@ describe('StaticPodDirSource', function () {
     await new Promise((r) => setTimeout(r, 120));
     await fh.write(full.slice(cut));
     await fh.close();
-    await waitFor(() => s.last()!.length === 1, 'the pod of the complete file');
+    await waitFor(() => s.last()!.length === 1, 'the pod of the complete file', 10_000);
     assert.equal(s.last()![0]!.spec!.containers.length, 2);
     for (const e of s.emissions) for (const p of e) assert.equal(p.spec!.containers.length, 2, 'a half-written version was emitted');
   });

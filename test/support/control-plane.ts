@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, pidAlive, run, which } from '../../tools/node-env/util.ts';
-import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
+import { claimOncePerRun, refuseOnPureLane, SHARED_PARTS_ENV } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
 
 /**
@@ -110,8 +110,8 @@ export async function controlPlaneOrSkip(ctx: Mocha.Context): Promise<ControlPla
 /** Starts the shared control plane once per run (memoized) and returns it. */
 export function getControlPlane(): Promise<ControlPlane> {
   refuseOnPureLane('the control plane');
-  // Started by npm test's runner for several mocha processes (see node-env.ts SHARED_PARTS_ENV).
-  const shared = process.env.KUBELET_TS_TEST_SHARED_PARTS;
+  // Started by npm test's runner for several mocha processes (see SHARED_PARTS_ENV).
+  const shared = process.env[SHARED_PARTS_ENV];
   if (shared) return (cpPromise ??= readFile(shared, 'utf8').then((text) => controlPlaneAt(JSON.parse(text).controlPlane)));
   cpPromise ??= start();
   // A failed start is not retried by later callers: they get the same error.
@@ -247,9 +247,9 @@ export async function ownControlPlaneOrSkip(ctx: Mocha.Context, what: string): P
 
 /** Stops the control plane if this run started it, and removes its directory. Idempotent. */
 export async function stopControlPlane(): Promise<void> {
-  // Attached to the runner's control plane (KUBELET_TS_TEST_SHARED_PARTS): its owner stops it;
-  // what is this process's own is the dir of the control planes its tests made for themselves.
-  if (process.env.KUBELET_TS_TEST_SHARED_PARTS && existsSync(controlPlaneBaseDir())) await stopDir(controlPlaneBaseDir());
+  // Attached to the runner's control plane (SHARED_PARTS_ENV): its owner stops it; what is this
+  // process's own is the dir of the control planes its tests made for themselves.
+  if (process.env[SHARED_PARTS_ENV] && existsSync(controlPlaneBaseDir())) await stopDir(controlPlaneBaseDir());
   if (!cpPromise || !runDir) return;
   const base = runDir;
   cpPromise = undefined;

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { laneRuntimeInstance } from './once-per-run.ts';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
@@ -116,7 +117,7 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
       logging: { level: 'info' },
       plugins: [['cri-containerd', { endpoint: env.containerdEndpoint }], ...(opts.plugins ?? [])],
       // npm test's node lanes run side by side on one containerd, each its own instance (scripts/test-lanes.mjs).
-      ...(process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE ? { runtimeInstance: process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE } : {}),
+      ...(laneRuntimeInstance() ? { runtimeInstance: laneRuntimeInstance() } : {}),
       ...opts.config,
     }),
   );

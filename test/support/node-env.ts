@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeEnvUnavailableReason, startNodeEnv, stopStaleContainerd, stopStaleRegistry, type NodeEnv } from '../../tools/node-env/index.ts';
 import { pushImage } from '../../tools/node-env/registry.ts';
-import { run } from '../../tools/node-env/util.ts';
-import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
+import { ctrAt } from '../../tools/node-env/containerd.ts';
+import { claimOncePerRun, refuseOnPureLane, SHARED_PARTS_ENV } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
 
 /**
@@ -45,13 +45,6 @@ export function getNodeEnv(): Promise<NodeEnv> {
   return envPromise;
 }
 
-/**
- * npm test's runner (scripts/test-lanes.mjs) starts the run's one environment in a process of
- * its own (test/support/shared-parts-main.ts) when several mocha processes share it, and names
- * the file that describes it in this variable.
- */
-export const SHARED_PARTS_ENV = 'KUBELET_TS_TEST_SHARED_PARTS';
-
 /** What test/support/shared-parts-main.ts writes of the node environment: its data, no handles. */
 export function describeNodeEnv(env: NodeEnv): object {
   const { containerd, registryServer, ctr: _ctr, stop: _stop, ...data } = env;
@@ -63,7 +56,7 @@ export function describeNodeEnv(env: NodeEnv): object {
 /** The environment another process started and owns: the same data, `stop()` left to its owner. */
 async function attachNodeEnv(file: string): Promise<NodeEnv> {
   const d = JSON.parse(await readFile(file, 'utf8')).nodeEnv;
-  const ctr = async (args: string[], opts: { timeoutMs?: number } = {}) => (await run('ctr', ['-a', d.containerd.socket, '-n', 'k8s.io', ...args], { timeoutMs: opts.timeoutMs ?? 60_000 })).stdout;
+  const ctr = ctrAt(d.containerd.socket);
   const notOurs = async () => {};
   return {
     ...d,

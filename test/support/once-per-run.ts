@@ -22,6 +22,18 @@ export function claimOncePerRun(module: string): void {
  * that still reaches the run's containerd, control plane or node VM would start a second one
  * under the node lane's: fail it with what to change instead.
  */
+/**
+ * npm test's runner (scripts/test-lanes.mjs) starts the run's one node environment and control
+ * plane in a process of their own (test/support/shared-parts-main.ts) when several mocha
+ * processes share them, and names the file that describes them in this variable.
+ */
+export const SHARED_PARTS_ENV = 'KUBELET_TS_TEST_SHARED_PARTS';
+
+/** The runtimeInstance npm test's runner gives this node lane's test kubelets (undefined: the default). */
+export function laneRuntimeInstance(): string | undefined {
+  return process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE || undefined;
+}
+
 export function refuseOnPureLane(what: string): void {
   if (process.env.KUBELET_TS_TEST_LANE !== 'pure') return;
   throw new Error(

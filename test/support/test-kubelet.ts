@@ -1,4 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import { laneRuntimeInstance } from './once-per-run.ts';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,7 +46,7 @@ export function testConfig(dir: string, overrides: Partial<KubeletConfig> = {}):
     imagePullBackOff: { initialMs: 10_000, maxMs: 300_000 },
     hookTimeoutMs: 30_000,
     // npm test's node lanes run side by side on one containerd, each its own instance (scripts/test-lanes.mjs).
-    runtimeInstance: process.env.KUBELET_TS_TEST_RUNTIME_INSTANCE || undefined,
+    runtimeInstance: laneRuntimeInstance(),
     maxParallelImagePulls: undefined,
     maxParallelSandboxCreations: defaultMaxParallelSandboxCreations(),
     maxParallelContainerCreations: defaultMaxParallelSandboxCreations(),

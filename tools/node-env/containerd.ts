@@ -74,6 +74,11 @@ export interface Containerd {
 /** The containerd namespace of the CRI plugin. */
 export const CRI_NAMESPACE = 'k8s.io';
 
+/** `ctr -a SOCKET -n k8s.io ...args` of the containerd on that socket (its stdout); also for a containerd another process started. */
+export function ctrAt(socket: string): Containerd['ctr'] {
+  return async (args, o = {}) => (await run('ctr', ['-a', socket, '-n', CRI_NAMESPACE, ...args], { timeoutMs: o.timeoutMs ?? 60_000 })).stdout;
+}
+
 /** Where per-instance network slot locks live (pid inside; stale when the pid is gone). */
 const SLOT_DIR = '/run/kubelet-ts/net-slots';
 const MAX_SLOTS = 200;
@@ -485,10 +490,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
   const started = Date.now();
   const daemon = await spawnDaemon('containerd', ['--config', p.configPath, '--root', p.rootDir, '--state', p.stateDir, '--address', p.socket], p.logPath, p.pidPath);
 
-  const ctr = async (args: string[], o: { timeoutMs?: number } = {}): Promise<string> => {
-    const r = await run('ctr', ['-a', p.socket, '-n', CRI_NAMESPACE, ...args], { timeoutMs: o.timeoutMs ?? 60_000 });
-    return r.stdout;
-  };
+  const ctr = ctrAt(p.socket);
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {

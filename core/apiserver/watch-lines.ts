@@ -4,7 +4,12 @@
  * (the stream is no longer in step with the server's events).
  */
 export class WatchLines {
-  private buffered = '';
+  /**
+   * The chunks of the line not yet complete. A pod of thousands of env vars or volumes is a
+   * line of megabytes in hundreds of chunks: each chunk is searched for a newline once, and the
+   * line joined once, instead of searching and copying the whole growing line at every chunk.
+   */
+  private pending: string[] = [];
 
   constructor(
     private readonly onEvent: (type: string, object: unknown) => void,
@@ -15,11 +20,13 @@ export class WatchLines {
   /** Takes a chunk; returns an Error when a line did not parse (the caller ends the stream). */
   push(chunk: string): Error | undefined {
     if (this.stopped()) return undefined;
-    this.buffered += chunk;
+    let start = 0;
     let nl: number;
-    while ((nl = this.buffered.indexOf('\n')) >= 0) {
-      const line = this.buffered.slice(0, nl);
-      this.buffered = this.buffered.slice(nl + 1);
+    while ((nl = chunk.indexOf('\n', start)) >= 0) {
+      this.pending.push(chunk.slice(start, nl));
+      start = nl + 1;
+      const line = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+      this.pending = [];
       if (!line.trim()) continue;
       let parsed: { type?: unknown; object?: unknown };
       try {
@@ -30,6 +37,7 @@ export class WatchLines {
       this.onEvent(String(parsed.type), parsed.object);
       if (this.stopped()) return undefined;
     }
+    if (start < chunk.length) this.pending.push(chunk.slice(start));
     return undefined;
   }
 }

@@ -27,11 +27,24 @@ export function gracePeriodSeconds(pod: V1Pod): number {
 }
 
 /**
+ * Hashes by container object. Pod sources give a changed pod as a new object (API pods are
+ * copied from each changed event, manifests parsed again), so an object's hash never changes;
+ * each sync compares every container's hash, and a container of thousands of env vars took
+ * milliseconds to serialise.
+ */
+const containerHashes = new WeakMap<V1Container, string>();
+
+/**
  * A stable hash of a container's spec: stored on the container so a changed spec (same pod
  * UID, as for API pods) is noticed and the container replaced.
  */
 export function containerHash(container: V1Container): string {
-  return crypto.createHash('sha256').update(canonicalJSON(container)).digest('hex').slice(0, 16);
+  let hash = containerHashes.get(container);
+  if (hash === undefined) {
+    hash = crypto.createHash('sha256').update(canonicalJSON(container)).digest('hex').slice(0, 16);
+    containerHashes.set(container, hash);
+  }
+  return hash;
 }
 
 export function canonicalJSON(value: unknown): string {
@@ -41,6 +54,33 @@ export function canonicalJSON(value: unknown): string {
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJSON(v)}`).join(',')}}`;
+}
+
+/**
+ * Whether two JSON values are equal as canonicalJSON sees them (key order and keys whose value
+ * is undefined do not count), without serialising either: a pod of thousands of env vars is
+ * compared in one walk that stops at the first difference.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return (JSON.stringify(a) ?? 'null') === (JSON.stringify(b) ?? 'null');
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    if (a.length !== bb.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], bb[i])) return false;
+    return true;
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  let defined = 0;
+  for (const k in ao) {
+    if (!Object.hasOwn(ao, k) || ao[k] === undefined) continue;
+    defined++;
+    if (!Object.hasOwn(bo, k) || bo[k] === undefined || !jsonEqual(ao[k], bo[k])) return false;
+  }
+  for (const k in bo) if (Object.hasOwn(bo, k) && bo[k] !== undefined) defined--;
+  return defined === 0;
 }
 
 /** A sidecar: an init container that keeps running beside the app containers (restartPolicy Always). */

@@ -38,8 +38,7 @@
  * annotates the pods of every source.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { createHash } from 'node:crypto';
-import { canonicalJSON, readinessGateStates } from '../objects/pod-util.ts';
+import { jsonEqual, readinessGateStates } from '../objects/pod-util.ts';
 import type { Logger } from '../logger.ts';
 import { errorMessage } from '../errors.ts';
 import type { ApiClient } from '../apiserver/api-client.ts';
@@ -69,8 +68,14 @@ export interface ApiPodSourceOptions {
 interface StoredPod {
   /** The pod as given to the kubelet (annotated copy). */
   pod: V1Pod;
-  /** Hash of what the kubelet acts on: metadata (but resourceVersion and managedFields) and spec. */
-  fingerprint: string;
+  /**
+   * What the kubelet acts on, as the server sent it: metadata (but resourceVersion and
+   * managedFields), spec and readiness gates. An event that changes none of it (the kubelet's
+   * own status updates, most events once pods run) keeps the stored copy as it is.
+   */
+  view: { metadata: object; spec: unknown; gates: unknown };
+  /** Bumped at each change of the view: what the set given to the kubelet is compared by. */
+  version: number;
   key: string;
 }
 
@@ -85,6 +90,8 @@ export class ApiPodSource implements PodSource {
   private onSet: ((pods: V1Pod[]) => void) | undefined;
   private readonly reflector: Reflector;
   private lastEmitted: string | undefined;
+  /** The last StoredPod version given out. */
+  private versions = 0;
   private emitScheduled = false;
   private stopped = false;
   private firstList: (() => void) | undefined;
@@ -195,9 +202,13 @@ export class ApiPodSource implements PodSource {
       }
       return undefined;
     }
+    const { resourceVersion: _rv, managedFields: _mf, ...rest } = (raw as V1Pod).metadata!;
+    const view = { metadata: rest, spec: (raw as V1Pod).spec, gates: readinessGateStates(raw as V1Pod) };
+    const uid = rest.uid!;
+    const stored = this.store.get(uid);
+    if (stored && jsonEqual(stored.view, view)) return { uid, entry: stored };
     const pod = structuredClone(raw) as V1Pod;
     const meta = pod.metadata!;
-    const uid = meta.uid!;
     let seen = this.seen.get(uid);
     if (!seen) {
       seen = new Date().toISOString();
@@ -206,9 +217,7 @@ export class ApiPodSource implements PodSource {
     pod.apiVersion = 'v1';
     pod.kind = 'Pod';
     meta.annotations = { ...(meta.annotations ?? {}), [CONFIG_SOURCE_ANNOTATION]: 'api', [CONFIG_SEEN_ANNOTATION]: seen };
-    const { resourceVersion: _rv, managedFields: _mf, ...rest } = (raw as V1Pod).metadata!;
-    const fingerprint = createHash('sha256').update(canonicalJSON({ metadata: rest, spec: (raw as V1Pod).spec, gates: readinessGateStates(raw as V1Pod) })).digest('base64url');
-    return { uid, entry: { pod, fingerprint, key: `${meta.namespace}/${meta.name}` } };
+    return { uid, entry: { pod, view, version: ++this.versions, key: `${meta.namespace}/${meta.name}` } };
   }
 
   private problemOf(raw: unknown): string | undefined {
@@ -245,7 +254,7 @@ export class ApiPodSource implements PodSource {
   private emitNow(): void {
     if (this.stopped || !this.onSet) return;
     const entries = [...this.store.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const fingerprint = entries.map(([uid, e]) => `${uid}@${e.fingerprint}`).join(',');
+    const fingerprint = entries.map(([uid, e]) => `${uid}@${e.version}`).join(',');
     if (fingerprint === this.lastEmitted) return;
     this.lastEmitted = fingerprint;
     // Forget first-seen times and skip notes of pods that are gone (UIDs never come back).

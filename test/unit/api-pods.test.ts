@@ -124,6 +124,7 @@ describe('ApiPodSource (list-watch of the pods bound to the node)', function () 
     server.event('MODIFIED', pod('a', 'uid-a', '13', { labels: { v: '2' } }));
     await waitFor('the update', () => sets.at(-1)!.find((p) => p.metadata!.name === 'a')?.metadata?.labels?.v === '2', 2000, 10);
     assert.equal(sets.length, emitted + 1);
+    const updatedA = sets.at(-1)!.find((p) => p.metadata!.name === 'a')!;
     // A status update (the kubelet's own, most events once pods run) changes nothing the kubelet acts on.
     server.event('MODIFIED', { ...pod('a', 'uid-a', '14', { labels: { v: '2' } }), status: { phase: 'Running' } });
     server.event('BOOKMARK', { metadata: { resourceVersion: '14' } });
@@ -137,6 +138,8 @@ describe('ApiPodSource (list-watch of the pods bound to the node)', function () 
     server.event('DELETED', pod('b', 'uid-b', '15'));
     await waitFor('the delete', () => names(sets.at(-1)).join() === 'a', 2000, 10);
     assert.equal(sets.length, emitted + 2, 'the update and the delete; not the status update, the bookmark or the skipped pods');
+    // The kubelet's pod set compares pods by object first: an unchanged pod is the same object.
+    assert.equal(sets.at(-1)!.find((p) => p.metadata!.name === 'a'), updatedA, 'after a status update, the same object of pod a');
     const skips = logs.lines.filter((l) => l.msg === 'skipping a pod from the API server').map((l) => `${l.pod}: ${l.problem}`);
     assert.deepEqual(skips, [
       'default/no-uid: no metadata.uid',

@@ -7,7 +7,7 @@ const pod = (uid: string, image = 'busybox', labels: Record<string, string> = {}
   spec: { containers: [{ name: 'main', image, env: Array.from({ length: 50 }, (_, i) => ({ name: `E${i}`, value: `${i}` })) }] },
 });
 
-/** Counts how often the pod's spec is read (what serialising it for a fingerprint does). */
+/** Counts how often the pod's spec is read (what comparing or serialising it does). */
 function countingSpecReads(p: V1Pod): { reads: number } {
   const counter = { reads: 0 };
   const spec = p.spec;
@@ -24,7 +24,6 @@ describe('PodConfig: a source\'s whole set merged into ADD / UPDATE / REMOVE', f
     const reads = countingSpecReads(a);
     config.set('api', [a, b]);
     const afterAdd = reads.reads;
-    assert.ok(afterAdd >= 1, 'read once for its fingerprint');
     // A source sends its whole set at every change of any pod: 200 changes of others.
     for (let i = 0; i < 200; i++) config.set('api', [a, b, pod(`c${i}`)]);
     assert.equal(reads.reads, afterAdd, 'the unchanged pod is not serialised at every set');

@@ -11,7 +11,7 @@ import { pullCredentials, type RegistryCredential } from './pull-credentials.ts'
 import { PullProgressTracker, type PullHandle } from '../runtime/pull-progress.ts';
 import type { ActivePull } from './pull-progress-status.ts';
 import { podFullName } from '../objects/pod-util.ts';
-import { NEVER_ABORTS } from '../util/cancellation.ts';
+import { abortError, NEVER_ABORTS, untilAborted } from '../util/cancellation.ts';
 import { providedCredentials, type CredentialLookup } from '../credentials/provided-credentials.ts';
 
 /** The image is not there and the container must wait: the waiting reason and message. */
@@ -27,7 +27,8 @@ export interface ImageReady { imageRef: string; pulled?: { sizeBytes?: number; p
  * one runtime call, so many pods of one image do not pull it many times.
  */
 export class ImagePuller {
-  private readonly inflight = new Map<string, Promise<{ imageRef: string; pullMs: number }>>();
+  /** The pulls running or waiting for a slot, by image and credential, each with the pods waiting for it. */
+  private readonly inflight = new Map<string, SharedPull>();
   /** Time each pod spent waiting for pulls (the pod start SLI leaves it out). */
   private readonly pulled = new Map<string, number>();
 
@@ -78,9 +79,10 @@ export class ImagePuller {
   /**
    * Makes sure the container's image is there. `objects` gives the pod's image pull secrets:
    * each matching credential is tried in turn (upstream's keyring), then none. `signal`: the
-   * pod's sync gives up; it cancels the image lookups and the credential providers' taps, not
-   * the pull itself, which other pods of the node may be waiting for too (it is bounded by the
-   * runtime plugin's pull timeout).
+   * pod's sync gives up (the pod is deleted, the kubelet stops); it cancels the image lookups,
+   * the credential providers' taps and this pod's wait for the pull, and the runtime's pull
+   * itself once no other pod waits for it (upstream cancels a pull with its pod's context).
+   * A wait given up rejects with the signal's error: no ErrImagePull, no back-off.
    */
   async ensure(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, init = false, objects?: ObjectSource, signal: AbortSignal = NEVER_ABORTS): Promise<ImageReady | ImageWait> {
     const ref = podRef(pod, container.name);
@@ -122,11 +124,13 @@ export class ImagePuller {
     if (!mine) this.waiters.set(uid, (mine = new Map()));
     mine.set(waiter, { container: container.name, init, image });
     try {
-      const { imageRef, pullMs, sizeBytes } = await this.pullWith(image, credentials, sandboxConfig);
+      const { imageRef, pullMs, sizeBytes } = await this.pullWith(image, credentials, sandboxConfig, signal);
       const waitedMs = performance.now() - started;
       event('Normal', 'Pulled', pulledMessage(image, pullMs, waitedMs, sizeBytes));
       return { imageRef, pulled: { pullMs, ...(sizeBytes !== undefined ? { sizeBytes } : {}) } };
     } catch (err) {
+      // The pod gave up (it is being deleted): its sync ends with the signal's error, as the other runtime calls' do.
+      if (signal.aborted) throw abortError(signal, `pulling image "${image}"`);
       this.deps.backoff.next(key, now);
       this.deps.logger.warn({ pod: podFullName(pod), image, err: errorMessage(err) }, 'image pull failed');
       const message = `Failed to pull image "${image}": ${errorMessage(err)}`;
@@ -141,13 +145,14 @@ export class ImagePuller {
   }
 
   /** Tries each credential in turn (most specific first), then none when there are none: the last failure is the pull's. */
-  private async pullWith(image: string, credentials: RegistryCredential[], sandboxConfig: PodSandboxConfig): Promise<PullResult> {
-    if (credentials.length === 0) return this.pull(image, undefined, sandboxConfig);
+  private async pullWith(image: string, credentials: RegistryCredential[], sandboxConfig: PodSandboxConfig, signal: AbortSignal): Promise<PullResult> {
+    if (credentials.length === 0) return this.pull(image, undefined, sandboxConfig, signal);
     let last: unknown;
     for (const cred of credentials) {
       try {
-        return await this.pull(image, cred, sandboxConfig);
+        return await this.pull(image, cred, sandboxConfig, signal);
       } catch (err) {
+        if (signal.aborted) throw err;
         last = err;
       }
     }
@@ -156,21 +161,26 @@ export class ImagePuller {
 
   /**
    * Pulls once for all pods that need `image` with the same credential now; `pullMs` is the
-   * pull's own time (without the wait for a slot).
+   * pull's own time (without the wait for a slot). The caller stops waiting when `signal`
+   * aborts; the runtime's pull is cancelled when the last pod waiting for it has stopped.
    */
-  private pull(image: string, cred: RegistryCredential | undefined, sandboxConfig: PodSandboxConfig): Promise<PullResult> {
+  private pull(image: string, cred: RegistryCredential | undefined, sandboxConfig: PodSandboxConfig, signal: AbortSignal): Promise<PullResult> {
+    if (signal.aborted) return Promise.reject(abortError(signal, `pulling image "${image}"`));
     const key = cred ? `${image}\0${cred.from}\0${cred.serverAddress}\0${cred.username ?? ''}` : image;
-    let p = this.inflight.get(key);
-    if (!p) {
+    let shared = this.inflight.get(key);
+    if (!shared) {
       const { from: _from, ...auth } = cred ?? { from: '' };
+      const cancel = new AbortController();
       const pull = async () => {
+        // Every pod gave up while the pull waited for a slot: the slot passes on at once.
+        if (cancel.signal.aborted) throw abortError(cancel.signal, `pulling image "${image}"`);
         const started = performance.now();
         // Progress is tracked while the runtime pulls (not while the pull waits for a slot).
         const handle = this.progress?.begin(image);
         if (handle) this.running.set(image, handle);
         let imageRef: string;
         try {
-          imageRef = await this.deps.runtime.pullImage(image, cred ? auth : undefined, sandboxConfig);
+          imageRef = await this.deps.runtime.pullImage(image, cred ? auth : undefined, sandboxConfig, { signal: cancel.signal });
         } finally {
           handle?.end();
           if (handle && this.running.get(image) === handle) this.running.delete(image);
@@ -181,11 +191,47 @@ export class ImagePuller {
         this.deps.logger.info({ image, ms: Math.round(pullMs), ...(sizeBytes !== undefined ? { bytes: sizeBytes } : {}) }, 'pulled image');
         return { imageRef, pullMs, ...(sizeBytes !== undefined ? { sizeBytes } : {}) };
       };
-      p = (this.limiter ? this.limiter.run(pull) : pull()).finally(() => this.inflight.delete(key));
-      this.inflight.set(key, p);
+      const created: SharedPull = {
+        result: (this.limiter ? this.limiter.run(pull) : pull()).finally(() => {
+          created.settled = true;
+          if (this.inflight.get(key) === created) this.inflight.delete(key);
+        }),
+        cancel,
+        waiting: 0,
+        settled: false,
+      };
+      shared = created;
+      this.inflight.set(key, shared);
     }
-    return p;
+    return this.waitFor(key, shared, image, signal);
   }
+
+  /** Waits for a shared pull until it ends or `signal` aborts; the last waiter to give up cancels it. */
+  private async waitFor(key: string, shared: SharedPull, image: string, signal: AbortSignal): Promise<PullResult> {
+    shared.waiting++;
+    try {
+      return await untilAborted(shared.result, signal, `pulling image "${image}"`);
+    } finally {
+      shared.waiting--;
+      if (signal.aborted && shared.waiting === 0 && !shared.settled && !shared.cancel.signal.aborted) {
+        // Nobody else waits: the runtime stops pulling, and a pod that wants the image later starts a pull of its own.
+        if (this.inflight.get(key) === shared) this.inflight.delete(key);
+        shared.cancel.abort(abortError(signal, `pulling image "${image}": no pod waits for it any more`));
+        this.deps.logger.info({ image }, 'image pull cancelled: the pods that needed it gave up');
+      }
+    }
+  }
+}
+
+/** One pull of the runtime's, shared by the pods that need the same image with the same credential now. */
+interface SharedPull {
+  result: Promise<PullResult>;
+  /** Aborts the runtime's pull: when the last pod waiting for it gives up. */
+  cancel: AbortController;
+  /** Pods waiting for it now. */
+  waiting: number;
+  /** The runtime's pull has ended (nothing left to cancel). */
+  settled: boolean;
 }
 
 /** A finished pull: the image reference, the pull's own time, and the image's size when the runtime says it. */

@@ -4,7 +4,8 @@
  * registry and pulled through a loopback proxy that passes 6 MB/s, so the pull takes seconds.
  * While it pulls, cri-containerd's pullProgress, the pod's waiting message on /pods and the
  * explain row show bytes done growing against a total; after it, the Pulled event has the
- * size and the duration, and the explain row says what was pulled.
+ * size and the duration, and the explain row says what was pulled. A pod removed while its
+ * image is pulled stops the pull: the download stops and the image never arrives.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
@@ -72,6 +73,7 @@ describe('pull progress: a large image shows its progress (real containerd)', fu
   let t: TestKubelet | undefined;
   let cri: CriRuntime | undefined;
   let image = '';
+  let cancelImage = '';
 
   before(async function () {
     env = await nodeEnvOrSkip(this);
@@ -90,11 +92,14 @@ describe('pull progress: a large image shows its progress (real containerd)', fu
 
   after(async function () {
     if (t) {
-      await t.removeManifest('pp-big.json').catch(() => {});
-      await t.waitForPod('pp-big', (p) => p === undefined, 60_000, 'removed').catch(() => {});
+      for (const name of ['pp-big', 'pp-cancel']) {
+        await t.removeManifest(`${name}.json`).catch(() => {});
+        await t.waitForPod(name, (p) => p === undefined, 60_000, 'removed').catch(() => {});
+      }
       await t.dispose();
     }
     if (cri && image) await cri.removeImage(image).catch(() => {});
+    if (cri && cancelImage) await cri.removeImage(cancelImage).catch(() => {});
     await cri?.close();
     await proxy?.close();
     if (dir) await fs.rm(dir, { recursive: true, force: true });
@@ -161,5 +166,35 @@ describe('pull progress: a large image shows its progress (real containerd)', fu
     assert.equal(kubelet.timelines.get(uid)!.steps.filter((s) => s.running).length, 0);
     // What the user saw, for a reader of the test log (KUBELET_TS_TEST_LOG=1).
     if (process.env.KUBELET_TS_TEST_LOG) process.stderr.write(`      while pulling:\n${waterfallWhilePulling.replace(/^/gm, '        ')}      messages: ${messages.slice(0, 3).join(' | ')}\n`);
+  });
+
+  it('a pod removed while its image is pulled: the pull stops and the image never arrives', async function () {
+    // Another image of its own random data (the first test's layers are on the node now).
+    const tag = `c${Date.now().toString(36)}`;
+    const tarPath = await buildLargeImage(env, dir, `pp/cancel:${tag}`);
+    await env.registryServer.pushImage(tarPath, `${env.registry}/pp/cancel:${tag}`);
+    await fs.rm(tarPath, { force: true });
+    cancelImage = `127.0.0.1:${proxy!.port}/pp/cancel:${tag}`;
+    await t!.writeManifest('pp-cancel.json', podManifest('pp-cancel', [{ name: 'app', image: cancelImage, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }], { hostNetwork: true, terminationGracePeriodSeconds: 0 }, { namespace: 'pp' }));
+    const bigLayer = async () => (await cri!.pullProgress()).find((d) => d.ref.startsWith('layer-') && d.totalBytes > 30e6);
+    let started: { offsetBytes: number; totalBytes: number } | undefined;
+    // Bounded: until a few MB of the big layer are in, at most 60 s and 300 looks.
+    for (let i = 0; i < 300 && !(started && started.offsetBytes > 4e6); i++) {
+      await sleep(200);
+      started = await bigLayer();
+    }
+    assert.ok(started && started.offsetBytes < started.totalBytes, `the big layer was downloading (${JSON.stringify(started)})`);
+    await t!.removeManifest('pp-cancel.json');
+    await t!.waitForPod('pp-cancel', (p) => p === undefined, 30_000, 'removed');
+    // At 6 MB/s the whole layer takes ~7 s: ten seconds on, a pull that went on would be done.
+    await sleep(10_000);
+    const first = await bigLayer();
+    await sleep(2000);
+    const second = await bigLayer();
+    assert.ok(!second || second.offsetBytes === first?.offsetBytes, `the download stopped growing (${JSON.stringify({ started, first, second })})`);
+    assert.ok(!second || second.offsetBytes < second.totalBytes, 'the layer was not completed');
+    assert.equal(await cri!.imageStatus(cancelImage), null, 'the image never arrived on the node');
+    const pod = t!.kubelet.events.list().filter((e) => e.involvedObject.name === 'pp-cancel-pp-node').map((e) => e.reason);
+    assert.ok(pod.includes('Pulling') && !pod.includes('Pulled') && !pod.includes('Failed'), `events: ${pod.join(', ')}`);
   });
 });

@@ -18,6 +18,8 @@ import { CriRuntime } from '../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../tools/node-env/index.ts';
 import { removeCgroupRoot } from '../test/support/cgroups.ts';
 import { removeLeftCgroupRoots } from '../test/support/kubelet-process.ts';
+// Read from /proc as the RSS is: the benchmarks and the fuzz report share it.
+export { procCpuSeconds } from '../test/support/kubelet-process.ts';
 import { testConfig } from '../test/support/test-kubelet.ts';
 
 /**
@@ -383,18 +385,6 @@ export async function writeResults(opts: BenchOptions, name: string, data: objec
   return file;
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; undefined if unreadable. */
-export async function procCpuSeconds(pid: number): Promise<number | undefined> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return ticks / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
 
 /** The node flags bin/kubelet-ts.mjs's shebang gives node, so a run that starts node itself (to preload a profiler) runs the kubelet as the executable does. */
 export function shebangNodeFlags(bin: string): string[] {

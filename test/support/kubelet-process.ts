@@ -210,6 +210,19 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
 }
 
 /** Resident set size of a process in bytes, from /proc/<pid>/status (VmRSS). */
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; undefined if unreadable. */
+export async function procCpuSeconds(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return ticks / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
 export async function procRssBytes(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const kib = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];

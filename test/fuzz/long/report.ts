@@ -8,7 +8,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { procRssBytes } from '../../support/kubelet-process.ts';
+import { procCpuSeconds, procRssBytes } from '../../support/kubelet-process.ts';
 import { MiB } from '../fuzz-checks.ts';
 
 export interface MemoryPoint {
@@ -36,6 +36,10 @@ export interface KindReport {
   reproduce: string[];
   durationS: number;
   rss: { beforeMiB: number; peakMiB: number; afterMiB: number; settleS: number };
+  /** CPU seconds the kubelet used from the kind's start to its end (its settles included). */
+  kubeletCpuS?: number;
+  /** Other processes' CPU seconds over the kind's run (the api-pods kind: the control plane's, from before its sentinel pod). */
+  otherCpuS?: Record<string, number>;
   /** Memory after each round (after its settle), to tell a leak (growth round over round) from a high-water mark. */
   rounds: MemoryPoint[];
   /** Kind-specific tallies (answers by status, refusals by reason, ...). */
@@ -50,9 +54,18 @@ export const toMiB = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
 export class RssSampler {
   peak = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** The kubelet's CPU seconds when sampling began. */
+  private readonly cpuAtStart: Promise<number | undefined>;
 
   constructor(private readonly pid: number, intervalMs = 200) {
+    this.cpuAtStart = procCpuSeconds(pid);
     this.timer = setInterval(() => void procRssBytes(pid).then((r) => (this.peak = Math.max(this.peak, r)), () => undefined), intervalMs);
+  }
+
+  /** CPU seconds the process used since sampling began (undefined once it is gone). */
+  async cpuSeconds(): Promise<number | undefined> {
+    const [start, now] = [await this.cpuAtStart, await procCpuSeconds(this.pid)];
+    return start === undefined || now === undefined ? undefined : Math.round((now - start) * 10) / 10;
   }
 
   async now(): Promise<number> {
@@ -186,6 +199,7 @@ export async function closeReport(e: KindEnd): Promise<KindReport> {
     if (why) crashes.push(why);
   }
   const after = e.exit ? 0 : await e.rss.now().catch(() => 0);
+  const cpu = e.exit ? undefined : await e.rss.cpuSeconds();
   return {
     kind: e.kind,
     seed: e.seed,
@@ -195,6 +209,7 @@ export async function closeReport(e: KindEnd): Promise<KindReport> {
     reproduce: e.reproduce,
     durationS: Math.round((performance.now() - e.t0) / 1000),
     rss: { beforeMiB: toMiB(e.beforeBytes), peakMiB: toMiB(e.rss.peak), afterMiB: toMiB(after), settleS: e.settleMs / 1000 },
+    ...(cpu !== undefined ? { kubeletCpuS: cpu } : {}),
     rounds: e.rounds,
     details: e.details,
     ...(stoppedEarly ? { stoppedEarly } : {}),
@@ -217,6 +232,7 @@ export function formatReport(r: KindReport): string {
     `${r.kind}: seed ${r.seed}, ${r.sent} of ${r.count} inputs in ${r.durationS} s, ${r.crashes.length} crash${r.crashes.length === 1 ? '' : 'es'}${r.stoppedEarly ? ` (stopped early: ${r.stoppedEarly})` : ''}`,
     `  kubelet RSS: ${r.rss.beforeMiB} MiB before, peak ${r.rss.peakMiB} MiB, ${r.rss.afterMiB} MiB ${r.rss.settleS} s after`,
   ];
+  if (r.kubeletCpuS !== undefined || r.otherCpuS) lines.push(`  CPU seconds: kubelet ${r.kubeletCpuS ?? '?'}${Object.entries(r.otherCpuS ?? {}).map(([k, v]) => `, ${k} ${v}`).join('')}`);
   if (r.rounds.length) lines.push(`  after each round (settled): ${r.rounds.map((p) => `${p.sent}: RSS ${p.rssMiB}${p.heapUsedMiB !== undefined ? ` heap ${p.heapUsedMiB}` : ''}${p.heapTotalMiB !== undefined ? `/${p.heapTotalMiB}` : ''}${p.handles !== undefined ? ` handles ${p.handles}` : ''}`).join('; ')} (MiB)`);
   for (const [k, v] of Object.entries(r.details)) lines.push(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
   for (const c of r.crashes) lines.push(`  CRASH: ${c}`);

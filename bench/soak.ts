@@ -300,14 +300,24 @@ function report(r: SoakResult): string {
   return lines.join('\n');
 }
 
+/** Why the run failed as a check (SOAK_CHECK=1): figures that were not flat, pods that did not converge; empty when it passed. */
+export function soakFailures(r: Pick<SoakResult, 'verdict' | 'converged'>): string[] {
+  const out = r.verdict.filter((v) => !v.flat).map((v) => `${v.figure}: ${v.last} at the end, over its bound ${v.bound} (${v.warm} after warm-up)`);
+  if ('error' in r.converged) out.push(r.converged.error);
+  return out;
+}
+
 if (await isMain(import.meta.url)) {
-  await runMain(() =>
-    run({
+  await runMain(async () => {
+    const result = await run({
       smoke: isSmoke(),
       n: envInt('N', isSmoke() ? 10 : 110),
       minutes: envInt('MINUTES', isSmoke() ? 1 : 120),
       churnPerSecond: envInt('CHURN_PER_SECOND', 1),
       sampleSeconds: envInt('SAMPLE_SECONDS', isSmoke() ? 10 : 60),
-    }),
-  );
+    });
+    // SOAK_CHECK=1: the run is a test (exit 1 when a figure grew past its bound or the pods did not converge).
+    const failures = process.env.SOAK_CHECK === '1' ? soakFailures(result) : [];
+    if (failures.length) throw new Error(`soak: ${failures.join('; ')}`);
+  });
 }

@@ -133,6 +133,14 @@ export class SyncLoop {
    * an update or removal that arrives while an `admitPod` tap is awaited waits its turn.
    */
   private readonly pendingAdmission = new Map<string, ReadonlySet<string>>();
+  /**
+   * Terminating pods their source no longer lists (a static manifest removed, an API pod gone
+   * from the API server): admission does not count them, as upstream's does not (they leave its
+   * pod manager at once), so a pod replaced under churn or a static pod's new version is not
+   * refused for the room its predecessor still takes while it stops. An API pod being deleted
+   * gracefully is still listed, and counted, until it is gone.
+   */
+  private readonly goneFromSource = new Set<string>();
   /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
   private readonly startMeasured = new Set<string>();
   private readonly podConfig = new PodConfig((u) => this.handleUpdate(u));
@@ -340,6 +348,7 @@ export class SyncLoop {
   private onTerminated(pod: V1Pod): void {
     const uid = pod.metadata!.uid!;
     this.terminating.delete(uid);
+    this.goneFromSource.delete(uid);
     if (!this.desired.has(uid)) this.pendingAdmission.delete(uid);
     this.finished.set(uid, Date.now());
     this.api?.reporter.terminated(pod);
@@ -371,6 +380,8 @@ export class SyncLoop {
           if (u.op === 'REMOVE') this.finished.delete(uid);
           continue;
         }
+        // Forgotten when its termination ends (onTerminated), or when it is added again.
+        if (u.op === 'REMOVE') this.goneFromSource.add(uid);
         if (this.terminating.has(uid) && this.workers.isTerminating(uid)) {
           // Already terminating: a second delete may shorten its grace (never lengthen it), and
           // an API pod gone from the API server (force-deleted) is killed promptly (1 s, as
@@ -393,6 +404,7 @@ export class SyncLoop {
       }
       if (u.op === 'ADD') {
         this.finished.delete(uid);
+        this.goneFromSource.delete(uid);
         this.d.logger.info({ pod: podFullName(pod), uid, source: u.source }, 'pod added');
         this.d.timelines.seen(uid, pod.metadata?.namespace ?? 'default', pod.metadata?.name ?? '');
         // Fitted next to the pods added before it, whenever its worker gets to admit it.
@@ -409,11 +421,11 @@ export class SyncLoop {
     }
   }
 
-  /** The pods admitted besides `except`: wanted and not rejected or finished, and those still terminating. */
+  /** The pods admitted besides `except`: wanted and not rejected or finished, and those still terminating that their source still lists. */
   private admittedPods(except: string): V1Pod[] {
     const out: V1Pod[] = [];
     for (const [uid, p] of [...this.desired, ...this.terminating]) {
-      if (uid === except || this.d.status.rejection(uid)) continue;
+      if (uid === except || this.d.status.rejection(uid) || this.goneFromSource.has(uid)) continue;
       const phase = this.d.status.get(uid)?.phase ?? p.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') continue;
       out.push(p);
@@ -431,7 +443,7 @@ export class SyncLoop {
     const admitStart = Date.now();
     // A node shutting down refuses every pod first; then upstream's order of admit handlers: node
     // pressure, sysctls (and AppArmor), device allocation, then the general predicates against the
-    // pods admitted before it (terminating ones still hold their resources).
+    // pods admitted before it (terminating ones count while their source still lists them).
     const pressure = this.d.pressure();
     let rejection: { reason: string; message: string } | undefined = this.d.nodeAdmission?.() ?? checkPressureAdmission(pod, pressure.conditions(), { critical: pressure.isCritical(pod) });
     rejection ??= this.d.securityAdmission.admit(pod);

@@ -137,4 +137,27 @@ describe('admission in the pod worker: ADD / UPDATE / REMOVE around a slow admit
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(sandboxesOf('rm2'), []);
   });
+
+  it('a pod removed from its source and still stopping does not count against maxPods: its replacement is admitted, as upstream admits it', async () => {
+    const source = new DrivenSource();
+    const config = testConfig(path.join(suite.dir, 'kubelet-max'), { plugins: [['cri-containerd', { endpoint: suite.fake.endpoint }]], maxPods: 2 });
+    const kubelet = new Kubelet(config, silentLogger(), [source]);
+    suite.track(kubelet);
+    await kubelet.start();
+    const phase = (name: string) => kubelet.pods().find((p) => p.metadata?.name === name)?.status?.phase;
+    source.set([pod('old'), pod('stays')]);
+    await waitFor('both Running', () => phase('old') === 'Running' && phase('stays') === 'Running', 8000);
+    // The old pod's containers take seconds to stop: it is still terminating when its replacement comes.
+    suite.fake.delay('StopContainer', 3000);
+    source.set([pod('stays'), pod('new')]);
+    await waitFor('the replacement admitted and Running', () => phase('new') === 'Running' || phase('new') === 'Failed', 10_000);
+    const replacement = kubelet.pods().find((p) => p.metadata?.name === 'new')!;
+    assert.equal(replacement.status?.phase, 'Running', `${replacement.status?.reason}: ${replacement.status?.message}`);
+    assert.ok(kubelet.pods().some((p) => p.metadata?.name === 'old'), 'the old pod was still stopping when the new one was admitted');
+    suite.fake.delay('StopContainer', 0);
+    // A third pod while both are wanted: the node is full (2), and it is refused as before.
+    source.set([pod('stays'), pod('new'), pod('third')]);
+    await waitFor('the third pod refused', () => phase('third') === 'Failed', 8000);
+    assert.equal(kubelet.pods().find((p) => p.metadata?.name === 'third')!.status?.reason, 'OutOfpods');
+  });
 });

@@ -262,7 +262,7 @@ export async function run(opts: BenchOptions & { minutes?: number; churnPerSecon
 }
 
 /** Resource types of process.getActiveResourcesInfo() that are a moment's work, not something held. */
-const TRANSIENT = /^(Timeout|Immediate|FSReq\w*|CloseReq|ShutdownWrap|WriteWrap|GetAddrInfoReqWrap|GetNameInfoReqWrap|QueryReqWrap|ConnectWrap|\w+ReqWrap)$/;
+const TRANSIENT = /^(Timeout|Immediate|FSReq\w*|CloseReq|ShutdownWrap|WriteWrap|ConnectWrap|\w+ReqWrap)$/;
 
 /** The count of the resources in `byType` that are held (handles), not in flight. */
 export function longLivedHandles(byType: Record<string, number>): number {

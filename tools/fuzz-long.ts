@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { createNamespace } from '../bench/api/api-pods.ts';
 import { withBenchRun } from '../bench/api/bench-run.ts';
 import { startCluster } from '../bench/api/cluster.ts';
-import { withNodeEnv } from '../bench/lib.ts';
+import { round, withNodeEnv } from '../bench/lib.ts';
 import { startHollowProcess } from '../test/support/hollow-process.ts';
 import { startKubeletProcess } from '../test/support/kubelet-process.ts';
 import { runApiPodsFuzz } from '../test/fuzz/long/api-pods-kind.ts';
@@ -147,7 +147,7 @@ async function main(): Promise<number> {
           const cp0 = await cluster.cpuSeconds();
           const report = await runApiPodsFuzz({ kubelet, reportDir, admin: cluster.admin, namespace: ns, nodeName, image: env?.images.busybox ?? 'busybox', seed, count, from, rounds, deadline, batch: values.runtime === 'memory' ? 50 : 20, reproduce: reproduce(kind), log });
           const cp1 = await cluster.cpuSeconds();
-          if (cp0 !== undefined && cp1 !== undefined) report.otherCpuS = { 'control plane (etcd, API server, controller manager, scheduler)': Math.round((cp1 - cp0) * 10) / 10 };
+          if (cp0 !== undefined && cp1 !== undefined) report.otherCpuS = { 'control plane (etcd, API server, controller manager, scheduler)': round(cp1 - cp0, 1) };
           reports.push(report);
         });
       }

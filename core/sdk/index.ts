@@ -69,9 +69,10 @@ export type { ErrorCode, PluginHostErrorCode } from '../errors.ts';
 
 // Helpers.
 export { isMountPoint, isLikelyMountPoint, mountCount, mountsUnder, readMounts, parseMountInfo, bindMount, mountTmpfs, mountFilesystem, unmount, unmountUnder, removeUnmounted, removeOneFilesystem, isWithin } from '../volumes/mount-utils.ts';
-export type { MountInfo } from '../volumes/mount-utils.ts';
+export type { MountInfo, UnmountOptions } from '../volumes/mount-utils.ts';
 export { formatAndMount } from '../volumes/format-and-mount.ts';
 export { fsFigures } from '../stats/host-readers.ts';
+export { networkFsFigures } from '../stats/network-fs-figures.ts';
 export type { FsFigures } from '../stats/host-readers.ts';
 export { podFsGroup, setVolumeOwnership } from '../volumes/volume-ownership.ts';
 export { expandVars } from '../pod/expansion.ts';

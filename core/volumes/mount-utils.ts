@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseMountInfo, type MountInfo } from '../util/mount-info.ts';
+import { runBounded } from '../util/bounded-command.ts';
 
 export { parseMountInfo, type MountInfo };
 
@@ -40,10 +41,25 @@ function startMountRead(): Promise<MountInfo[]> {
 
 function noop(): void {}
 
-/** True if `p` (resolved) is a mount point, from mountinfo (bind mounts included). */
+/**
+ * `p` as the mount table names it. First its parent's real path and its own name, which looks
+ * at nothing of `p` itself: any call on the root of a network file system whose server is gone
+ * (the lstat a realpath makes) waits for that server. Only when the table has nothing by that
+ * name (`p` is no mount point, or a symlink to one) is `p` itself resolved.
+ */
+async function tableName(p: string, listed: (real: string) => boolean): Promise<string> {
+  const abs = path.resolve(p);
+  const parent = abs === '/' ? undefined : await fs.realpath(path.dirname(abs)).catch(() => undefined);
+  const named = parent === undefined ? abs : path.join(parent, path.basename(abs));
+  if (listed(named)) return named;
+  return fs.realpath(abs).catch(() => named);
+}
+
+/** True if `p` is a mount point, from mountinfo (bind mounts included). */
 export async function isMountPoint(p: string, mounts?: readonly MountInfo[]): Promise<boolean> {
-  const real = await fs.realpath(p).catch(() => path.resolve(p));
-  return (mounts ?? (await readMounts())).some((m) => m.mountPoint === real);
+  const table = mounts ?? (await readMounts());
+  const at = (real: string) => table.some((m) => m.mountPoint === real);
+  return at(await tableName(p, at));
 }
 
 /**
@@ -60,14 +76,17 @@ export async function isLikelyMountPoint(dir: string): Promise<boolean> {
 
 /** How many times `p` is mounted (stacked mounts count each): "nothing mounted twice" checks. */
 export async function mountCount(p: string, mounts?: readonly MountInfo[]): Promise<number> {
-  const real = await fs.realpath(p).catch(() => path.resolve(p));
-  return (mounts ?? (await readMounts())).filter((m) => m.mountPoint === real).length;
+  const table = mounts ?? (await readMounts());
+  const real = await tableName(p, (r) => table.some((m) => m.mountPoint === r));
+  return table.filter((m) => m.mountPoint === real).length;
 }
 
 /** Mount points at or below `dir`, deepest first (the order to unmount them in). */
 export async function mountsUnder(dir: string, mounts?: readonly MountInfo[]): Promise<string[]> {
-  const real = await fs.realpath(dir).catch(() => path.resolve(dir));
-  const list = (mounts ?? (await readMounts())).map((m) => m.mountPoint).filter((mp) => mp === real || mp.startsWith(real + '/'));
+  const points = (mounts ?? (await readMounts())).map((m) => m.mountPoint);
+  const under = (real: string) => points.some((mp) => mp === real || mp.startsWith(real + '/'));
+  const real = await tableName(dir, under);
+  const list = points.filter((mp) => mp === real || mp.startsWith(real + '/'));
   return [...new Set(list)].sort((a, b) => b.length - a.length);
 }
 
@@ -84,13 +103,35 @@ export async function bindMount(src: string, dst: string, readOnly = false): Pro
   if (readOnly) await mountCmd(['-o', 'remount,bind,ro', dst]);
 }
 
+/** How a network file system is unmounted (`unmount`'s third argument). */
+export interface UnmountOptions {
+  /**
+   * A plain umount that has not returned by then is killed and `umount -f` follows (upstream's
+   * UnmountWithForce, which its nfs plugin uses with a minute): the way off a network file
+   * system whose server is gone, which a plain umount waits for. The forced one has 30 s.
+   * The path is given to umount as the table names it, with `-c` (not canonicalized: umount's
+   * own realpath would wait for the server too). Without this option umount is not bounded.
+   */
+  forceAfterMs?: number;
+  /** Stops waiting (the umount is killed) when it aborts: the caller's hook signal. */
+  signal?: AbortSignal;
+  /** Told when a plain umount did not return in time and `umount -f` is next (for the caller's log). */
+  onForce?: (target: string) => void;
+}
+
 /**
  * Unmounts `dir` (every stacked mount on it); a path that is not mounted is left alone. Given
  * `mounts` (a table read after the mounts on `dir` were made, such as the one `mountsUnder`
  * was given), it unmounts as many times as the table lists `dir` and reads no table itself:
  * tearing down a pod's hundreds of volumes then costs one read, not two per volume.
  */
-export async function unmount(dir: string, mounts?: readonly MountInfo[]): Promise<void> {
+export async function unmount(dir: string, mounts?: readonly MountInfo[], opts: UnmountOptions = {}): Promise<void> {
+  if (opts.forceAfterMs !== undefined) {
+    const table = mounts ?? (await readMounts());
+    const target = await tableName(dir, (r) => table.some((m) => m.mountPoint === r));
+    for (let n = table.filter((m) => m.mountPoint === target).length; n > 0; n--) await unmountWithForce(target, opts.forceAfterMs, opts);
+    return;
+  }
   const umount = async () => {
     try {
       await run('umount', [dir]);
@@ -103,6 +144,25 @@ export async function unmount(dir: string, mounts?: readonly MountInfo[]): Promi
     return;
   }
   for (let i = 0; i < 8 && (await isMountPoint(dir)); i++) await umount();
+}
+
+/** How long `umount -f` may take (it aborts the server's calls in flight, so it returns soon or not at all). */
+const FORCED_UMOUNT_MS = 30_000;
+
+/** `umount -c target`, and `umount -c -f target` when the first has not returned after `afterMs`. */
+async function unmountWithForce(target: string, afterMs: number, { signal, onForce }: UnmountOptions): Promise<void> {
+  const plain = await runBounded('umount', ['-c', target], { timeoutMs: afterMs, ...(signal ? { signal } : {}) });
+  if (plain.aborted) throw new Error(`umount ${target}: given up (${String(signal?.reason ?? 'aborted')})`);
+  if (!plain.timedOut) {
+    if (plain.code !== 0) throw new Error(`umount ${target}: ${plain.stderr.trim() || `exit ${plain.code}`}`);
+    return;
+  }
+  onForce?.(target);
+  const forced = await runBounded('umount', ['-c', '-f', target], { timeoutMs: FORCED_UMOUNT_MS, ...(signal ? { signal } : {}) });
+  const waited = `umount ${target} had no answer within ${Math.round(afterMs / 1000)} s`;
+  if (forced.aborted) throw new Error(`${waited}; umount -f given up (${String(signal?.reason ?? 'aborted')})`);
+  if (forced.timedOut) throw new Error(`${waited}, nor umount -f within ${FORCED_UMOUNT_MS / 1000} s`);
+  if (forced.code !== 0) throw new Error(`${waited}; umount -f: ${forced.stderr.trim() || `exit ${forced.code}`}`);
 }
 
 /**

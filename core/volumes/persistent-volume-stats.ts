@@ -4,10 +4,18 @@ import { errorMessage } from '../errors.ts';
 import type { VolumeStats } from '../stats/summary-types.ts';
 import type { MountedVolume } from './volume-manager.ts';
 import { hookContext } from '../util/cancellation.ts';
+import { withTimeout } from '../util/with-timeout.ts';
+import { MAX_TIMER_MS } from '../util/timeouts.ts';
 import type { ClaimUsage } from '../metrics/volume-stats-metrics.ts';
 
 /** How long a volume's figures are reused by default: upstream's volumeStatsAggPeriod (a driver call per volume per minute at most). */
 const STATS_TTL_MS = 60_000;
+/**
+ * How long a summary waits for a provider's answer. A later answer is kept for the next one: a
+ * provider whose server is gone (an NFS statfs) must not hold up /stats/summary, the metrics or
+ * the eviction manager that read these.
+ */
+const ANSWER_WAIT_MS = 5000;
 
 /**
  * The use of pods' persistent volumes for `/stats/summary` (upstream: the volume's MetricsProvider,
@@ -17,6 +25,8 @@ const STATS_TTL_MS = 60_000;
  */
 export class PersistentVolumeStats {
   private readonly cache = new Map<string, { at: number; usage: VolumeUsage | undefined }>();
+  /** The questions not yet answered, by volume: a volume is not asked again while one is out. */
+  private readonly asking = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: {
     hooks: Pick<KubeletHooks, 'volumeStats'>;
@@ -27,6 +37,8 @@ export class PersistentVolumeStats {
     onAbnormal?: (podUID: string, volumeName: string, message: string) => void;
     /** How long figures are reused (volumeStatsAggPeriod; default 1 min); 0: providers are not asked. */
     periodMs?: number;
+    /** How long a summary waits for a provider's answer (default 5 s; tests shorten it). */
+    answerWaitMs?: number;
     now?: () => number;
   }) {}
 
@@ -54,28 +66,46 @@ export class PersistentVolumeStats {
     for (const mv of this.deps.mounted(uid)) {
       if (!mv.claim) continue;
       const key = `${uid}/${mv.name}`;
-      let entry = this.cache.get(key);
+      const entry = this.cache.get(key);
       if (!entry || now - entry.at >= period) {
-        entry = { at: now, usage: await this.ask(uid, mv) };
-        this.cache.set(key, entry);
-        if (entry.usage?.abnormal) this.deps.onAbnormal?.(uid, mv.name, entry.usage.abnormal);
+        const question = this.asking.get(key) ?? this.question(key, uid, mv, period);
+        await withTimeout(question, this.deps.answerWaitMs ?? ANSWER_WAIT_MS, { unref: true });
       }
-      if (entry.usage) out.push({ name: mv.name, claim: mv.claim, usage: entry.usage });
+      // The figures as they are now: just answered, from before (a provider slow to answer), or none.
+      const usage = this.cache.get(key)?.usage;
+      if (usage) out.push({ name: mv.name, claim: mv.claim, usage });
     }
     for (const key of this.cache.keys()) if (key.startsWith(`${uid}/`) && !this.deps.mounted(uid).some((m) => key === `${uid}/${m.name}`)) this.cache.delete(key);
     return out;
   }
 
-  /** Forgets a pod gone (its figures would otherwise stay in memory). */
-  forget(uid: string): void {
-    for (const key of this.cache.keys()) if (key.startsWith(`${uid}/`)) this.cache.delete(key);
+  /** Asks the volume's provider; its answer goes to the cache unless the pod was forgotten meanwhile. */
+  private question(key: string, uid: string, mv: MountedVolume, period: number): Promise<void> {
+    // The provider's signal aborts when its figures would be stale anyway.
+    const question: Promise<void> = this.ask(uid, mv, AbortSignal.timeout(Math.min(period, MAX_TIMER_MS)))
+      .then((usage) => {
+        if (this.asking.get(key) !== question) return;
+        this.cache.set(key, { at: (this.deps.now ?? Date.now)(), usage });
+        if (usage?.abnormal) this.deps.onAbnormal?.(uid, mv.name, usage.abnormal);
+      })
+      .finally(() => {
+        if (this.asking.get(key) === question) this.asking.delete(key);
+      });
+    this.asking.set(key, question);
+    return question;
   }
 
-  private async ask(uid: string, mv: MountedVolume): Promise<VolumeUsage | undefined> {
+  /** Forgets a pod gone (its figures would otherwise stay in memory; an answer still out is dropped). */
+  forget(uid: string): void {
+    for (const key of this.cache.keys()) if (key.startsWith(`${uid}/`)) this.cache.delete(key);
+    for (const key of this.asking.keys()) if (key.startsWith(`${uid}/`)) this.asking.delete(key);
+  }
+
+  private async ask(uid: string, mv: MountedVolume, signal: AbortSignal): Promise<VolumeUsage | undefined> {
     const hook = this.deps.hooks.volumeStats.get(mv.type);
     if (!hook || hook.taps.length === 0) return undefined;
     try {
-      return await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, mounted: mv.result }, hookContext());
+      return await hook.promise({ podUID: uid, volumeName: mv.name, type: mv.type, mounted: mv.result }, hookContext(signal));
     } catch (err) {
       this.deps.logger.debug({ uid, volume: mv.name, err: errorMessage(err) }, 'volume stats unavailable');
       return undefined;

@@ -1,10 +1,12 @@
 import { access, mkdir, rmdir } from 'node:fs/promises';
-import { definePlugin, fsFigures, isMountPoint, mountFilesystem, unmount, type VolumeMountRequest, type VolumeMountResult } from 'kubelet-ts';
+import { definePlugin, isMountPoint, mountFilesystem, networkFsFigures, unmount, type VolumeMountRequest, type VolumeMountResult } from 'kubelet-ts';
 import { nfsMountSpec } from './nfs-source.ts';
 import { optionsSchema, type NfsOptions } from './options-schema.ts';
 
 /** Where Debian's nfs-common (and other distributions) put the helper `mount -t nfs` runs. */
 const MOUNT_NFS = ['/sbin/mount.nfs', '/usr/sbin/mount.nfs'];
+/** How long the server's statfs may take before the volume's figures are left out of a summary. */
+const STATFS_TIMEOUT_MS = 30_000;
 /** The deprecated annotation upstream still reads a PersistentVolume's mount options from (before spec.mountOptions). */
 const MOUNT_OPTIONS_ANNOTATION = 'volume.beta.kubernetes.io/mount-options';
 
@@ -41,16 +43,24 @@ export default definePlugin<NfsOptions>({
       return { path: r.dir, mountPoint: true, ...(spec.readOnly ? { readOnly: true } : {}) };
     });
 
-    ctx.hooks.unmountVolume.for('nfs').tapPromise('nfs', async (r) => {
-      await unmount(r.dir, r.mountTable);
+    // A server that is gone leaves a plain umount waiting for it: after unmountTimeoutSeconds it is
+    // killed and `umount -f` follows (upstream's nfs plugin: CleanupMountWithForce, a minute).
+    const unmountAfterMs = options.unmountTimeoutSeconds * 1000;
+    ctx.hooks.unmountVolume.for('nfs').tapPromise('nfs', async (r, hook) => {
+      await unmount(r.dir, r.mountTable, {
+        forceAfterMs: unmountAfterMs,
+        signal: hook.signal,
+        onForce: (target) => ctx.logger.warn({ podUID: r.podUID, volume: r.volumeName, dir: target }, `nfs volume: umount had no answer within ${options.unmountTimeoutSeconds} s (server gone?); forcing it (umount -f)`),
+      });
       await rmdir(r.dir).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'ENOENT') throw new Error(`removing ${r.dir} after its unmount: ${err.message}`);
       });
       return true;
     });
 
-    // A PersistentVolume's use in /stats/summary, from the server's statfs (upstream's MetricsStatFS).
-    ctx.hooks.volumeStats.for('nfs').tapPromise('nfs', (r) => fsFigures(r.mounted.path));
+    // A PersistentVolume's use in /stats/summary, from the server's statfs (upstream's MetricsStatFS),
+    // asked in a child process: a server that is gone must not hold a thread of the kubelet's.
+    ctx.hooks.volumeStats.for('nfs').tapPromise('nfs', (r, hook) => networkFsFigures(r.mounted.path, { timeoutMs: STATFS_TIMEOUT_MS, signal: hook.signal }));
   },
 });
 

@@ -6,6 +6,12 @@ export interface NfsOptions {
    * the core's hookTimeout (2 min) bounds the whole tap, so the default stays below it.
    */
   mountTimeoutSeconds: number;
+  /**
+   * How long a plain `umount` of the volume may take before it is killed and `umount -f`
+   * follows (a server that is gone leaves the plain one waiting for it; upstream's nfs plugin
+   * forces after a minute). The forced one gets 30 s more: both stay within the hookTimeout.
+   */
+  unmountTimeoutSeconds: number;
 }
 
 export const optionsSchema = {
@@ -13,5 +19,6 @@ export const optionsSchema = {
   additionalProperties: false,
   properties: {
     mountTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 100, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
+    unmountTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60, 'x-allowed': 'an integer number of seconds from 1 to 3600' },
   },
 } as const;

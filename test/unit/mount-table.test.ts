@@ -114,6 +114,62 @@ describe('mount table: shared reads, one read per teardown', function () {
       assert.equal(await isMountPoint(other, after), true, 'a mount outside the volume stays');
     });
 
+    it('a mount point the table names is never looked at itself (a dead NFS server\'s would hang the call); a symlinked parent, or a symlink to a mount point, still resolves', async function () {
+      const real = path.join(dir, 'real');
+      const vol = path.join(real, 'vol');
+      await fsp.mkdir(vol, { recursive: true });
+      await mountTmpfs(vol);
+      await fsp.symlink(real, path.join(dir, 'via-link'));
+      await fsp.symlink(vol, path.join(dir, 'link-to-vol'));
+      const realpath = fsp.realpath;
+      const looked: string[] = [];
+      fsp.realpath = (async (p: string, ...rest: unknown[]) => {
+        looked.push(path.resolve(p));
+        return (realpath as (...a: unknown[]) => Promise<string>)(p, ...rest);
+      }) as typeof fsp.realpath;
+      try {
+        const table = await readMounts();
+        assert.equal(await isMountPoint(vol, table), true);
+        assert.equal(await isMountPoint(path.join(dir, 'via-link', 'vol'), table), true, 'through a symlinked parent');
+        assert.equal(await mountCount(vol, table), 1);
+        assert.deepEqual(await mountsUnder(real, table), [vol]);
+        assert.deepEqual(looked.filter((p) => p === vol || p === path.join(dir, 'via-link', 'vol')), [], `no realpath of the mount point itself: ${looked.join(', ')}`);
+        assert.equal(await isMountPoint(path.join(dir, 'link-to-vol'), table), true, 'a symlink to a mount point, resolved when the table has no such name');
+        assert.equal(await isMountPoint(real, table), false);
+      } finally {
+        fsp.realpath = realpath;
+      }
+    });
+
+    it('unmount with forceAfterMs: a umount that does not return is killed and umount -f follows, without waiting for a helper that holds its pipes', async function () {
+      const vol = path.join(dir, 'vol');
+      await fsp.mkdir(vol);
+      await mountTmpfs(vol);
+      await mountTmpfs(vol); // stacked: each is taken off
+      // A umount that waits for ever, as one on a dead NFS server does, with a helper it forked
+      // (umount.nfs) holding stdout and stderr; `umount -f` is the real one.
+      const realUmount = (await run('sh', ['-c', 'command -v umount'])).stdout.trim();
+      const bin = path.join(dir, 'bin');
+      await fsp.mkdir(bin);
+      const calls = path.join(dir, 'calls');
+      await fsp.writeFile(path.join(bin, 'umount'), `#!/bin/sh\necho "$*" >> ${calls}\ncase " $* " in *" -f "*) exec ${realUmount} "$@";; esac\nsleep 60 &\necho $! >> ${dir}/helper.pid\nexec sleep 60\n`, { mode: 0o755 });
+      const savedPath = process.env.PATH;
+      process.env.PATH = `${bin}:${savedPath}`;
+      const t0 = performance.now();
+      try {
+        await unmount(vol, await readMounts(), { forceAfterMs: 300 });
+      } finally {
+        process.env.PATH = savedPath;
+        for (const pid of (await fsp.readFile(`${dir}/helper.pid`, 'utf8').catch(() => '')).split('\n').filter(Boolean)) {
+          try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+        }
+      }
+      const took = performance.now() - t0;
+      assert.equal(await isMountPoint(vol), false, 'both stacked mounts are off');
+      assert.deepEqual((await fsp.readFile(calls, 'utf8')).trim().split('\n'), [`-c ${vol}`, `-c -f ${vol}`, `-c ${vol}`, `-c -f ${vol}`], 'plain, then forced, for each mount, the path as the table names it');
+      assert.ok(took < 10_000, `forced off in ${Math.round(took)} ms (two plain umounts of 300 ms and two forced ones)`);
+    });
+
     it('removeOneFilesystem removes a tree, and stops at a file system mounted below without touching what is in it', async function () {
       const vol = path.join(dir, 'vol');
       await fsp.mkdir(path.join(vol, 'a', 'b'), { recursive: true });

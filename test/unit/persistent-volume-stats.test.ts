@@ -46,6 +46,40 @@ describe('persistent volume stats for /stats/summary', function () {
     assert.deepEqual(await off.claimsOf('u1', 'ns'), []);
     assert.equal(calls, 2, 'the provider is not asked with 0');
   });
+  it('a provider that does not answer (an NFS server gone) holds up no summary, is not asked again meanwhile, and its late answer is used', async function () {
+    const hooks = createHooks();
+    const asked: AbortSignal[] = [];
+    let answer: ((u: { capacityBytes: number }) => void) | undefined;
+    hooks.volumeStats.for('nfs').tapPromise('t', (_r, ctx) => {
+      asked.push(ctx.signal);
+      return new Promise((resolve) => { answer = resolve; });
+    });
+    const mounted: MountedVolume[] = [{ name: 'data', type: 'nfs', dir: '/d', claim: 'shared', result: { path: '/d/mount' } }];
+    const stats = new PersistentVolumeStats({ hooks, mounted: () => mounted, logger: silentLogger(), answerWaitMs: 50 });
+    const t0 = performance.now();
+    assert.deepEqual(await stats.forPod('u1', 'ns', 't0'), [], 'no figures yet');
+    assert.deepEqual(await stats.claimsOf('u1', 'ns'), []);
+    assert.ok(performance.now() - t0 < 2000, `the summary waited ${Math.round(performance.now() - t0)} ms`);
+    assert.equal(asked.length, 1, 'asked once while the question is out');
+    assert.equal(asked[0]!.aborted, false, 'the provider\'s signal aborts only when its figures would be stale');
+    answer!({ capacityBytes: 7 });
+    await new Promise((r) => setImmediate(r));
+    assert.equal((await stats.forPod('u1', 'ns', 't1'))[0]?.capacityBytes, 7, 'the late answer is kept for the next summary');
+    assert.equal(asked.length, 1);
+  });
+
+  it('an answer that comes after its pod was forgotten is dropped', async function () {
+    const hooks = createHooks();
+    let answer: ((u: { capacityBytes: number }) => void) | undefined;
+    hooks.volumeStats.for('nfs').tapPromise('t', () => new Promise((resolve) => { answer = resolve; }));
+    const mounted: MountedVolume[] = [{ name: 'data', type: 'nfs', dir: '/d', claim: 'shared', result: { path: '/d/mount' } }];
+    const stats = new PersistentVolumeStats({ hooks, mounted: () => mounted, logger: silentLogger(), answerWaitMs: 10 });
+    await stats.forPod('u1', 'ns', 't0');
+    stats.forget('u1');
+    answer!({ capacityBytes: 7 });
+    await new Promise((r) => setImmediate(r));
+    assert.equal((stats as unknown as { cache: Map<string, unknown> }).cache.size, 0, 'nothing kept for a pod gone');
+  });
 });
 
 describe('kubelet_volume_stats_* metrics', function () {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { clusterSuite } from '../support/cluster-suite.ts';
+import { kubeletRequest } from '../support/kubelet-https.ts';
 import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
 import { deleteVmPod, runVmPod } from '../support/node-vm-pods.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -39,16 +42,16 @@ describe('node VM: nfs volumes mounted by the default bundle\'s nfs plugin', fun
   /** The guest's nfs mounts under the pod's directory. */
   const nfsMountsOf = async (uid: string) => (await t.ssh(`grep ' nfs4\\? ' /proc/mounts | grep -F '/pods/${uid}/' || true`)).stdout.trim();
 
-  it('a PersistentVolume with an nfs source: the pod writes through it with the PV\'s mountOptions, and its mount is gone with the pod', async function () {
-    const ns = await suite.namespace('vm-nfs-pv');
-    const pv = suite.uniqueName('pv-nfs');
+  /** A PersistentVolume on the export with `mountOptions`, and the claim `claim` bound to it. */
+  async function boundNfsClaim(ns: string, claim: string, mountOptions: string[]): Promise<void> {
+    const pv = suite.uniqueName(`pv-nfs-${claim}`);
     await t.core.createPersistentVolume({
       body: {
         metadata: { name: pv },
         spec: {
           capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '',
-          mountOptions: ['nfsvers=4.2', 'hard'],
-          claimRef: { namespace: ns, name: 'shared' },
+          mountOptions,
+          claimRef: { namespace: ns, name: claim },
           nfs: { server: '127.0.0.1', path: EXPORT_DIR },
         },
       },
@@ -56,9 +59,14 @@ describe('node VM: nfs volumes mounted by the default bundle\'s nfs plugin', fun
     suite.onCleanup(() => t.core.deletePersistentVolume({ name: pv }));
     await t.core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
-      body: { metadata: { name: 'shared' }, spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } }, volumeName: pv, storageClassName: '' } },
+      body: { metadata: { name: claim }, spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } }, volumeName: pv, storageClassName: '' } },
     });
-    await waitFor(`PVC ${ns}/shared Bound`, async () => (await t.core.readNamespacedPersistentVolumeClaim({ name: 'shared', namespace: ns })).status?.phase === 'Bound', 60_000, 500);
+    await waitFor(`PVC ${ns}/${claim} Bound`, async () => (await t.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase === 'Bound', 60_000, 500);
+  }
+
+  it('a PersistentVolume with an nfs source: the pod writes through it with the PV\'s mountOptions, and its mount is gone with the pod', async function () {
+    const ns = await suite.namespace('vm-nfs-pv');
+    await boundNfsClaim(ns, 'shared', ['nfsvers=4.2', 'hard']);
 
     const pod = await runVmPod(t, ns, 'nfs-writer', {
       restartPolicy: 'Never',
@@ -91,4 +99,54 @@ describe('node VM: nfs volumes mounted by the default bundle\'s nfs plugin', fun
     await deleteVmPod(t, ns, 'nfs-reader');
     await waitFor('no nfs mount of the pod left in the guest', async () => (await nfsMountsOf(pod.metadata!.uid!)) === '', 60_000, 1000);
   });
+
+  it('the server goes away: the kubelet still answers and starts pods, and the pod on the dead export is deleted and its mount taken off', async function () {
+    this.timeout(900_000);
+    const ns = await suite.namespace('vm-nfs-gone');
+    // hard (mount.nfs's default): every call on the mount waits for the server, for ever.
+    await boundNfsClaim(ns, 'gone', ['nfsvers=4.2', 'hard', 'timeo=10', 'retrans=1']);
+    // It writes a line every 100 ms, so the server goes with writes in flight (data the client
+    // holds for it, which a plain umount waits to flush).
+    const holder = await runVmPod(t, ns, 'nfs-holder', {
+      containers: [{ name: 'c', image: t.env.images.busybox, command: ['sh', '-c', 'i=0; while true; do echo "line $i" >> /data/gone.log; i=$((i+1)); sleep 0.1; done'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'gone' } }],
+    });
+    // The server goes as a host that is gone does: its packets are dropped (a stopped nfsd
+    // would refuse connections, which the client sees at once). Every call on the hard mount
+    // now waits for it.
+    await t.ssh(`iptables -I INPUT -p tcp --dport 2049 -j DROP`);
+    try {
+      await serverGone(ns, holder);
+    } finally {
+      await t.ssh(`iptables -D INPUT -p tcp --dport 2049 -j DROP`, { allowFailure: true }).catch(() => {});
+    }
+  });
+
+  async function serverGone(ns: string, holder: V1Pod): Promise<void> {
+    const t0 = performance.now();
+
+    // /stats/summary (the volume's statfs is one of its reads) answers, again and again.
+    const pki = join(t.cp.dir, 'pki');
+    const creds = { cert: await readFile(join(pki, 'apiserver-kubelet-client.crt')), key: await readFile(join(pki, 'apiserver-kubelet-client.key')) };
+    for (let i = 0; i < 6; i++) {
+      const r = await kubeletRequest(t.kubeletPort, '/stats/summary', { ...creds, timeoutMs: 60_000 });
+      assert.equal(r.status, 200, `summary ${i} with the server gone: ${r.body.slice(0, 300)}`);
+    }
+    // Another pod still starts (its volumes, logs and status go through the same file system calls).
+    await runVmPod(t, ns, 'after-server-gone', {
+      containers: [{ name: 'c', image: t.env.images.busybox, command: ['sleep', '3600'] }],
+      volumes: [{ name: 'scratch', emptyDir: {} }],
+    });
+    console.log(`      (summaries and a new pod ${((performance.now() - t0) / 1000).toFixed(0)} s after the server went)`);
+
+    // The pod on the dead export is deleted. Its umount (`umount -c`, the path as the mount table
+    // names it) returns here in seconds (kernel 6.12); one that waited for the server would be
+    // killed after unmountTimeoutSeconds (60) and forced (`umount -f`, test/unit/mount-table.test.ts).
+    const t1 = performance.now();
+    await t.core.deleteNamespacedPod({ name: 'nfs-holder', namespace: ns, gracePeriodSeconds: 1 });
+    await waitFor(`pod ${ns}/nfs-holder gone`, async () => (await t.core.readNamespacedPod({ name: 'nfs-holder', namespace: ns }).then(() => false, () => true)), 240_000, 2000);
+    await waitFor('no nfs mount of the pod left in the guest', async () => (await nfsMountsOf(holder.metadata!.uid!)) === '', 60_000, 1000);
+    console.log(`      (the pod on the dead export gone in ${((performance.now() - t1) / 1000).toFixed(0)} s)`);
+    await deleteVmPod(t, ns, 'after-server-gone');
+  }
 });

@@ -227,16 +227,20 @@ export interface FsFigures { capacityBytes: number; availableBytes: number; used
 /** Capacity, free space and inodes of the filesystem holding `p` (used = capacity - free, as df counts it). */
 export async function fsFigures(p: string): Promise<FsFigures | undefined> {
   try {
-    const s = await statfs(p);
-    return {
-      capacityBytes: s.blocks * s.bsize,
-      availableBytes: s.bavail * s.bsize,
-      usedBytes: (s.blocks - s.bfree) * s.bsize,
-      inodes: s.files,
-      inodesFree: s.ffree,
-      inodesUsed: s.files - s.ffree,
-    };
+    return figuresOfStatfs(await statfs(p));
   } catch {
     return undefined;
   }
+}
+
+/** The figures of a statfs answer (counts in units of `bsize`). */
+export function figuresOfStatfs(s: { bsize: number; blocks: number; bfree: number; bavail: number; files: number; ffree: number }): FsFigures {
+  return {
+    capacityBytes: s.blocks * s.bsize,
+    availableBytes: s.bavail * s.bsize,
+    usedBytes: (s.blocks - s.bfree) * s.bsize,
+    inodes: s.files,
+    inodesFree: s.ffree,
+    inodesUsed: s.files - s.ffree,
+  };
 }

@@ -1,5 +1,5 @@
 import { runBounded } from '../util/bounded-command.ts';
-import type { FsFigures } from './host-readers.ts';
+import { figuresOfStatfs, type FsFigures } from './host-readers.ts';
 
 /**
  * `fsFigures` of a network file system (an NFS volume's server): the statfs runs in a child
@@ -15,12 +15,5 @@ export async function networkFsFigures(p: string, opts: { timeoutMs: number; sig
   const n = r.stdout.trim().split(/\s+/).map(Number);
   if (n.length !== 6 || n.some((v) => !Number.isSafeInteger(v) || v < 0)) return undefined;
   const [bsize, blocks, bfree, bavail, files, ffree] = n as [number, number, number, number, number, number];
-  return {
-    capacityBytes: blocks * bsize,
-    availableBytes: bavail * bsize,
-    usedBytes: (blocks - bfree) * bsize,
-    inodes: files,
-    inodesFree: ffree,
-    inodesUsed: files - ffree,
-  };
+  return figuresOfStatfs({ bsize, blocks, bfree, bavail, files, ffree });
 }

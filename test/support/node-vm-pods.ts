@@ -19,12 +19,30 @@ export async function runVmPod(
   });
   const until = opts.until ?? ((p: V1Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.state?.running));
   const t0 = performance.now();
+  const since = await t.now().catch(() => undefined);
+  let last: V1Pod | undefined;
   const pod = await waitFor(`pod ${ns}/${name} on the VM's node`, async () => {
     const p = await t.core.readNamespacedPod({ name, namespace: ns });
+    last = p;
     return until(p) ? p : undefined;
-  }, opts.timeoutMs ?? 180_000, 1000);
+  }, opts.timeoutMs ?? 180_000, 1000).catch(async (err: Error) => {
+    throw new Error(`${err.message}\n${await whyNot(t, `${ns}/${name}`, last, since)}`);
+  });
   (pod as V1Pod & { startSeconds?: number }).startSeconds = (performance.now() - t0) / 1000;
   return pod;
+}
+
+/**
+ * What a pod that did not get there was doing: its last status as the API had it, and the guest
+ * kubelet's journal lines that name it (a failure in the VM suite is otherwise only a timeout).
+ */
+async function whyNot(t: TestNodeVm, pod: string, last: V1Pod | undefined, since: number | undefined): Promise<string> {
+  const status = last?.status
+    ? JSON.stringify({ phase: last.status.phase, reason: last.status.reason, message: last.status.message, conditions: last.status.conditions?.map((c) => `${c.type}=${c.status}${c.reason ? ` ${c.reason}` : ''}`), containers: last.status.containerStatuses?.map((c) => ({ name: c.name, state: c.state })) })
+    : 'never read from the API';
+  const journal = await t.journal('kubelet-ts', since).catch((err: Error) => `(journal not read: ${err.message})`);
+  const lines = journal.split('\n').filter((l) => l.includes(pod) || /"level":(40|50|60)/.test(l)).slice(-40);
+  return `its last status: ${status}\nthe guest kubelet's journal on it (and its warnings), last ${lines.length} lines:\n${lines.join('\n')}`;
 }
 
 /** Deletes a pod and waits until it is gone from the API (the kubelet in the guest killed it and deleted it). */

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bindMount, definePlugin, formatAndMount, isMountPoint, podFsGroup, podFullName, readMounts, setVolumeOwnership, unmount, type ObjectSource, type VolumeMountRequest, type VolumeMountResult } from 'kubelet-ts';
 import { byPathDevice, CHAP_DISCOVERY_KEYS, CHAP_SESSION_KEYS, globalMountDir, iscsiDisk, type IscsiDisk } from './iscsi-disk.ts';
-import { findIscsiadm, iscsiadm } from './iscsiadm.ts';
+import { findIscsiadm, IscsiadmError, iscsiadm } from './iscsiadm.ts';
+import { checkLiveSession } from './session-auth.ts';
 import { optionsSchema, type IscsiOptions } from './options-schema.ts';
 
 /** What the plugin keeps with a set-up volume (VolumeMountResult.data): enough to log out after a restart. */
@@ -105,27 +106,37 @@ async function chapSecret(objects: ObjectSource, disk: IscsiDisk): Promise<Map<s
 
 /**
  * Logs in to the disk's target through its portals in order until one gives the LUN's device
- * (a portal already logged in to is used as it is): upstream's AttachDisk for one path.
+ * (upstream's AttachDisk for one path). A portal the node is logged in to already is used as it
+ * is, if that login took the volume's CHAP settings (checkLiveSession).
  */
 async function attach(bin: string, disk: IscsiDisk, secret: Map<string, string>, call: { timeoutMs: number; signal: AbortSignal; deviceWaitMs: number }): Promise<{ portal: string; device: string }> {
   const errors: string[] = [];
   for (const portal of disk.portals) {
     const link = byPathDevice(disk, portal);
-    if (await exists(link)) return { portal, device: await realpath(link) };
+    if (await exists(link)) {
+      await checkLiveSession(bin, disk, portal, secret, call);
+      return { portal, device: await realpath(link) };
+    }
     const base = ['-p', portal, '-I', disk.iface];
+    const node = ['-m', 'node', ...base, '-T', disk.iqn];
+    let loggedIn = false;
     try {
       await iscsiadm(bin, ['-m', 'discoverydb', '-t', 'sendtargets', ...base, '-o', 'new'], call).catch(() => {});
       if (disk.chapDiscovery) await setKeys(bin, ['-m', 'discoverydb', '-t', 'sendtargets', ...base], 'discovery.sendtargets.auth.authmethod', CHAP_DISCOVERY_KEYS, secret, call);
       await iscsiadm(bin, ['-m', 'discoverydb', '-t', 'sendtargets', ...base, '--discover'], call);
-      if (disk.chapSession) await setKeys(bin, ['-m', 'node', ...base, '-T', disk.iqn], 'node.session.auth.authmethod', CHAP_SESSION_KEYS, secret, call);
+      if (disk.chapSession) await setKeys(bin, node, 'node.session.auth.authmethod', CHAP_SESSION_KEYS, secret, call);
       try {
-        await iscsiadm(bin, ['-m', 'node', ...base, '-T', disk.iqn, '--login'], call);
+        await iscsiadm(bin, [...node, '--login'], call);
+        loggedIn = true;
       } catch (err) {
-        await iscsiadm(bin, ['-m', 'node', ...base, '-T', disk.iqn, '-o', 'delete'], call).catch(() => {});
+        // A login killed at its timeout goes on in iscsid: log out of it (which ends it) before
+        // the record can go. The clean-up runs whatever the pod does: it is the node's.
+        if (err instanceof IscsiadmError && err.timedOut) await iscsiadm(bin, [...node, '--logout'], { timeoutMs: call.timeoutMs }).catch(() => {});
+        await iscsiadm(bin, [...node, '-o', 'delete'], { timeoutMs: call.timeoutMs }).catch(() => {});
         throw err;
       }
       // A node that reboots must not hang at boot logging in to a target no pod wants yet.
-      await iscsiadm(bin, ['-m', 'node', '-p', portal, '-T', disk.iqn, '-o', 'update', '-n', 'node.startup', '-v', 'manual'], call).catch(() => {});
+      await iscsiadm(bin, ['-m', 'node', '-p', portal, '-T', disk.iqn, '-o', 'update', '-n', 'node.startup', '-v', 'manual'], { timeoutMs: call.timeoutMs }).catch(() => {});
       for (let waited = 0; waited < call.deviceWaitMs; waited += 250) {
         if (await exists(link)) return { portal, device: await realpath(link) };
         await sleep(250, undefined, { signal: call.signal });
@@ -134,7 +145,11 @@ async function attach(bin: string, disk: IscsiDisk, secret: Map<string, string>,
       // A login that gave nothing is not left behind (unless another LUN of the target is in use).
       await logoutIfUnused(bin, portal, disk.iqn, disk.iface, call.timeoutMs).catch(() => {});
     } catch (err) {
-      if (call.signal.aborted) throw err;
+      if (call.signal.aborted) {
+        // The pod gave up after its login: the session is nobody's unless another LUN of the target is mounted.
+        if (loggedIn) await logoutIfUnused(bin, portal, disk.iqn, disk.iface, call.timeoutMs).catch(() => {});
+        throw err;
+      }
       errors.push(`${portal}: ${(err as Error).message}`);
     }
   }

@@ -8,6 +8,8 @@ import type { VolumeMountRequest } from '../../core/hooks.ts';
 import { startPluginsForTest, type PluginsUnderTest } from '../../core/sdk/testing/index.ts';
 import { hookContext } from '../../core/util/cancellation.ts';
 import { byPathDevice, globalMountDir, iscsiDisk } from '../../plugins/iscsi/iscsi-disk.ts';
+import { IscsiadmError, iscsiadm } from '../../plugins/iscsi/iscsiadm.ts';
+import { parseNodeRecord, sessionAuthMismatch } from '../../plugins/iscsi/session-auth.ts';
 
 const IQN = 'iqn.2026-11.io.example:store.lun';
 
@@ -44,6 +46,71 @@ describe('iscsi plugin: what it logs in to, what it refuses', function () {
       ];
       for (const [src, re] of bad) assert.throws(() => iscsiDisk(src as never, false, 'ns', 'iscsi'), re, JSON.stringify(src));
       assert.equal(iscsiDisk({ targetPortal: 'p', iqn: 'eui.02004567A425678D', lun: 0 }, false, 'ns', 'iscsi').iqn, 'eui.02004567A425678D');
+    });
+  });
+
+  describe('a live session is given to a volume only with the CHAP settings it was logged in with', () => {
+    const record = (auth: string) => parseNodeRecord(`# BEGIN RECORD 2.1.11
+node.name = ${IQN}
+node.startup = manual
+${auth}
+node.session.auth.username_in = <empty>
+node.session.auth.password_in = <empty>
+node.conn[0].address = 127.0.0.1
+# END RECORD
+`);
+    const chapRecord = record('node.session.auth.authmethod = CHAP\nnode.session.auth.username = node-a\nnode.session.auth.password = right-password-1');
+    const disk = (chapSession: boolean) => iscsiDisk({ targetPortal: 'p', iqn: IQN, lun: 0, chapAuthSession: chapSession, ...(chapSession ? { secretRef: { name: 's' } } : {}) }, false, 'ns', 'iscsi');
+    const secret = (password: string) => new Map([['node.session.auth.username', 'node-a'], ['node.session.auth.password', password]]);
+
+    it('the same keys are admitted; other keys, or none where the login took CHAP, are refused without naming a value', () => {
+      assert.equal(chapRecord.get('node.session.auth.password_in'), '', '<empty> reads as empty');
+      assert.equal(sessionAuthMismatch(chapRecord, disk(true), secret('right-password-1')), undefined);
+      const wrong = sessionAuthMismatch(chapRecord, disk(true), secret('not-the-password'));
+      assert.match(wrong ?? '', /other CHAP credentials than the volume's Secret holds \(node.session.auth.password differ\)/);
+      assert.ok(!/right-password-1|not-the-password/.test(wrong!), wrong);
+      assert.match(sessionAuthMismatch(chapRecord, disk(false), new Map()) ?? '', /logged in to with CHAP, and this volume has no chapAuthSession/);
+      const inbound = new Map([...secret('right-password-1'), ['node.session.auth.username_in', 'target-b']]);
+      assert.match(sessionAuthMismatch(chapRecord, disk(true), inbound) ?? '', /username_in differ/, 'mutual CHAP keys count too');
+    });
+
+    it('a session logged in without CHAP (the target asks none) is admitted with or without the volume\'s keys', () => {
+      const none = record('node.session.auth.authmethod = None\nnode.session.auth.username = <empty>\nnode.session.auth.password = <empty>');
+      assert.equal(sessionAuthMismatch(none, disk(false), new Map()), undefined);
+      assert.equal(sessionAuthMismatch(none, disk(true), secret('anything-at-all')), undefined);
+    });
+  });
+
+  describe('iscsiadm calls', function () {
+    this.timeout(20_000);
+    let dir: string;
+    before(async () => { dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-iscsiadm-')); });
+    after(async () => { await fs.rm(dir, { recursive: true, force: true }); });
+
+    it('an abort does not kill a call that runs (iscsiadm killed mid-login leaves iscsid a session, or the database lock, behind); the next call is not started', async () => {
+      // A fake iscsiadm that takes 600 ms and records that it finished.
+      const bin = path.join(dir, 'iscsiadm');
+      await fs.writeFile(bin, `#!/bin/sh\nsleep 0.6\necho "$*" >> ${dir}/finished\n`, { mode: 0o755 });
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(new Error('pod deleted')), 100);
+      assert.equal(await iscsiadm(bin, ['-m', 'node', '--login'], { timeoutMs: 10_000, signal: ac.signal }), '', 'the running call finished');
+      assert.equal(await fs.readFile(path.join(dir, 'finished'), 'utf8'), '-m node --login\n');
+      await assert.rejects(iscsiadm(bin, ['-m', 'node', '-o', 'delete'], { timeoutMs: 10_000, signal: ac.signal }), /iscsiadm -m node -o delete: given up \(Error: pod deleted\)/);
+      assert.equal(await fs.readFile(path.join(dir, 'finished'), 'utf8'), '-m node --login\n', 'the aborted one never ran');
+    });
+
+    it('a call past its timeout is killed and says so (timedOut); a failing one carries its exit code, its output and no secret', async () => {
+      const slow = path.join(dir, 'slow');
+      await fs.writeFile(slow, '#!/bin/sh\nexec sleep 30\n', { mode: 0o755 });
+      const t0 = performance.now();
+      const killed = await iscsiadm(slow, ['--login'], { timeoutMs: 300 }).catch((err: unknown) => err);
+      assert.ok(killed instanceof IscsiadmError && killed.timedOut, String(killed));
+      assert.ok(performance.now() - t0 < 5_000);
+      const failing = path.join(dir, 'failing');
+      await fs.writeFile(failing, '#!/bin/sh\necho "iscsiadm: No records found ($6)" >&2\nexit 21\n', { mode: 0o755 });
+      const err = await iscsiadm(failing, ['-o', 'update', '-n', 'x', '-v', 'pw-secret'], { timeoutMs: 5_000, secret: 'pw-secret' }).catch((e: unknown) => e);
+      assert.ok(err instanceof IscsiadmError && err.exitCode === 21 && !err.timedOut, String(err));
+      assert.equal(err.message, 'iscsiadm -o update -n x -v ***: iscsiadm: No records found (***)');
     });
   });
 

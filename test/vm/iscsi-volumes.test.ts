@@ -102,7 +102,7 @@ describe('node VM: iscsi volumes logged in to and mounted by the default bundle\
     assert.equal(left, '', 'no per-node mount of the LUN left');
   });
 
-  it('a target that asks for CHAP: refused without the right Secret\'s keys, logged in to with them (chapAuthSession)', async function () {
+  it('a target that asks for CHAP: refused without the right Secret\'s keys, logged in to with them (chapAuthSession); while logged in, a pod with other keys or none is not given the session', async function () {
     const ns = await suite.namespace('vm-iscsi-chap');
     const secret = (name: string, password: string) => t.core.createNamespacedSecret({
       namespace: ns,
@@ -110,26 +110,46 @@ describe('node VM: iscsi volumes logged in to and mounted by the default bundle\
     });
     await secret('chap-wrong', 'not-the-password-1');
     await secret('chap', CHAP_PASSWORD);
-    const chapSource = { targetPortal: '127.0.0.1:3260', iqn: CHAP_IQN, lun: 0, fsType: 'ext4', chapAuthSession: true };
-    const spec = (secretName: string) => ({
+    const chapSource = { targetPortal: '127.0.0.1:3260', iqn: CHAP_IQN, lun: 0, fsType: 'ext4' };
+    const spec = (iscsi: object, script: string) => ({
       restartPolicy: 'Never' as const,
-      containers: [{ name: 'c', image: t.env.images.busybox, command: ['sh', '-c', 'echo chap-ok > /data/f && cat /data/f'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
-      volumes: [{ name: 'data', iscsi: { ...chapSource, secretRef: { name: secretName } } }],
+      containers: [{ name: 'c', image: t.env.images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+      volumes: [{ name: 'data', iscsi: { ...chapSource, ...iscsi } as never }],
     });
+    const withSecret = (name: string) => ({ chapAuthSession: true, secretRef: { name } });
+    const waitingMessage = (p: V1Pod) => p.status?.containerStatuses?.[0]?.state?.waiting?.message ?? '';
 
     // A wrong password: the login is refused, the pod waits with the reason, and its volume is never mounted.
-    const refused = await runVmPod(t, ns, 'iscsi-chap-wrong', spec('chap-wrong'), {
-      until: (p) => /iscsiadm .*--login: [\s\S]*(authorization failure|Login failed|login failed)/i.test(p.status?.containerStatuses?.[0]?.state?.waiting?.message ?? ''),
+    const refused = await runVmPod(t, ns, 'iscsi-chap-wrong', spec(withSecret('chap-wrong'), 'cat /data/f'), {
+      until: (p) => /iscsiadm .*--login: [\s\S]*(authorization failure|Login failed|login failed)/i.test(waitingMessage(p)),
       timeoutMs: 300_000,
     });
     const message = refused.status!.containerStatuses![0]!.state!.waiting!.message!;
     assert.ok(!message.includes('not-the-password-1'), `the password is not shown: ${message}`);
     await deleteVmPod(t, ns, 'iscsi-chap-wrong');
 
-    const ok = await runVmPod(t, ns, 'iscsi-chap', spec('chap'), { until: finished, timeoutMs: 300_000 });
-    const log = await logOf(ns, ok);
-    assert.equal(ok.status?.phase, 'Succeeded', `${JSON.stringify(ok.status?.containerStatuses)}\n${log}`);
+    // The right keys: logged in; the pod holds the session while the next ones try.
+    const holder = await runVmPod(t, ns, 'iscsi-chap', spec(withSecret('chap'), 'echo chap-ok > /data/f && sync && sleep 3600'), { timeoutMs: 300_000 });
+    assert.equal(holder.status?.phase, 'Running');
+    assert.ok((await sessions()).includes(CHAP_IQN), 'logged in to the CHAP target');
+
+    // The node's live session is not given to a pod whose Secret holds other keys, nor to one without CHAP.
+    for (const [name, iscsi, why] of [
+      ['iscsi-chap-wrong-live', withSecret('chap-wrong'), /logged in to with other CHAP credentials than the volume's Secret holds \(node\.session\.auth\.password differ\): not given to this pod/],
+      ['iscsi-chap-none-live', {}, /logged in to with CHAP, and this volume has no chapAuthSession: not given to this pod/],
+    ] as const) {
+      const p = await runVmPod(t, ns, name, spec(iscsi, 'cat /data/f'), { until: (q) => why.test(waitingMessage(q)) || q.status?.phase === 'Succeeded', timeoutMs: 120_000 });
+      assert.notEqual(p.status?.phase, 'Succeeded', `${name} read the LUN through another pod's session`);
+      assert.ok(!waitingMessage(p).includes(CHAP_PASSWORD) && !waitingMessage(p).includes('not-the-password-1'), `no password in ${waitingMessage(p)}`);
+      await deleteVmPod(t, ns, name);
+    }
+
+    // A second pod with the right keys shares the session and reads what the first wrote.
+    const reader = await runVmPod(t, ns, 'iscsi-chap-reader', spec(withSecret('chap'), 'cat /data/f'), { until: finished, timeoutMs: 300_000 });
+    const log = await logOf(ns, reader);
+    assert.equal(reader.status?.phase, 'Succeeded', `${JSON.stringify(reader.status?.containerStatuses)}\n${log}`);
     assert.match(log, /chap-ok/);
+    await deleteVmPod(t, ns, 'iscsi-chap-reader');
     await deleteVmPod(t, ns, 'iscsi-chap');
     await waitFor('logged out of the CHAP target', async () => !(await sessions()).includes(CHAP_IQN), 60_000, 1000);
   });

@@ -29,7 +29,8 @@ const MAX_OUTPUT = 64 * 1024;
 /** How long the pipes may stay open after the process exited. */
 const PIPE_GRACE_MS = 200;
 
-export function runBounded(command: string, args: readonly string[], opts: { timeoutMs: number; signal?: AbortSignal }): Promise<BoundedResult> {
+/** Runs `command` with `args` (no shell), killed at `timeoutMs` (when given) or when `signal` aborts. */
+export function runBounded(command: string, args: readonly string[], opts: { timeoutMs?: number; signal?: AbortSignal }): Promise<BoundedResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -39,7 +40,7 @@ export function runBounded(command: string, args: readonly string[], opts: { tim
     child.stdout.setEncoding('utf8').on('data', (d: string) => { if (stdout.length < MAX_OUTPUT) stdout += d; });
     child.stderr.setEncoding('utf8').on('data', (d: string) => { if (stderr.length < MAX_OUTPUT) stderr += d; });
     const kill = () => child.kill('SIGKILL');
-    const timer = setTimeout(() => { timedOut = true; kill(); }, Math.max(0, opts.timeoutMs));
+    const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => { timedOut = true; kill(); }, Math.max(0, opts.timeoutMs));
     const onAbort = () => { aborted = true; kill(); };
     if (opts.signal?.aborted) onAbort();
     else opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -71,4 +72,18 @@ export function runBounded(command: string, args: readonly string[], opts: { tim
       if (child.stderr.readableEnded) closed(); else child.stderr.once('end', closed);
     });
   });
+}
+
+/**
+ * The error of a bounded command that did not succeed (`what` is its command line as the
+ * caller shows it), or undefined when it exited 0: one wording for every caller.
+ */
+export function boundedFailure(what: string, r: BoundedResult, opts: { timeoutMs?: number; signal?: AbortSignal }): Error | undefined {
+  if (r.aborted) return new Error(`${what}: given up (${String(opts.signal?.reason ?? 'aborted')})`);
+  if (r.timedOut) {
+    const ms = opts.timeoutMs ?? 0;
+    return new Error(`${what}: no answer within ${ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}, killed`);
+  }
+  if (r.code !== 0) return new Error(`${what}: ${r.stderr.trim() || `exit ${r.code}`}`);
+  return undefined;
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseMountInfo, type MountInfo } from '../util/mount-info.ts';
-import { runBounded } from '../util/bounded-command.ts';
+import { boundedFailure, runBounded } from '../util/bounded-command.ts';
 
 export { parseMountInfo, type MountInfo };
 
@@ -151,18 +151,17 @@ const FORCED_UMOUNT_MS = 30_000;
 
 /** `umount -c target`, and `umount -c -f target` when the first has not returned after `afterMs`. */
 async function unmountWithForce(target: string, afterMs: number, { signal, onForce }: UnmountOptions): Promise<void> {
-  const plain = await runBounded('umount', ['-c', target], { timeoutMs: afterMs, ...(signal ? { signal } : {}) });
-  if (plain.aborted) throw new Error(`umount ${target}: given up (${String(signal?.reason ?? 'aborted')})`);
+  const first = { timeoutMs: afterMs, ...(signal ? { signal } : {}) };
+  const plain = await runBounded('umount', ['-c', target], first);
   if (!plain.timedOut) {
-    if (plain.code !== 0) throw new Error(`umount ${target}: ${plain.stderr.trim() || `exit ${plain.code}`}`);
+    const failed = boundedFailure(`umount ${target}`, plain, first);
+    if (failed) throw failed;
     return;
   }
   onForce?.(target);
-  const forced = await runBounded('umount', ['-c', '-f', target], { timeoutMs: FORCED_UMOUNT_MS, ...(signal ? { signal } : {}) });
-  const waited = `umount ${target} had no answer within ${Math.round(afterMs / 1000)} s`;
-  if (forced.aborted) throw new Error(`${waited}; umount -f given up (${String(signal?.reason ?? 'aborted')})`);
-  if (forced.timedOut) throw new Error(`${waited}, nor umount -f within ${FORCED_UMOUNT_MS / 1000} s`);
-  if (forced.code !== 0) throw new Error(`${waited}; umount -f: ${forced.stderr.trim() || `exit ${forced.code}`}`);
+  const second = { timeoutMs: FORCED_UMOUNT_MS, ...(signal ? { signal } : {}) };
+  const forced = boundedFailure(`umount ${target} had no answer within ${Math.round(afterMs / 1000)} s; umount -f`, await runBounded('umount', ['-c', '-f', target], second), second);
+  if (forced) throw forced;
 }
 
 /**
@@ -185,16 +184,17 @@ export async function mountFilesystem(source: string, dir: string, type: string,
   if (!/^[a-z0-9][a-z0-9.]{0,31}$/.test(type)) throw new Error(`file system type ${JSON.stringify(type)} is not a type name (such as nfs or nfs4)`);
   if (!source || source.startsWith('-') || /[\0\n]/.test(source)) throw new Error(`mount source ${JSON.stringify(source)} is empty, starts with "-" or holds a NUL or newline`);
   for (const o of options) if (!o || /[\s\0]/.test(o)) throw new Error(`mount option ${JSON.stringify(o)} is empty or holds white space or a NUL`);
-  await mountCmd(['-t', type, ...(options.length ? ['-o', options.join(',')] : []), source, dir], call);
+  const args = ['-t', type, ...(options.length ? ['-o', options.join(',')] : []), source, dir];
+  // Bounded as umount is: the mount.<type> helper may outlive a killed mount holding its pipes.
+  const failed = boundedFailure(`mount ${args.join(' ')}`, await runBounded('mount', args, call), call);
+  if (failed) throw failed;
 }
 
-async function mountCmd(args: string[], call: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
+/** `mount` of local paths (a bind, a remount): no server to wait for. */
+async function mountCmd(args: string[]): Promise<void> {
   try {
-    await run('mount', args, { ...(call.signal ? { signal: call.signal } : {}), ...(call.timeoutMs ? { timeout: call.timeoutMs, killSignal: 'SIGKILL' as const } : {}) });
+    await run('mount', args);
   } catch (err) {
-    const e = err as { killed?: boolean; name?: string };
-    if (call.signal?.aborted || e.name === 'AbortError') throw new Error(`mount ${args.join(' ')}: given up (${String(call.signal?.reason ?? 'aborted')})`);
-    if (e.killed) throw new Error(`mount ${args.join(' ')}: no answer within ${Math.round((call.timeoutMs ?? 0) / 1000)} s, killed`);
     throw new Error(`mount ${args.join(' ')}: ${stderrOf(err)}`);
   }
 }

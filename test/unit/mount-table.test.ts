@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { isLikelyMountPoint, isMountPoint, mountCount, mountTmpfs, mountsUnder, readMounts, removeOneFilesystem, unmount } from '../../core/volumes/mount-utils.ts';
+import { isLikelyMountPoint, isMountPoint, mountCount, mountFilesystem, mountTmpfs, mountsUnder, readMounts, removeOneFilesystem, unmount } from '../../core/volumes/mount-utils.ts';
 
 import { realPartMissing } from '../support/real-part.ts';
 
@@ -168,6 +168,31 @@ describe('mount table: shared reads, one read per teardown', function () {
       assert.equal(await isMountPoint(vol), false, 'both stacked mounts are off');
       assert.deepEqual((await fsp.readFile(calls, 'utf8')).trim().split('\n'), [`-c ${vol}`, `-c -f ${vol}`, `-c ${vol}`, `-c -f ${vol}`], 'plain, then forced, for each mount, the path as the table names it');
       assert.ok(took < 10_000, `forced off in ${Math.round(took)} ms (two plain umounts of 300 ms and two forced ones)`);
+    });
+
+    it('mountFilesystem with timeoutMs: a mount that does not return is killed at the timeout, without waiting for a helper that holds its pipes; an abort gives up at once', async function () {
+      // A mount that waits for ever, as one of a dead NFS server does, with a helper it forked
+      // (mount.nfs) holding stdout and stderr.
+      const bin = path.join(dir, 'bin');
+      await fsp.mkdir(bin);
+      await fsp.writeFile(path.join(bin, 'mount'), `#!/bin/sh\nsleep 60 &\necho $! >> ${dir}/helper.pid\nexec sleep 60\n`, { mode: 0o755 });
+      const savedPath = process.env.PATH;
+      process.env.PATH = `${bin}:${savedPath}`;
+      const vol = path.join(dir, 'vol');
+      const t0 = performance.now();
+      try {
+        await assert.rejects(mountFilesystem('server:/export', vol, 'nfs', ['hard'], { timeoutMs: 300 }), /^Error: mount -t nfs -o hard server:\/export .*: no answer within 300 ms, killed$/);
+        const aborted = new AbortController();
+        setTimeout(() => aborted.abort(new Error('pod deleted')), 200);
+        await assert.rejects(mountFilesystem('server:/export', vol, 'nfs', [], { timeoutMs: 60_000, signal: aborted.signal }), /: given up \(Error: pod deleted\)$/);
+      } finally {
+        process.env.PATH = savedPath;
+        for (const pid of (await fsp.readFile(`${dir}/helper.pid`, 'utf8').catch(() => '')).split('\n').filter(Boolean)) {
+          try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+        }
+      }
+      const took = performance.now() - t0;
+      assert.ok(took < 5_000, `both gave up in ${Math.round(took)} ms (300 ms and 200 ms; the helper sleeps 60 s)`);
     });
 
     it('removeOneFilesystem removes a tree, and stops at a file system mounted below without touching what is in it', async function () {

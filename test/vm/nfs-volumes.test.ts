@@ -105,10 +105,13 @@ describe('node VM: nfs volumes mounted by the default bundle\'s nfs plugin', fun
     const ns = await suite.namespace('vm-nfs-gone');
     // hard (mount.nfs's default): every call on the mount waits for the server, for ever.
     await boundNfsClaim(ns, 'gone', ['nfsvers=4.2', 'hard', 'timeo=10', 'retrans=1']);
-    // It writes a line every 100 ms, so the server goes with writes in flight (data the client
-    // holds for it, which a plain umount waits to flush).
+    // It wrote a file and reads it every 100 ms, so the server goes with the pod's calls on the
+    // mount in flight. Not writes: a buffered write to a hard mount whose server is gone can
+    // wait in the kernel unkillably (folio_wait_bit_common, seen here 2026-11-30), and then no
+    // kubelet can stop the container (SIGKILL waits with it) until the server is back. A read
+    // waits in the RPC layer, which SIGKILL ends.
     const holder = await runVmPod(t, ns, 'nfs-holder', {
-      containers: [{ name: 'c', image: t.env.images.busybox, command: ['sh', '-c', 'i=0; while true; do echo "line $i" >> /data/gone.log; i=$((i+1)); sleep 0.1; done'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+      containers: [{ name: 'c', image: t.env.images.busybox, command: ['sh', '-c', 'seq 1 1000 > /data/gone.log; while true; do cat /data/gone.log > /dev/null; sleep 0.1; done'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
       volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'gone' } }],
     });
     // The server goes as a host that is gone does: its packets are dropped (a stopped nfsd

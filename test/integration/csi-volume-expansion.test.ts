@@ -47,16 +47,22 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
     return { node, rootDir, driver, controller, ns, pv, volumeHandle };
   }
 
-  /** Plays the external-resizer (RecoverVolumeExpansionFailure off): ControllerExpandVolume, the PV grown, the claim's request grown, FileSystemResizePending set. */
+  /**
+   * Plays the external-resizer (RecoverVolumeExpansionFailure off): ControllerExpandVolume, the
+   * claim's request grown, FileSystemResizePending set, the PV grown. The PV goes last: the node
+   * expands once it sees the PV larger than the claim's status, and a condition set after the
+   * node finished (CI, 2026-11-30: the node's patch landed between the PV's and the condition's)
+   * would stay for good, with nothing left for the node to do.
+   */
   async function resize(s: Setup, bytes: number, size: string): Promise<void> {
     const expanded = await s.controller.expandVolume(s.volumeHandle, bytes);
     assert.equal(expanded.nodeExpansionRequired, true, 'the hostpath driver asks for node expansion');
-    await suite.core.patchPersistentVolume({ name: s.pv, body: { spec: { capacity: { storage: size } } } }, mergePatch());
     await suite.core.patchNamespacedPersistentVolumeClaim({ name: 'data', namespace: s.ns, body: { spec: { resources: { requests: { storage: size } } } } }, mergePatch());
     await suite.core.patchNamespacedPersistentVolumeClaimStatus({
       name: 'data', namespace: s.ns,
       body: { status: { conditions: [{ type: 'FileSystemResizePending', status: 'True', lastTransitionTime: new Date(), message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }] } },
     }, mergePatch());
+    await suite.core.patchPersistentVolume({ name: s.pv, body: { spec: { capacity: { storage: size } } } }, mergePatch());
   }
 
   /** A busybox pod with the claim at /data (a block claim with `device`: at /dev/xvda), Running; deleted (and waited for) after the test. */

@@ -141,12 +141,19 @@ function track(child) {
   return child;
 }
 
-function runMocha(args, env, output, niceness = 0) {
+/**
+ * Runs one mocha. `output` keeps its output in a file; `tee` (with `output`) streams it too, so
+ * a streamed lane's failures can be printed again at the end of the run, where a CI log's tail
+ * shows them.
+ */
+function runMocha(args, env, output, niceness = 0, tee = false) {
   return new Promise((resolve) => {
-    const child = track(spawn(MOCHA, args, { env: { ...process.env, ...env }, stdio: ['ignore', output ? 'pipe' : 'inherit', output ? 'pipe' : 'inherit'] }));
+    const colour = tee && process.stdout.isTTY ? ['--color'] : [];
+    const child = track(spawn(MOCHA, [...colour, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', output ? 'pipe' : 'inherit', output ? 'pipe' : 'inherit'] }));
     // Set before mocha has started anything, so every process it spawns inherits it.
     if (niceness && child.pid) os.setPriority(child.pid, niceness);
     if (output) { child.stdout.pipe(output, { end: false }); child.stderr.pipe(output, { end: false }); }
+    if (output && tee) { child.stdout.pipe(process.stdout, { end: false }); child.stderr.pipe(process.stderr, { end: false }); }
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
     child.on('error', (err) => { process.stderr.write(`test-lanes: ${MOCHA}: ${err.message}\n`); resolve(1); });
   });
@@ -194,15 +201,26 @@ const work = path.join(os.tmpdir(), `kubelet-ts-test-lanes-${process.pid}`);
 mkdirSync(work, { recursive: true });
 const started = Date.now();
 const results = [];
-/** Runs a lane: `log` undefined streams it, else its output is kept there. */
+/** Runs a lane: `log` undefined streams it (and keeps it in the lane's `.streamed.log`), else its output is kept there. */
 async function lane(name, laneFiles, env, { log, niceness } = {}) {
   if (!laneFiles.length) return 0;
   const timings = path.join(work, `${name}.json`);
-  const out = log ? createWriteStream(log) : undefined;
-  const code = await runMocha(['--spec', ...laneFiles], { TEST_TIMINGS: timings, ...env }, out, niceness);
-  if (out) await new Promise((r) => out.end(r));
-  results.push({ name, code, files: laneFiles.length, log, timings });
+  const streamed = log ? undefined : path.join(work, `${name}.streamed.log`);
+  const out = createWriteStream(log ?? streamed);
+  const code = await runMocha(['--spec', ...laneFiles], { TEST_TIMINGS: timings, ...env }, out, niceness, !log);
+  await new Promise((r) => out.end(r));
+  results.push({ name, code, files: laneFiles.length, log, streamed, timings });
   return code;
+}
+
+/** The lines a failed lane's mocha ended with: from its last "N failing" on (at most 200 lines), or its last 40 lines if it never got there. */
+function failureBlock(file) {
+  let lines;
+  try { lines = readFileSync(file, 'utf8').split('\n'); } catch { return '(its output is gone)'; }
+  let at = -1;
+  for (let i = lines.length - 1; i >= 0; i--) if (/^\s+\d+ failing/.test(lines[i])) { at = i; break; }
+  const block = at >= 0 ? lines.slice(at, at + 200) : lines.slice(-40);
+  return block.join('\n').trimEnd();
 }
 
 const pureLog = path.join(work, 'pure-lane.log');
@@ -254,6 +272,10 @@ const wall = Math.round((Date.now() - started) / 1000);
 const perLane = results.map((r) => `${r.name} ${Math.round(rows.filter((x) => x.lane === r.name).reduce((n, x) => n + x.seconds, 0))} s in ${r.files} files (exit ${r.code})`);
 process.stdout.write(`\n  npm test: ${wall} s wall; ${perLane.join('; ')}\n`);
 process.stdout.write(`  slowest test files of all lanes:\n${rows.slice(0, 15).map((r) => `  ${r.seconds.toFixed(1).padStart(7)} s  ${String(r.tests).padStart(3)} tests  ${r.lane.padEnd(5)}  ${r.file}`).join('\n')}\n`);
+// A failed lane's failures again, last: the streamed lanes' scroll far above the summary.
+for (const r of results.filter((r) => r.code !== 0)) {
+  process.stdout.write(`\n========== the failures of lane ${r.name} (exit ${r.code}) ==========\n${failureBlock(r.log ?? r.streamed)}\n`);
+}
 if (process.env.TEST_TIMINGS) writeFileSync(process.env.TEST_TIMINGS, `${JSON.stringify(rows, null, 1)}\n`);
 rmSync(work, { recursive: true, force: true });
 process.exit(nodeCode || pureCode || process.exitCode || 0);

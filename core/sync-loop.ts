@@ -31,6 +31,16 @@ import { EVICTED_REASON } from './eviction/eviction-manager.ts';
 const REPLACEMENT_WAIT_MS = 200;
 /** The grace of a terminating API pod once it is gone from the API server (upstream's override for pods no source knows). */
 const GONE_FROM_API_GRACE_SECONDS = 1;
+/**
+ * How long a pod's worker must have been busy before a runtime change (PLEG) publishes the pod's
+ * status in the middle of its operation. Upstream shows a runtime change only at the end of a
+ * sync, and sees it no sooner than its relist period (1 s): a quick operation (a container
+ * restarted for a changed image: killed, pulled, started) shows its end, not its middle (the
+ * conformance test "lifecycle of Pods and PodStatus" reads Ready right after such a change and
+ * failed when the killed container's status was out first); a worker busy for long (a slow pull,
+ * postStart, a hanging tap) still has its status follow the runtime.
+ */
+const BUSY_STATUS_AFTER_MS = 1000;
 /** How long the loop remembers that a pod's termination finished. */
 const FINISHED_MEMORY_MS = 10 * 60_000;
 
@@ -143,6 +153,8 @@ export class SyncLoop {
   private readonly goneFromSource = new Set<string>();
   /** Pods whose start was already measured (kubelet_pod_start_duration_seconds counts each once). */
   private readonly startMeasured = new Set<string>();
+  /** Deferred mid-operation status publications (publishWhileBusy), by pod UID. */
+  private readonly busyStatusTimers = new Map<string, NodeJS.Timeout>();
   private readonly podConfig = new PodConfig((u) => this.handleUpdate(u));
   private readonly queue: WorkQueue;
   private readonly workers: PodWorkers;
@@ -296,9 +308,32 @@ export class SyncLoop {
       this.resync(uid);
       // A worker busy for long (a slow postStart, a hanging plugin tap) publishes the pod's
       // status only when it is done: meanwhile the status follows the runtime from here.
-      const pod = this.desired.get(uid);
-      if (pod && this.workers.isBusy(uid)) this.publishStatus(pod, uid, false);
+      this.publishWhileBusy(uid);
     }
+  }
+
+  /**
+   * Publishes the status of a pod whose worker is busy, once the worker's operation has run
+   * BUSY_STATUS_AFTER_MS (at once if it has). An operation that ends sooner publishes its own
+   * status when it ends, so the deferred one is then dropped; one timer per pod at most.
+   */
+  private publishWhileBusy(uid: string): void {
+    const ran = this.workers.busyForMs(uid);
+    if (ran === undefined || !this.desired.has(uid)) return;
+    if (ran >= BUSY_STATUS_AFTER_MS) {
+      this.publishStatus(this.desired.get(uid)!, uid, false);
+      return;
+    }
+    if (this.busyStatusTimers.has(uid)) return;
+    // Looked at again when due: the worker may have begun another operation meanwhile (the change
+    // may have come with it), which gets its own BUSY_STATUS_AFTER_MS; an idle worker has
+    // published its status.
+    const timer = setTimeout(() => {
+      this.busyStatusTimers.delete(uid);
+      this.publishWhileBusy(uid);
+    }, BUSY_STATUS_AFTER_MS - ran);
+    timer.unref();
+    this.busyStatusTimers.set(uid, timer);
   }
 
   /**
@@ -337,6 +372,8 @@ export class SyncLoop {
   /** Stops the queue's timers (nothing is enqueued again) and the workers' container starts. */
   stopQueue(): void {
     this.queue.stop();
+    for (const t of this.busyStatusTimers.values()) clearTimeout(t);
+    this.busyStatusTimers.clear();
     this.workers.halt();
   }
 

@@ -31,6 +31,8 @@ interface Worker {
   /** The termination's grace, from the first termination request on (only ever shortened). */
   grace: TerminationGrace | undefined;
   busy: boolean;
+  /** When the operation in progress began (performance.now()), while busy. */
+  operationStartedAt: number | undefined;
   dirty: boolean;
   idle: Promise<void> | undefined;
   /** The operation in progress (a sync or a termination): aborted to give up on it. */
@@ -70,7 +72,7 @@ export class PodWorkers {
     const uid = pod.metadata!.uid!;
     let w = this.workers.get(uid);
     if (!w) {
-      w = { pod, terminating: false, grace: undefined, busy: false, dirty: false, idle: undefined, operation: undefined };
+      w = { pod, terminating: false, grace: undefined, busy: false, operationStartedAt: undefined, dirty: false, idle: undefined, operation: undefined };
       this.workers.set(uid, w);
     }
     if (w.terminating && terminate) {
@@ -108,6 +110,12 @@ export class PodWorkers {
   /** True while the pod's worker runs an operation. */
   isBusy(uid: string): boolean {
     return this.workers.get(uid)?.busy === true;
+  }
+
+  /** How long the pod's worker has run its current operation (ms), or undefined when it is idle. */
+  busyForMs(uid: string): number | undefined {
+    const w = this.workers.get(uid);
+    return w?.busy && w.operationStartedAt !== undefined ? performance.now() - w.operationStartedAt : undefined;
   }
 
   isTerminating(uid: string): boolean {
@@ -152,6 +160,7 @@ export class PodWorkers {
         const pod = w.pod;
         const op = w.terminating ? 'terminate' : 'sync';
         const started = performance.now();
+        w.operationStartedAt = started;
         const operation = new AbortController();
         w.operation = operation;
         if (this.halted) operation.abort(new PodWorkGivenUp('the kubelet is stopping'));
@@ -192,6 +201,7 @@ export class PodWorkers {
       }
     } finally {
       w.busy = false;
+      w.operationStartedAt = undefined;
     }
   }
 }

@@ -125,6 +125,52 @@ describe('Kubelet sync against the fake CRI server', function () {
     await t.waitForPod('web', (p) => (cs(p)?.restartCount ?? 0) > before && !!cs(p)?.state?.running, 5000, 'restart after back-off');
   });
 
+  it('a runtime change during a quick operation of the pod\'s worker shows with the operation\'s end; during a long one (over 1 s), before its end', async () => {
+    // The restart of 'slow' runs its afterStart for `hold` ms; at its start, container 'steady'
+    // exits. Upstream shows a runtime change at the end of its sync (and no sooner than its 1 s
+    // relist); the conformance test "lifecycle of Pods and PodStatus" read Ready in the middle of
+    // such a quick restart and failed on kubelet-ts's mid-operation status.
+    let hold = 0;
+    let heldUntil = 0;
+    const holding: KubeletPlugin = {
+      name: 'holding',
+      apply(ctx) {
+        ctx.hooks.afterStart.tapPromise('holding', async (e) => {
+          if (e.container.name !== 'slow' || hold === 0) return;
+          const steady = cs(t.pod('web'), 'steady')?.containerID;
+          suite.fake.exitContainer(idOf(steady), 1);
+          await sleep(hold);
+          heldUntil = Date.now();
+        });
+      },
+    };
+    const t = await start({ crashLoopBackOff: { initialMs: 100, maxMs: 200 }, plegRelistPeriodMs: 50 }, [holding]);
+    const seen: Array<{ at: number; steadyRunning: boolean }> = [];
+    t.kubelet.hooks.podStatusChanged.tap('test-recorder', (pod, status) => {
+      if (pod.metadata?.name === `web-${t.config.nodeName}`) seen.push({ at: Date.now(), steadyRunning: !!status.containerStatuses?.find((c) => c.name === 'steady')?.state?.running });
+    });
+    await t.writeManifest('web.yaml', podManifest('web', [app('steady'), app('slow')]));
+    await t.waitForPod('web', isRunning, 8000, 'Running');
+    /** When the first status without 'steady' running was announced after `from`, once the held afterStart is over. */
+    const steadyStopShownAt = async (from: number) => {
+      await waitFor('the held afterStart over', () => heldUntil > from, 10_000);
+      return (await waitFor('a status without steady running', () => seen.find((s) => s.at >= from && !s.steadyRunning), 5000)).at;
+    };
+
+    hold = 400;
+    let from = Date.now();
+    suite.fake.exitContainer(idOf(cs(t.pod('web'), 'slow')?.containerID), 1);
+    let shown = await steadyStopShownAt(from);
+    assert.ok(shown >= heldUntil, `a 400 ms operation: steady's exit shown at its end (${shown - heldUntil} ms after it)`);
+
+    await t.waitForPod('web', (p) => !!cs(p, 'steady')?.state?.running && !!cs(p, 'slow')?.state?.running, 8000, 'both running again');
+    hold = 2500;
+    from = Date.now();
+    suite.fake.exitContainer(idOf(cs(t.pod('web'), 'slow')?.containerID), 1);
+    shown = await steadyStopShownAt(from);
+    assert.ok(shown < heldUntil - 500, `a 2.5 s operation: steady's exit shown before its end (${heldUntil - shown} ms before)`);
+  });
+
   it('reports ErrImagePull then ImagePullBackOff for a missing image; other pods run', async () => {
     const t = await start({ imagePullBackOff: { initialMs: 1500, maxMs: 3000 } });
     const statuses = recordStatuses(t, 'bad');

@@ -25,7 +25,7 @@
 // (seconds per file from a measured run; a file not in it counts 5 s per test). The first node
 // lane's output streams as it comes; the other lanes' are kept in files and printed after it,
 // their paths printed first in case the run is cut short. Every lane's per-file seconds are
-// merged into one summary. Exit status: the first failing lane's.
+// merged into one summary, and a failed lane's failures are printed again last. Exit status: the first failing lane's.
 //
 // `TEST_NODE_LANES=1` runs the node files in one mocha process as before (no shared-parts
 // process); `TEST_FILES=<regex>` runs only the matching files, each in its lane; with arguments (`npm test -- --grep x`, a spec file) it runs one plain mocha with

@@ -314,7 +314,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
       body: { metadata: { name: 'eph-scratch' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', resources: { requests: { storage: '16Mi' } } } },
     });
     await ephemeralPod(node, ns, 'eph', 'exec sleep 3600');
-    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'eph' && e.reason === 'FailedMount'), 60_000, 500);
+    const event = await suite.podEvent(ns, 'eph', 'FailedMount', /pod is not owner/);
     assert.equal(event.type, 'Warning');
     assert.equal(event.message, `Unable to attach or mount volumes: unmounted volumes=[scratch], unattached volumes=[], failed to process volumes=[scratch]: PVC ${ns}/eph-scratch was not created for pod ${ns}/eph (pod is not owner)`);
     assert.equal((await readPod(ns, 'eph')).status?.phase, 'Pending');
@@ -416,8 +416,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
 
     await boundClaim(driver, ns, 'locked', { csi: { nodePublishSecretRef: { name: 'no-such-creds', namespace: store } } });
     await claimPod(node, ns, 'no-secret', 'locked', 'exec sleep 3600');
-    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'no-secret' && e.reason === 'FailedMount'), 60_000, 500);
-    assert.match(event.message ?? '', new RegExp(`nodePublishSecretRef: secret "${store}/no-such-creds" not found`));
+    await suite.podEvent(ns, 'no-secret', 'FailedMount', new RegExp(`nodePublishSecretRef: secret "${store}/no-such-creds" not found`));
     assert.equal((await readPod(ns, 'no-secret')).status?.phase, 'Pending');
   });
 
@@ -425,7 +424,7 @@ describe('CSI persistent volumes (PVC → PV → stage/publish) on the real cont
     const { node } = await storageNode('pvmiss');
     const ns = await suite.namespace('pvmiss');
     await claimPod(node, ns, 'orphan', 'nope', 'exec sleep 3600');
-    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.involvedObject?.name === 'orphan' && e.reason === 'FailedMount'), 60_000, 500);
+    const event = await suite.podEvent(ns, 'orphan', 'FailedMount', /not found/);
     assert.equal(event.type, 'Warning');
     assert.equal(event.message, `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: error processing PVC ${ns}/nope: failed to fetch PVC from API server: persistentvolumeclaims "nope" not found`);
     // The status is posted on its own schedule: it may reach the API server just after the event.

@@ -99,8 +99,7 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
       namespace: ns,
       body: { metadata: { name: 'waits' }, spec: { nodeName: node.name, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: suite.env.images.busybox, command: ['true'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }] } },
     });
-    const event = await waitFor('a FailedMount event', async () => (await suite.core.listNamespacedEvent({ namespace: ns })).items.find((e) => e.reason === 'FailedMount' && e.involvedObject.name === 'waits'), 60_000, 500);
-    assert.match(event.message ?? '', new RegExp(`local PersistentVolume ${pv}: path "${missing}" does not exist on this node`));
+    await suite.podEvent(ns, 'waits', 'FailedMount', new RegExp(`local PersistentVolume ${pv}: path "${missing}" does not exist on this node`));
     assert.equal((await suite.core.readNamespacedPod({ name: 'waits', namespace: ns })).status?.phase, 'Pending');
     await deletePod(ns, 'waits');
   });

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
@@ -90,6 +90,27 @@ export class ClusterSuite {
   /** Waits until the Node reports Ready. */
   async nodeReady(name: string, timeoutMs = 60_000): Promise<void> {
     await waitFor(`Node ${name} Ready`, async () => (await this.core.readNode({ name })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'), timeoutMs);
+  }
+
+  /**
+   * Waits for an event of `reason` about pod `name` whose message matches `message`, and returns
+   * it. Not the first event of that reason: a kubelet retries a failed step and records each
+   * failure, and an early one may say something else; a read of a PVC or Secret right after the
+   * pod was bound is refused by the node authorizer until its graph has the pod ("no relationship
+   * found between node ..."), for upstream's kubelet as for ours. On timeout the messages seen
+   * are in the error.
+   */
+  async podEvent(ns: string, name: string, reason: string, message: RegExp, timeoutMs = 60_000): Promise<CoreV1Event> {
+    let seen: string[] = [];
+    try {
+      return await waitFor(`a ${reason} event of ${ns}/${name} matching ${message}`, async () => {
+        const events = (await this.core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.involvedObject?.name === name && e.reason === reason);
+        seen = events.map((e) => e.message ?? '');
+        return events.find((e) => message.test(e.message ?? ''));
+      }, timeoutMs, 500);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; ${reason} messages seen: ${seen.length ? seen.map((m) => JSON.stringify(m)).join(', ') : 'none'}`);
+    }
   }
 
   /** Mocha hooks, registered by clusterSuite(). */

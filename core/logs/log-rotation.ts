@@ -16,8 +16,9 @@
  * Two things hold a container that floods its log closer to the limits than upstream's order
  * and period do: the writer is moved to a new file first, before the old files are compressed
  * (upstream compresses first, and a flooded file takes seconds to gzip while the current one
- * keeps growing); and after a pass that rotated something the next pass comes after a second,
- * not a whole interval, until no file is over the size.
+ * keeps growing); and for a whole interval after a pass that rotated something, passes come
+ * every second, not once an interval: a writer still flooding its log is caught as soon as its
+ * file is over the size again, even one that took longer than a second to get there.
  *
  * Readers of the log (`/containerLogs`, `kubelet-ts logs -f`) notice the new file at the path
  * and go on reading there.
@@ -32,7 +33,7 @@ import type { Logger } from '../logger.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 
 const COMPRESS_SUFFIX = '.gz';
-/** The next pass after one that rotated a file: a writer still flooding its log is caught within a second. */
+/** The period of passes for an interval after one rotated a file: a flooding writer is caught within a second. */
 const HOT_RECHECK_MS = 1000;
 const TMP_SUFFIX = '.tmp';
 
@@ -53,8 +54,21 @@ export function rotationTimestamp(d: Date): string {
   return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`;
 }
 
+/**
+ * When the next pass comes: after a second while the last rotation is less than a monitor
+ * interval old, else after the interval. One second only was not enough: a writer that needed
+ * 1.5 s to fill the size again (a flood slowed by a busy node) was found under the size by the
+ * one quick pass and then waited a whole interval, twice the size on disk for that long.
+ */
+export function nextPassDelayMs(policy: LogRotationPolicy, msSinceLastRotation: number | undefined): number {
+  const hot = msSinceLastRotation !== undefined && msSinceLastRotation < policy.monitorIntervalMs;
+  return hot ? Math.min(HOT_RECHECK_MS, policy.monitorIntervalMs) : policy.monitorIntervalMs;
+}
+
 export class LogRotation {
   private timer: NodeJS.Timeout | undefined;
+  /** When a pass last rotated a file (ms since the epoch). */
+  private lastRotatedAt: number | undefined;
   private running: Promise<boolean> | undefined;
   private stopped = false;
 
@@ -74,7 +88,9 @@ export class LogRotation {
       this.running = this.rotateAll();
       void this.running.then((rotated) => {
         this.running = undefined;
-        this.schedule(rotated ? Math.min(HOT_RECHECK_MS, this.deps.policy.monitorIntervalMs) : this.deps.policy.monitorIntervalMs);
+        const now = Date.now();
+        if (rotated) this.lastRotatedAt = now;
+        this.schedule(nextPassDelayMs(this.deps.policy, this.lastRotatedAt === undefined ? undefined : now - this.lastRotatedAt));
       });
     }, delayMs);
     this.timer.unref();

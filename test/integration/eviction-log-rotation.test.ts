@@ -85,8 +85,10 @@ describe('container log rotation on containerd', function () {
       config: { containerLogs: { maxSizeBytes: 1024 * 1024, maxFiles: 3, monitorIntervalMs: 12_000 } },
       dir: path.join(dir, 'flood'),
     });
-    // About 3 MB a second: every check after the first finds the file over the size.
-    const script = `while true; do yes ${'0'.repeat(99)} | head -n 30000; sleep 1; done`;
+    // About 400 KB a second: the file is over the 1 MiB again some 2.5 s after each rotation, so
+    // one quick pass a second after it finds it under the size (as a faster flood slowed by a busy
+    // node did in CI); the passes must go on every second for the interval after a rotation.
+    const script = `while true; do yes ${'0'.repeat(99)} | head -n 4000; sleep 1; done`;
     await t.writeManifest('flood.json', podManifest('h15-flood-log', [{ name: 'flood', image: env.images.busybox, command: ['sh', '-c', script] }], { hostNetwork: true, terminationGracePeriodSeconds: 0 }, { namespace: 'h15-flood' }));
     const pod = await t.waitForPod('h15-flood-log', isRunning, 60_000, 'flood running');
     const logDir = path.join(t.config.podLogsDir, `h15-flood_${pod!.metadata!.name}_${pod!.metadata!.uid}`, 'flood');

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { LogRotation, rotationTimestamp } from '../../core/logs/log-rotation.ts';
+import { LogRotation, nextPassDelayMs, rotationTimestamp } from '../../core/logs/log-rotation.ts';
 import { silentLogger } from '../../core/logger.ts';
 import type { ContainerRuntime } from '../../core/runtime/types.ts';
 
@@ -40,6 +40,17 @@ describe('container log rotation', function () {
   const tick = () => {
     clock = new Date(clock.getTime() + 1000);
   };
+
+  it('passes come every second for a whole monitor interval after a rotation, then once an interval', function () {
+    const policy = { maxSizeBytes: 1024, maxFiles: 3, monitorIntervalMs: 12_000 };
+    assert.equal(nextPassDelayMs(policy, undefined), 12_000, 'nothing rotated yet');
+    assert.equal(nextPassDelayMs(policy, 0), 1000, 'right after a rotation');
+    // A writer that needs 1.5 s to fill the size again is still looked for every second.
+    assert.equal(nextPassDelayMs(policy, 2_000), 1000);
+    assert.equal(nextPassDelayMs(policy, 11_999), 1000);
+    assert.equal(nextPassDelayMs(policy, 12_000), 12_000, 'an interval without a rotation: back to the interval');
+    assert.equal(nextPassDelayMs({ ...policy, monitorIntervalMs: 500 }, 0), 500, 'never slower than the interval itself');
+  });
 
   it('names rotated files as upstream (YYYYMMDD-hhmmss, UTC)', function () {
     assert.equal(rotationTimestamp(new Date('2026-01-02T03:04:05Z')), '20260102-030405');

@@ -3,7 +3,7 @@
  * host's /var/lib/kubelet is never touched, the device-plugins plugin with its default options
  * and a root dir elsewhere (argv[2]), and upstream's sample device plugin (argv[3]) as an
  * operator runs it, dialling its fixed /var/lib/kubelet/device-plugins/kubelet.sock. Prints one
- * JSON line: the resources registered within 30 s, the socket the plugin served, and the sample
+ * JSON line: the resources registered (with their devices listed) within 30 s, the socket the plugin served, and the sample
  * plugin's output on failure.
  */
 import { spawn } from 'node:child_process';
@@ -23,11 +23,14 @@ let output = '';
 sample.stdout.on('data', (b: Buffer) => (output += b.toString()));
 sample.stderr.on('data', (b: Buffer) => (output += b.toString()));
 let resources: Array<{ resource: string; devices: number }> = [];
-for (let i = 0; i < 120 && resources.length === 0; i++) {
+// Registered comes before the plugin's first ListAndWatch answer: wait for its devices too (CI
+// once read the resource registered with 0 devices).
+const listed = () => resources.length > 0 && resources.every((r) => r.devices > 0);
+for (let i = 0; i < 120 && !listed(); i++) {
   resources = plugins.devices.resources().filter((r) => r.registered).map((r) => ({ resource: r.resourceName, devices: r.devices.length }));
-  if (resources.length === 0) await sleep(250);
+  if (!listed()) await sleep(250);
 }
 sample.kill('SIGTERM');
 await plugins.close();
-process.stdout.write(`${JSON.stringify({ served, resources, ...(resources.length ? {} : { output: output.slice(-4000) }) })}\n`);
+process.stdout.write(`${JSON.stringify({ served, resources, ...(listed() ? {} : { output: output.slice(-4000) }) })}\n`);
 process.exit(0);

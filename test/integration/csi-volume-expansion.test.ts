@@ -90,8 +90,7 @@ describe('CSI volume expansion (NodeExpandVolume after a resize) on the real con
   }
 
   const readClaim = (s: Setup) => suite.core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: s.ns });
-  const podEvent = (s: Setup, pod: string, reason: string) => waitFor(`a ${reason} event on pod ${pod}`, async () => (await suite.core.listNamespacedEvent({ namespace: s.ns })).items
-    .find((e) => e.involvedObject?.kind === 'Pod' && e.involvedObject.name === pod && e.reason === reason), 60_000, 300);
+  const podEvent = (s: Setup, pod: string, reason: string) => suite.podEvent(s.ns, pod, reason);
   const expandCalls = async (s: Setup) => (await s.driver.calls('NodeExpandVolume')).filter((c) => c.Request.volume_id === s.volumeHandle);
 
   /** The claim's status once the node finished: the new size, and no resize condition left. */

@@ -93,18 +93,18 @@ export class ClusterSuite {
   }
 
   /**
-   * Waits for an event of `reason` about pod `name` whose message matches `message`, and returns
-   * it. Not the first event of that reason: a kubelet retries a failed step and records each
+   * Waits for an event of `reason` about pod `name` whose message matches `message` (any message
+   * when not given), and returns it. Not the first event of that reason: a kubelet retries a failed step and records each
    * failure, and an early one may say something else; a read of a PVC or Secret right after the
    * pod was bound is refused by the node authorizer until its graph has the pod ("no relationship
    * found between node ..."), for upstream's kubelet as for ours. On timeout the messages seen
    * are in the error.
    */
-  async podEvent(ns: string, name: string, reason: string, message: RegExp, timeoutMs = 60_000): Promise<CoreV1Event> {
+  async podEvent(ns: string, name: string, reason: string, message: RegExp = /(?:)/, timeoutMs = 60_000): Promise<CoreV1Event> {
     let seen: string[] = [];
     try {
       return await waitFor(`a ${reason} event of ${ns}/${name} matching ${message}`, async () => {
-        const events = (await this.core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.involvedObject?.name === name && e.reason === reason);
+        const events = (await this.core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.involvedObject?.kind === 'Pod' && e.involvedObject.name === name && e.reason === reason);
         seen = events.map((e) => e.message ?? '');
         return events.find((e) => message.test(e.message ?? ''));
       }, timeoutMs, 500);

@@ -3,8 +3,8 @@
  * host's /var/lib/kubelet is never touched, the device-plugins plugin with its default options
  * and a root dir elsewhere (argv[2]), and upstream's sample device plugin (argv[3]) as an
  * operator runs it, dialling its fixed /var/lib/kubelet/device-plugins/kubelet.sock. Prints one
- * JSON line: the resources registered (with their devices listed) within 30 s, the socket the plugin served, and the sample
- * plugin's output on failure.
+ * JSON line: the resources registered (with their devices listed) within 30 s, the socket the
+ * plugin served, and the sample plugin's output on failure.
  */
 import { spawn } from 'node:child_process';
 import { readlinkSync } from 'node:fs';

@@ -163,7 +163,7 @@ function runMocha(args, env, output, niceness = 0, tee = false) {
 function startSharedParts(file, logFile) {
   const flags = ['--import=tsx', '--conditions=kubelet-ts-source', ...(process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ? ['--no-experimental-require-module'] : [])];
   const log = createWriteStream(logFile);
-  const child = track(spawn(process.execPath, [...flags, 'test/support/shared-parts-main.ts', file], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(spawn(process.execPath, [...flags, 'test/support/shared-parts-main.ts', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...portSlot(0) } }));
   child.stderr.pipe(log, { end: false });
   const exited = new Promise((r) => child.on('exit', (code, signal) => { log.end(); r(code ?? signal); }));
   return new Promise((resolve) => {
@@ -225,7 +225,12 @@ function failureBlock(file) {
 
 const pureLog = path.join(work, 'pure-lane.log');
 let pure = Promise.resolve(0);
-const startPure = () => { pure = lane('pure', pureFiles, { KUBELET_TS_TEST_LANE: 'pure' }, { log: pureLog, niceness: PURE_LANE_NICENESS }); };
+// Each process that runs beside others picks its ports from its own slice (tools/node-env/util.ts
+// freePort): slot 0 the shared parts, 1..NODE_LANES the node lanes (the alone lane, which runs
+// before them, shares the first's), the last the pure lane.
+const PORT_SLOTS = NODE_LANES + 2;
+const portSlot = (i) => ({ KUBELET_TS_PORT_SLOT: `${i}/${PORT_SLOTS}` });
+const startPure = () => { pure = lane('pure', pureFiles, { KUBELET_TS_TEST_LANE: 'pure', ...portSlot(PORT_SLOTS - 1) }, { log: pureLog, niceness: PURE_LANE_NICENESS }); };
 
 let nodeCode = 0;
 // No node file selected (TEST_FILES naming pure files): nothing needs containerd, the registry or
@@ -233,25 +238,25 @@ let nodeCode = 0;
 if (NODE_LANES === 1 || !nodeFiles.length) {
   process.stdout.write(`npm test: ${nodeFiles.length} node files in one lane, ${pureFiles.length} pure files beside it (their output after, meanwhile in ${pureLog})\n`);
   startPure();
-  nodeCode = await lane('node', nodeFiles, { KUBELET_TS_TEST_LANE: 'node' });
+  nodeCode = await lane('node', nodeFiles, { KUBELET_TS_TEST_LANE: 'node', ...portSlot(1) });
 } else {
   const sharedFile = path.join(work, 'shared-parts.json');
   const shared = await startSharedParts(sharedFile, path.join(work, 'shared-parts.log'));
   if (!shared) {
     startPure();
-    nodeCode = await lane('node', nodeFiles, { KUBELET_TS_TEST_LANE: 'node' });
+    nodeCode = await lane('node', nodeFiles, { KUBELET_TS_TEST_LANE: 'node', ...portSlot(1) });
   } else {
     const lanes = dealNodeFiles(sharedFiles, NODE_LANES);
     const logs = lanes.map((_, i) => (i === 0 ? undefined : path.join(work, `node${i + 1}-lane.log`)));
     process.stdout.write(`npm test: ${aloneFiles.length} node files alone first, then ${sharedFiles.length} in ${NODE_LANES} lanes side by side (${lanes.map((l) => `${l.files.length} files, ~${Math.round(l.seconds)} s`).join('; ')}) with ${pureFiles.length} pure files beside them; the output of the first node lane streams, the others follow it (meanwhile in ${[...logs.filter(Boolean), pureLog].join(', ')})\n`);
     const env = { KUBELET_TS_TEST_LANE: 'node', KUBELET_TS_TEST_SHARED_PARTS: sharedFile };
     try {
-      const alone = await lane('alone', aloneFiles, env);
+      const alone = await lane('alone', aloneFiles, { ...env, ...portSlot(1) });
       // The pure lane starts with the node lanes, which mostly wait, not beside the alone files,
       // which load the machine on purpose: at nice 10 there, its timing tests were starved (a
       // 120 ms pause in a test took longer than the 300 ms it was measured against).
       startPure();
-      const codes = await Promise.all(lanes.map((l, i) => lane(`node${i + 1}`, l.files, { ...env, ...(i > 0 ? { KUBELET_TS_TEST_RUNTIME_INSTANCE: `test-lane-${i + 1}-${process.pid}` } : {}) }, { log: logs[i] })));
+      const codes = await Promise.all(lanes.map((l, i) => lane(`node${i + 1}`, l.files, { ...env, ...portSlot(i + 1), ...(i > 0 ? { KUBELET_TS_TEST_RUNTIME_INSTANCE: `test-lane-${i + 1}-${process.pid}` } : {}) }, { log: logs[i] })));
       nodeCode = alone || codes.find((c) => c) || 0;
     } finally {
       await shared.stop();

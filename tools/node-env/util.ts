@@ -97,12 +97,35 @@ function ephemeralRange(): { low: number; high: number } {
 /** Ports this process handed out: never handed out twice, even after their listener closed. */
 const handedOut = new Set<number>();
 
-function tryListen(port: number): Promise<number | undefined> {
+/**
+ * Upstream's fixed ports (kubelet healthz 10248, main 10250, read-only 10255, kube-proxy 10256,
+ * controller-manager 10257, scheduler 10259): a kubelet or control plane a test starts with its
+ * defaults binds them, so they are never handed out.
+ */
+const KUBE_DEFAULT_PORTS = { low: 10_248, high: 10_259 };
+
+/**
+ * The share of [floor, ceiling) this process picks from. The test runner
+ * (scripts/test-lanes.mjs) runs several processes side by side, each with its own
+ * `handedOut`; it gives each a slot (`KUBELET_TS_PORT_SLOT=i/n`) so that two of them never
+ * hand out the same port. Without that, a CI run lost a test when another lane bound the
+ * read-only port it had been handed between its check and its kubelet's start.
+ */
+export function portSlice(floor: number, ceiling: number, slot = process.env.KUBELET_TS_PORT_SLOT): { low: number; high: number } {
+  const m = /^(\d+)\/(\d+)$/.exec(slot ?? '');
+  const [i, n] = m ? [Number(m[1]), Number(m[2])] : [0, 1];
+  if (!(n >= 1 && i < n)) return { low: floor, high: ceiling };
+  const width = Math.floor((ceiling - floor) / n);
+  return { low: floor + i * width, high: floor + (i + 1) * width };
+}
+
+/** Binds `port` on `host` and lets it go: the port it got, or undefined if the bind failed. */
+function tryListen(port: number, host: string): Promise<number | undefined> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();
     srv.on('error', () => resolve(undefined));
-    srv.listen(port, '127.0.0.1', () => {
+    srv.listen(port, host, () => {
       const addr = srv.address();
       const bound = typeof addr === 'object' && addr ? addr.port : undefined;
       srv.close(() => resolve(bound));
@@ -111,26 +134,27 @@ function tryListen(port: number): Promise<number | undefined> {
 }
 
 /**
- * Returns a TCP port on 127.0.0.1 that was free a moment ago, chosen at random below the
- * ephemeral range (see ephemeralRange) and above 10000, so that no outgoing connection takes it
- * before its server binds it. Falls back to one the kernel picks if 50 tries find none.
+ * Returns a TCP port that was free a moment ago on every IPv4 address (a kubelet binds
+ * 0.0.0.0, which a listener on any one address blocks), chosen at random from this process's
+ * slice (see portSlice) of the range below the ephemeral one (see ephemeralRange) and above
+ * 10000, so that no outgoing connection takes it before its server binds it. Falls back to one
+ * the kernel picks if 50 tries find none.
  */
 export async function freePort(): Promise<number> {
-  const { low } = ephemeralRange();
-  const floor = 10_000;
-  if (low - floor > 1000) {
+  const { low, high } = portSlice(10_000, ephemeralRange().low);
+  if (high - low > 1000) {
     for (let i = 0; i < 50; i++) {
-      const candidate = floor + Math.floor(Math.random() * (low - floor));
-      if (handedOut.has(candidate)) continue;
-      const port = await tryListen(candidate);
+      const candidate = low + Math.floor(Math.random() * (high - low));
+      if (handedOut.has(candidate) || (candidate >= KUBE_DEFAULT_PORTS.low && candidate <= KUBE_DEFAULT_PORTS.high)) continue;
+      const port = await tryListen(candidate, '0.0.0.0');
       if (port) {
         handedOut.add(port);
         return port;
       }
     }
   }
-  const port = await tryListen(0);
-  if (!port) throw new Error('freePort: could not bind a port on 127.0.0.1');
+  const port = await tryListen(0, '0.0.0.0');
+  if (!port) throw new Error('freePort: could not bind a port');
   handedOut.add(port);
   return port;
 }

@@ -56,7 +56,7 @@ describe('freePort (the ports test servers and the control plane bind)', () => {
     assert.deepEqual(slices[0], { low: 10_000, high: 15_692 });
     for (let i = 1; i < 4; i++) assert.equal(slices[i].low, slices[i - 1].high, 'slices adjoin without overlap');
     assert.ok(slices[3].high <= 32_768);
-    assert.deepEqual(portSlice(10_000, 32_768, undefined), { low: 10_000, high: 32_768 }, 'no slot: the whole range');
+    assert.deepEqual(portSlice(10_000, 32_768, ''), { low: 10_000, high: 32_768 }, 'no slot (an empty KUBELET_TS_PORT_SLOT): the whole range');
     assert.deepEqual(portSlice(10_000, 32_768, '4/4'), { low: 10_000, high: 32_768 }, 'a slot out of range: the whole range');
   });
 });

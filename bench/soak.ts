@@ -167,6 +167,7 @@ export async function run(opts: BenchOptions & { minutes?: number; churnPerSecon
     });
     const cgroupRoot = (await readFile(path.join(kp.dir, 'cgroup-root'), 'utf8')).trim();
     const cgroupBase = await podCgroupBase();
+    const containerdSocket = env.containerdEndpoint.replace(/^unix:\/\//, '');
     log(`soak: kubelet pid ${kp.pid} (${kp.code}), log ${kp.logFile}; ${n} pods, ${churnPerSecond}/s churn, ${minutes} min`);
     const raw = new RawCri(env.containerdEndpoint, '/nonexistent');
     const live: string[] = [];
@@ -214,7 +215,7 @@ export async function run(opts: BenchOptions & { minutes?: number; churnPerSecon
           ...(now.containerd !== undefined && cpu.containerd !== undefined ? { containerdCpuCores: round((now.containerd - cpu.containerd) / wall, 2) } : {}),
           sandboxes: (await raw.runtime.listPodSandboxes(managed)).length,
           containers: (await raw.runtime.listContainers(managed)).length,
-          shims: await countShims(env.containerdEndpoint.replace(/^unix:\/\//, '')),
+          shims: await countShims(containerdSocket),
           mounts: await countMounts(kp.dir),
           podCgroups: await countPodCgroups(cgroupBase, cgroupRoot),
           podsDesired: live.length,
@@ -253,7 +254,7 @@ export async function run(opts: BenchOptions & { minutes?: number; churnPerSecon
         // goes last. A run on a slow machine converged with one such shim still exiting, and the
         // sample right after counted 111 for 110 pods: a moment of teardown, not a leak (a leak
         // never comes down, and this loop is bounded).
-        const shims = await countShims(env.containerdEndpoint.replace(/^unix:\/\//, ''));
+        const shims = await countShims(containerdSocket);
         if ([...want].every((w) => readyNames.has(w)) && pods.length === want.size && sandboxes.length === want.size && shims <= want.size) {
           converged = { seconds: round((performance.now() - c0) / 1000) };
           break;
@@ -292,7 +293,6 @@ export function longLivedHandles(byType: Record<string, number>): number {
 /** Each figure after warm-up (the first quarter's last sample) against its bound; the convergence sample at the end counts. */
 /** The timers a running soak pod holds: its readiness and its liveness probe's. */
 const PROBE_TIMERS_PER_POD = 2;
-const podsRunning = (s: SoakSample) => s.podsRunning;
 
 export function flatness(samples: SoakSample[], n: number): SoakResult['verdict'] {
   if (samples.length < 2) return [];
@@ -314,7 +314,7 @@ export function flatness(samples: SoakSample[], n: number): SoakResult['verdict'
   // Each running pod holds its two probe timers, so the timers' bound grows with the pods that
   // run at the end beyond those that ran at warm-up. CI's 60-pod soak on a slow machine ran 17 at
   // warm-up (the churn outpaced the starts) and 60 at the end: 83 -> 159 timers, none leaked.
-  const runningGrowth = Math.max(0, podsRunning(last) - podsRunning(warmAt));
+  const runningGrowth = Math.max(0, last.podsRunning - warmAt.podsRunning);
   check('pending timers', (s) => s.timers, (w) => w * 1.1 + 10 + PROBE_TIMERS_PER_POD * runningGrowth);
   check('handles', (s) => s.activeResources, (w) => w * 1.1 + 10);
   // What the pods need at the end: one sandbox, container, shim, mount and cgroup each.

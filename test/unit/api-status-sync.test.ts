@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1PodStatus } from '@kubernetes/client-node';
 import { ApiStatusSync, type PodTarget } from '../../core/apiserver/api-status-sync.ts';
 import { silentLogger } from '../../core/logger.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const target: PodTarget = { namespace: 'ns', name: 'web', uid: 'u1' };
 
@@ -42,7 +43,9 @@ describe('ApiStatusSync (pod statuses to the API server)', function () {
     s.set('u1', target, { phase: 'Pending' });
     s.set('u1', target, { phase: 'Running' });
     s.set('u1', target, { phase: 'Succeeded' });
-    await sleep(100);
+    // Wait for the second write rather than a fixed time: a loaded test lane ran past 100 ms.
+    await waitFor('two statuses sent', () => sent.length >= 2, 5000, 10);
+    await sleep(50);
     assert.deepEqual(sent.map((x) => x.phase), ['Pending', 'Succeeded']);
     s.set('u1', target, { phase: 'Running' });
     await sleep(50);
@@ -54,14 +57,17 @@ describe('ApiStatusSync (pod statuses to the API server)', function () {
     let calls = 0;
     const { s, sent } = sync({ fail: () => (++calls === 1 ? 'retry' : undefined) });
     s.set('u1', target, { phase: 'Running' });
+    await waitFor('the first write tried', () => calls >= 1, 5000, 10);
     await sleep(50);
     assert.equal(sent.length, 0);
     s.flush();
-    await sleep(50);
-    assert.equal(sent.length, 1, 'sent on the flush after the failure');
-    const gone = sync({ fail: () => 'drop' });
+    await waitFor('sent on the flush after the failure', () => sent.length >= 1, 5000, 10);
+    assert.equal(sent.length, 1);
+    let goneCalls = 0;
+    const gone = sync({ fail: () => (++goneCalls, 'drop') });
     gone.s.set('u1', target, { phase: 'Running' });
-    await sleep(30);
+    await waitFor('the write to a gone object tried', () => goneCalls >= 1, 5000, 10);
+    await sleep(10);
     assert.equal(gone.s.backlog, 0);
     s.stop();
     gone.s.stop();

@@ -164,7 +164,7 @@ describe('readContainerLog', () => {
     const ac = new AbortController();
     const done = readContainerLog(f, { follow: true, signal: ac.signal, pollIntervalMs: 100 }, out);
     const waitText = async (want: string) => {
-      for (let i = 0; i < 100 && !text.includes(want); i++) await sleep(20);
+      for (let i = 0; i < 250 && !text.includes(want); i++) await sleep(20);
       assert.ok(text.includes(want), `got ${JSON.stringify(text)}`);
     };
     await waitText('first\n');
@@ -190,7 +190,7 @@ describe('readContainerLog', () => {
     // Rotation: the file is replaced by a new one under the same path.
     await fs.writeFile(`${f}.tmp`, '2024-01-01T00:00:02Z stdout F b\n');
     await fs.rename(`${f}.tmp`, f);
-    for (let i = 0; i < 100 && !out.text.includes('b'); i++) await sleep(20);
+    for (let i = 0; i < 250 && !out.text.includes('b'); i++) await sleep(20);
     await fs.appendFile(f, '2024-01-01T00:00:03Z stdout F last words\n');
     running = false;
     await done;

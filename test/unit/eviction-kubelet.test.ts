@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { EvictionSettings, KubeletConfig } from '../../core/config/types.ts';
 import type { NodeStatusDraft, PressureEvent } from '../../core/hooks.ts';
@@ -67,9 +66,11 @@ describe('eviction in the kubelet (fake CRI)', function () {
     assert.ok(stops.length >= 1 && stops.every((r: { timeout: string | number }) => Number(r.timeout) === 2), `stopped with min(evictionMaxPodGracePeriod, the pod's): ${JSON.stringify(stops)}`);
     const ev = k.kubelet.events.list().filter((e) => e.reason === 'Evicted' && e.involvedObject.name.startsWith('victim'));
     assert.deepEqual(ev.map((e) => [e.type, e.message]), [['Warning', 'chosen by the test policy']]);
-    // Candidates: active pods only; the evicted one is offered no more.
-    await sleep(600);
-    assert.ok(events.at(-1)!.pods.every((p) => !p.metadata!.name!.startsWith('victim')));
+    // Candidates: active pods only; the evicted one is offered no more. Two more rounds, so the
+    // last one surely began after the eviction (a fixed sleep missed them on a loaded machine).
+    const roundsAtEviction = events.length;
+    await waitFor('two pressure rounds after the eviction', () => events.length >= roundsAtEviction + 2);
+    assert.ok(events.at(-1)!.pods.every((p) => !p.metadata!.name!.startsWith('victim')), 'the evicted pod is no candidate');
     assert.ok(isRunning(k.pod('other')));
     assert.equal(events.at(-1)!.signal, 'memory.available');
     assert.equal(events.at(-1)!.hard, false);
@@ -93,8 +94,13 @@ describe('eviction in the kubelet (fake CRI)', function () {
     await waitFor('MemoryPressure', () => k.kubelet.eviction.conditions().has('MemoryPressure'));
     await k.writeManifest('be.json', podManifest('be', [app()]));
     await k.waitForPod('be', isRunning, 8000, 'a static BestEffort pod is admitted (critical)');
-    await sleep(600);
+    // With no candidate the policy is never asked, so run rounds ourselves (a wait on the hook
+    // could not tell "no round yet" from "no candidate").
+    await k.kubelet.eviction.round();
+    await k.kubelet.eviction.round();
+    assert.ok(k.kubelet.eviction.conditions().has('MemoryPressure'), 'the rounds saw the pressure');
     assert.ok(offered.every((pods) => pods.length === 0), 'no candidate offered');
+    assert.ok(isRunning(k.pod('be')), 'the static pod still runs');
   });
 });
 

@@ -485,14 +485,14 @@ describe('main port: proxied streams and limits', function () {
     assert.doesNotMatch(heads[0]!, /authorization: bearer|secret-token|c2VjcmV0/i);
     assert.match(heads[0]!, /Sec-WebSocket-Protocol: v4\.channel\.k8s\.io/);
     socket.write('ping-1');
-    for (let i = 0; i < 50 && !data().includes('ping-1'); i++) await sleep(20);
+    for (let i = 0; i < 250 && !data().includes('ping-1'); i++) await sleep(20);
     assert.equal(data(), 'ping-1');
     assert.equal(server!.activeStreams, 1);
     // The client goes away: the runtime's side is closed too.
     const closed = new Promise((r) => backendSockets[0]!.once('close', r));
     socket.destroy();
     await closed;
-    for (let i = 0; i < 50 && server!.activeStreams > 0; i++) await sleep(20);
+    for (let i = 0; i < 250 && server!.activeStreams > 0; i++) await sleep(20);
     assert.equal(server!.activeStreams, 0);
   });
 
@@ -501,7 +501,7 @@ describe('main port: proxied streams and limits', function () {
     backendMode = 'refuse';
     const { head, data } = await upgrade();
     assert.match(head, /^HTTP\/1\.1 403 Forbidden/);
-    for (let i = 0; i < 50 && !data().includes('unsupported'); i++) await sleep(20);
+    for (let i = 0; i < 250 && !data().includes('unsupported'); i++) await sleep(20);
     assert.equal(data(), 'unsupported protocol\n');
   });
 
@@ -515,7 +515,7 @@ describe('main port: proxied streams and limits', function () {
     await start({ target: () => new URL(`http://127.0.0.1:${dead}/exec/X`) });
     const { head, data } = await upgrade();
     assert.match(head, /^HTTP\/1\.1 500 /);
-    for (let i = 0; i < 50 && !data().includes('\n'); i++) await sleep(20);
+    for (let i = 0; i < 250 && !data().includes('\n'); i++) await sleep(20);
     assert.match(data(), new RegExp(`error dialing the container runtime's streaming server 127\\.0\\.0\\.1:${dead}: .*ECONNREFUSED`));
   });
 
@@ -527,7 +527,7 @@ describe('main port: proxied streams and limits', function () {
     assert.match(c.head, /^HTTP\/1\.1 429 /);
     assert.match(c.head, /Retry-After: 5/);
     a.socket.destroy();
-    for (let i = 0; i < 50 && server!.activeStreams > 1; i++) await sleep(20);
+    for (let i = 0; i < 250 && server!.activeStreams > 1; i++) await sleep(20);
     const d = await upgrade();
     assert.match(d.head, /^HTTP\/1\.1 101 /);
     b.socket.destroy();

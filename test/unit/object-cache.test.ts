@@ -71,9 +71,9 @@ describe('ApiObjectCache (ConfigMaps and Secrets watched by name)', function () 
     cache.setPodRefs('pod-2', [{ kind: 'configmaps', namespace: 'ns', name: 'conf' }]);
     assert.deepEqual((await cache.configMap('ns', 'conf'))?.data, { a: '1' });
     assert.equal(cache.watched, 1, 'one watch for both pods');
-    for (let i = 0; i < 50 && watches.length === 0; i++) await sleep(20);
+    for (let i = 0; i < 250 && watches.length === 0; i++) await sleep(20);
     watches[0]!({ type: 'MODIFIED', object: { metadata: { name: 'conf', resourceVersion: '11' }, data: { a: '2' } } });
-    for (let i = 0; i < 50 && changed.length === 0; i++) await sleep(20);
+    for (let i = 0; i < 250 && changed.length === 0; i++) await sleep(20);
     assert.deepEqual(changed[0]!.sort(), ['pod-1', 'pod-2']);
     assert.deepEqual((await cache.configMap('ns', 'conf'))?.data, { a: '2' });
     cache.forgetPod('pod-1');

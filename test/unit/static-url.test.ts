@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { StaticPodUrlSource } from '../../core/sources/static-url.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { captureLogger } from '../support/capture-logger.ts';
 
 const pod = (name: string, image = 'busybox:1.36') => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image }] } });
@@ -67,7 +68,8 @@ describe('StaticPodUrlSource (--manifest-url)', function () {
       'static pod manifest URL http://127.0.0.1:PORT/pods: not valid YAML or JSON',
     ]);
     answer = { status: 200, body: JSON.stringify(pod('two')) };
-    await sleep(1500);
+    // The next poll (1 s) emits it; waited for rather than slept, as a loaded machine is slower.
+    await waitFor('the new pod emitted', () => emissions.at(-1)!.some((p) => p.metadata!.name === 'two-n1'), 5000, 50);
     assert.deepEqual(emissions.at(-1)!.map((p) => p.metadata!.name), ['two-n1']);
     assert.ok(lines.some((l) => l.msg === 'static pod URL answers again'));
   });

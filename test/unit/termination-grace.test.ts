@@ -68,7 +68,7 @@ describe('pod workers: a second termination request shortens the grace of the on
       terminated: () => {},
     }, silentLogger());
     workers.update(pod(600, 600), true);
-    for (let i = 0; i < 50 && !grace; i++) await sleep(5);
+    for (let i = 0; i < 1000 && !grace; i++) await sleep(5);
     assert.deepEqual(seen, [600]);
     workers.update(pod(600, 900), true);
     assert.deepEqual(seen, [600], 'a longer grace changes nothing');

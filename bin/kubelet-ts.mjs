@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=20
+#!/usr/bin/env -S node --disable-sigusr1 --max-semi-space-size=2 --heap-growing-percent=20
 // The kubelet-ts command. Installed from npm, the package holds only the compiled build (dist/)
 // and runs it. In the repository it runs dist/ (`npm run build`) when it exists and was built
 // from the sources as they are now (bin/source-stamp.mjs): what a node should run (no
@@ -10,6 +10,8 @@
 // generation grow 1.2× over what the last full collection kept, not up to 4×: a kubelet's live
 // heap is ~25 MiB at 110 pods and it allocates slowly, so V8's own factor left 15–40 MiB of
 // garbage resident between collections, more on a busy machine (bench/README.md).
+// --disable-sigusr1: no inspector on SIGUSR1, which root in a hostPID + hostNetwork pod could send
+// and then run code as the kubelet (core/process-lifecycle.ts, test/integration/hardening.test.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

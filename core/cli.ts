@@ -16,7 +16,7 @@ import { KUBELET_VERSION } from './version.ts';
 import { localSocketPath } from './commands/local-kubelet.ts';
 import { ServerListenError } from './server/read-only-server.ts';
 import { KubeconfigError } from './apiserver/kubeconfig-error.ts';
-import { exitOnUncaughtErrors, stopOnSignals } from './process-lifecycle.ts';
+import { exitOnUncaughtErrors, stopOnSignals, warnOfInspectorSignal } from './process-lifecycle.ts';
 
 
 const USAGE = `Usage: kubelet-ts [run] [flags]
@@ -126,6 +126,7 @@ async function main(): Promise<number> {
   const kubelet = new Kubelet(config, logger);
 
   exitOnUncaughtErrors({ logger, pluginOfError: (err) => kubelet.plugins.pluginOfError(err), consequence: 'pods keep running, and the kubelet started again takes them over' });
+  warnOfInspectorSignal(logger);
   const signals = stopOnSignals({
     logger,
     stoppingMessage: 'shutting down (pods keep running)',

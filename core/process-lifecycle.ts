@@ -82,3 +82,21 @@ export function stopOnSignals(opts: StopSignalOptions): { stopping: () => boolea
 
 /** Two deliveries of one signal to the process group land this close together. */
 const DUPLICATE_SIGNAL_MS = 1000;
+
+/**
+ * Whether Node opens its inspector on SIGUSR1 in this process. Root in a pod with hostPID holds
+ * CAP_KILL over the kubelet (containerd's default capabilities), and with hostNetwork reaches
+ * 127.0.0.1:9229, where the inspector runs any code it is sent as the kubelet: root on the host.
+ * `--disable-sigusr1` (Node 22.14+) closes that; bin/kubelet-ts.mjs's shebang passes it.
+ */
+export function inspectorOpensOnSignal(execArgv = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? ''): boolean {
+  if (!process.features.inspector) return false;
+  return ![...execArgv, ...nodeOptions.split(/\s+/)].includes('--disable-sigusr1');
+}
+
+/** The start's warning when SIGUSR1 would open the inspector (the kubelet run without the executable's flags). */
+export function warnOfInspectorSignal(logger: Logger): void {
+  if (inspectorOpensOnSignal()) {
+    logger.warn('Node opens its inspector on SIGUSR1 in this process: a pod with hostPID and hostNetwork could run code as the kubelet; run node with --disable-sigusr1 (bin/kubelet-ts does)');
+  }
+}

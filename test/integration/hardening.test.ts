@@ -220,6 +220,33 @@ describe('hardening: bad input and faults never stop the kubelet or strand a pod
     assert.ok(took < 30_000, `stopped after ${took} ms`);
   });
 
+  it('a pod in the host\'s PID and network namespaces cannot open the kubelet\'s Node inspector with SIGUSR1', async function () {
+    // Root in such a pod holds CAP_KILL (in containerd's default set) over the kubelet's PID.
+    // Node's default answer to SIGUSR1 is an inspector on 127.0.0.1:9229, which runs any code
+    // it is sent as the kubelet: root on the host, far beyond what hostPID and hostNetwork grant.
+    const k = await startKubeletProcess(env, { config: { nodeName: 'usr1-node' } });
+    try {
+      const script = [
+        `kill -USR1 ${k.pid} || exit 3`,
+        'sleep 3',
+        // Not just the port: /json/version is the inspector's own answer.
+        "if printf 'GET /json/version HTTP/1.0\\r\\n\\r\\n' | nc -w 3 127.0.0.1 9229 | grep -q Browser; then exit 4; fi",
+        'exit 0',
+      ].join('\n');
+      await k.writeManifest('usr1.json', podManifest('usr1', [{ name: 'c', image: env.images.busybox, command: ['sh', '-c', script] }], { hostPID: true, hostNetwork: true, restartPolicy: 'Never', terminationGracePeriodSeconds: 0 }));
+      const done = await waitUntil('the pod finished', async () => (await k.pods())?.find((p) => p.metadata?.name === 'usr1-usr1-node' && ['Succeeded', 'Failed'].includes(p.status?.phase ?? '')), 60_000);
+      const exitCode = done.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
+      assert.equal(exitCode, 0, exitCode === 3 ? 'the pod could not signal the kubelet: the test proves nothing' : exitCode === 4 ? 'the pod reached the Node inspector' : `exit ${exitCode}`);
+      const log = await fs.readFile(k.logFile, 'utf8');
+      assert.ok(!/Debugger listening/.test(log), `the kubelet opened an inspector: ${log.split('\n').filter((l) => /Debugger|inspector/i.test(l)).join(' | ')}`);
+      assert.equal(await Promise.race([k.exited.then(() => 'exited'), sleep(200).then(() => 'alive')]), 'alive', 'SIGUSR1 stopped the kubelet');
+      await k.removeManifest('usr1.json');
+      await waitUntil('pod removed', async () => (await k.pods())?.length === 0, 60_000);
+    } finally {
+      await k.stop();
+    }
+  });
+
   it('YAML octal modes are octal: defaultMode 0400 and mode 0600 are the files\' modes in the container', async function () {
     const objects = path.join(dir, 'octal-objects');
     await fs.mkdir(path.join(objects, 'secrets', 'default'), { recursive: true });

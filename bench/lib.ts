@@ -17,7 +17,7 @@ import { CriClient } from '../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../tools/node-env/index.ts';
 import { removeCgroupRoot } from '../test/support/cgroups.ts';
-import { removeLeftCgroupRoots } from '../test/support/kubelet-process.ts';
+import { abandonRunningKubelets, removeLeftCgroupRoots } from '../test/support/kubelet-process.ts';
 // Read from /proc as the RSS is: the benchmarks and the fuzz report share it.
 export { procCpuSeconds } from '../test/support/kubelet-process.ts';
 import { testConfig } from '../test/support/test-kubelet.ts';
@@ -57,8 +57,18 @@ export async function withNodeEnv<T>(opts: BenchOptions, fn: (env: NodeEnv) => P
   const baseDir = await mkdtemp(path.join(os.tmpdir(), 'ktsb-'));
   log(`starting containerd + registry under ${baseDir} ...`);
   const env = await startNodeEnv({ baseDir, removeOnStop: true, ...(process.env.KUBELET_TS_BENCH_LOG ? { log } : {}) });
-  const stop = () => void env.stop().finally(() => process.exit(130));
-  process.once('SIGINT', stop);
+  // Ctrl-C: what the benchmark's own finally would have stopped goes too (its kubelets and their
+  // pods' mounts, then the runtime, then the cgroups), or an interrupted soak leaves 100 tmpfs mounts.
+  // `on`, not `once`, and idempotent: tsx sends the signal again when the first did not answer
+  // within 30 ms, and a process with no listener left then exits mid-cleanup.
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    log('interrupted: stopping the kubelets, containerd and the registry ...');
+    void abandonRunningKubelets().then(() => env.stop()).then(removeLeftCgroupRoots).finally(() => process.exit(130));
+  };
+  process.on('SIGINT', stop);
   try {
     return await fn(env);
   } finally {

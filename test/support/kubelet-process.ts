@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../tools/node-env/util.ts';
+import { freePort, unmountUnder } from '../../tools/node-env/util.ts';
 import { removeCgroupRoot } from './cgroups.ts';
 
 /**
@@ -88,6 +88,19 @@ export async function removeLeftCgroupRoots(): Promise<void> {
   cgroupRootsMade.clear();
 }
 
+/** How to abandon each kubelet process of this run that has not been stopped (see abandonRunningKubelets); process-wide like cgroupRootsMade. */
+const runningKubelets: Set<() => Promise<void>> = ((globalThis as Record<symbol, unknown>)[Symbol.for('kubelet-ts.test.running-kubelets')] ??= new Set<() => Promise<void>>()) as Set<() => Promise<void>>;
+
+/**
+ * For an interrupted run (Ctrl-C on a benchmark): kills every kubelet process not yet stopped,
+ * unmounts what its pods left mounted under its directory (emptyDirs, projected volumes) and
+ * removes the directory. Stop the runtime after, and then removeLeftCgroupRoots: the pods'
+ * cgroups empty only once their containers are gone.
+ */
+export async function abandonRunningKubelets(): Promise<void> {
+  for (const abandon of [...runningKubelets]) await abandon().catch(() => {});
+}
+
 export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOptions = {}): Promise<KubeletProcess> {
   const dir = opts.dir ?? (await mkdtemp(path.join(os.tmpdir(), 'ktsb-proc-')));
   const manifests = path.join(dir, 'manifests');
@@ -135,7 +148,17 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
     if (!res.ok) throw new Error(`GET ${p}: HTTP ${res.status}`);
     return res;
   };
+  const abandon = async () => {
+    runningKubelets.delete(abandon);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+    out.end();
+    await unmountUnder([dir]);
+    await rm(dir, { recursive: true, force: true });
+  };
+  runningKubelets.add(abandon);
   const cleanup = async () => {
+    runningKubelets.delete(abandon);
     out.end();
     await rm(dir, { recursive: true, force: true });
     await removeCgroupRoot(cgroupRoot).catch(() => {});
@@ -203,8 +226,10 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
         await exited;
         clearTimeout(timer);
       }
-      if (o.keepDir) out.end();
-      else await cleanup();
+      if (o.keepDir) {
+        runningKubelets.delete(abandon);
+        out.end();
+      } else await cleanup();
     },
   };
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { noLog, pidAlive, run, spawnDaemon, waitFor, type LineLog } from './util.ts';
+import { mountsUnder, noLog, pidAlive, run, spawnDaemon, unmountUnder, waitFor, type LineLog } from './util.ts';
 
 /**
  * A private containerd for tests and `npm run up`: its own config, root, state and socket
@@ -290,20 +290,6 @@ function paths(dirIn: string): Paths {
   };
 }
 
-/** Mount points at or under one of `dirs`, deepest first. */
-async function mountsUnder(dirs: string[]): Promise<string[]> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8');
-  const points = new Set<string>();
-  for (const line of info.split('\n')) {
-    const fields = line.split(' ');
-    if (fields.length < 5) continue;
-    // Octal escapes (\040 for a space) in mount points.
-    const mp = fields[4]!.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-    if (dirs.some((d) => mp === d || mp.startsWith(d + '/'))) points.add(mp);
-  }
-  return [...points].sort((a, b) => b.length - a.length);
-}
-
 /** Processes whose command line contains every one of `needles` (as separate arguments). */
 async function findProcesses(needles: string[]): Promise<number[]> {
   const pids: number[] = [];
@@ -370,14 +356,7 @@ export async function cleanupContainerdLeftovers(dirIn: string, log: LineLog = n
   }
 
   // 3. Mounts under root and state (rootfs overlays, shm, pod netns), deepest first.
-  for (let round = 0; round < 3; round++) {
-    const mounts = await mountsUnder([p.rootDir, p.stateDir]);
-    if (!mounts.length) break;
-    for (const mp of mounts) {
-      const r = await run('umount', [mp], { allowFailure: true, timeoutMs: 10_000 });
-      if (r.code !== 0) await run('umount', ['-l', mp], { allowFailure: true, timeoutMs: 10_000 });
-    }
-  }
+  await unmountUnder([p.rootDir, p.stateDir]);
 
   // Pod netns files are empty mount targets; once unmounted they can go.
   const netnsDir = join(p.criStateDir, 'netns');

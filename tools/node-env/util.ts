@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { delimiter, join } from 'node:path';
 import { createServer } from 'node:net';
@@ -176,6 +176,32 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
   const detail = lastErr instanceof Error ? `: ${lastErr.message}` : '';
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
+}
+
+/** Mount points at or under one of `dirs`, deepest first. */
+export async function mountsUnder(dirs: string[]): Promise<string[]> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  const points = new Set<string>();
+  for (const line of info.split('\n')) {
+    const fields = line.split(' ');
+    if (fields.length < 5) continue;
+    // Octal escapes (\040 for a space) in mount points.
+    const mp = fields[4]!.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+    if (dirs.some((d) => mp === d || mp.startsWith(d + '/'))) points.add(mp);
+  }
+  return [...points].sort((a, b) => b.length - a.length);
+}
+
+/** Unmounts every mount at or under `dirs`, deepest first (lazily when busy); a few rounds for mounts stacked on one point. */
+export async function unmountUnder(dirs: string[]): Promise<void> {
+  for (let round = 0; round < 3; round++) {
+    const mounts = await mountsUnder(dirs);
+    if (!mounts.length) return;
+    for (const mp of mounts) {
+      const r = await run('umount', [mp], { allowFailure: true, timeoutMs: 10_000 });
+      if (r.code !== 0) await run('umount', ['-l', mp], { allowFailure: true, timeoutMs: 10_000 });
+    }
+  }
 }
 
 /** True if a process with this pid exists. */

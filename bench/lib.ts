@@ -1,7 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +17,7 @@ import { CriRuntime } from '../plugins/cri-containerd/cri-runtime.ts';
 import { startNodeEnv, type NodeEnv } from '../tools/node-env/index.ts';
 import { removeCgroupRoot } from '../test/support/cgroups.ts';
 import { abandonRunningKubelets, removeLeftCgroupRoots } from '../test/support/kubelet-process.ts';
+export { shebangNodeFlags } from '../test/support/shebang-flags.ts';
 // Read from /proc as the RSS is: the benchmarks and the fuzz report share it.
 export { procCpuSeconds } from '../test/support/kubelet-process.ts';
 import { testConfig } from '../test/support/test-kubelet.ts';
@@ -393,11 +393,4 @@ export async function writeResults(opts: BenchOptions, name: string, data: objec
   const file = path.join(dir, `${name}-${date}.json`);
   await writeFile(file, `${JSON.stringify(data, null, 2)}\n`);
   return file;
-}
-
-
-/** The node flags bin/kubelet-ts.mjs's shebang gives node, so a run that starts node itself (to preload a profiler) runs the kubelet as the executable does. */
-export function shebangNodeFlags(bin: string): string[] {
-  const words = readFileSync(bin, 'utf8').split('\n', 1)[0]!.replace(/^#!\S+\s+-S\s+/, '').split(/\s+/).filter(Boolean);
-  return words.slice(words.indexOf('node') + 1);
 }

@@ -17,6 +17,7 @@ import { podManifest } from '../support/test-kubelet.ts';
 import { startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import type { V1Pod } from '@kubernetes/client-node';
+import { shebangNodeFlags } from '../support/shebang-flags.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/kubelet-ts.mjs', import.meta.url));
 
@@ -41,7 +42,7 @@ describe('kubelet-ts CLI: kill -9 and restart adopt running pods', function () {
   const start = async () => {
     const log = await fs.open(logFile, 'a');
     proc = spawn(process.execPath, [
-      BIN, '--config', path.join(dir, 'kubelet.config.json'),
+      ...shebangNodeFlags(BIN), BIN, '--config', path.join(dir, 'kubelet.config.json'),
       '--pod-manifest-path', path.join(dir, 'manifests'),
       '--container-runtime-endpoint', env.containerdEndpoint,
       '--root-dir', path.join(dir, 'root'),

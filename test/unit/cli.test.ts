@@ -6,6 +6,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { shebangNodeFlags } from '../support/shebang-flags.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = path.join(REPO, 'bin', 'kubelet-ts.mjs');
@@ -15,12 +16,12 @@ const RUN_TIMEOUT_MS = 20_000;
 
 interface RunResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 
-/** Runs `node bin/kubelet-ts.mjs ...args` in the repo and returns its exit code and output. */
+/** Runs `bin/kubelet-ts.mjs ...args` in the repo as its shebang does (node's flags included) and returns its exit code and output. */
 function kubeletTs(args: string[]): Promise<RunResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [BIN, ...args],
+      [...shebangNodeFlags(BIN), BIN, ...args],
       { cwd: REPO, timeout: RUN_TIMEOUT_MS, killSignal: 'SIGKILL', env: { ...process.env, KUBELET_LOG_LEVEL: 'warn' } },
       (err, stdout, stderr) => {
         const e = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;

@@ -220,16 +220,15 @@ export async function startKubeletProcess(env: NodeEnv, opts: KubeletProcessOpti
       return (await get('/metrics')).text();
     },
     async stop(o = {}) {
+      runningKubelets.delete(abandon);
       if (child.exitCode === null && child.signalCode === null) {
         child.kill(o.signal ?? 'SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
         await exited;
         clearTimeout(timer);
       }
-      if (o.keepDir) {
-        runningKubelets.delete(abandon);
-        out.end();
-      } else await cleanup();
+      if (o.keepDir) out.end();
+      else await cleanup();
     },
   };
 }

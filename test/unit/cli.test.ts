@@ -10,6 +10,8 @@ import { shebangNodeFlags } from '../support/shebang-flags.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = path.join(REPO, 'bin', 'kubelet-ts.mjs');
+/** Node's flags from the executable's shebang, read once: every run below starts node as the executable does. */
+const NODE_FLAGS = shebangNodeFlags(BIN);
 const CASES = path.join(REPO, 'test', 'cases');
 /** Bound on one CLI run: tsx compiles on start, so allow a few seconds, never hang the suite. */
 const RUN_TIMEOUT_MS = 20_000;
@@ -21,7 +23,7 @@ function kubeletTs(args: string[]): Promise<RunResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [...shebangNodeFlags(BIN), BIN, ...args],
+      [...NODE_FLAGS, BIN, ...args],
       { cwd: REPO, timeout: RUN_TIMEOUT_MS, killSignal: 'SIGKILL', env: { ...process.env, KUBELET_LOG_LEVEL: 'warn' } },
       (err, stdout, stderr) => {
         const e = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;

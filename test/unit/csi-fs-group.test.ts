@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { V1PersistentVolume, V1Pod } from '@kubernetes/client-node';
 import { silentLogger } from '../../core/logger.ts';
 import { applyFsGroup, fsGroupApplies, fsGroupPlan, fsGroupPolicyOf } from '../../plugins/csi-grpc/fs-group.ts';
+import { hostRequirementMissing } from '../support/host-requirement.ts';
 
 const pv = (accessModes: string[]): V1PersistentVolume => ({ spec: { accessModes } });
 const pod = (fsGroup?: number, changePolicy?: string): V1Pod => ({ metadata: { name: 'p', namespace: 'ns' }, spec: { containers: [], ...(fsGroup !== undefined ? { securityContext: { fsGroup, ...(changePolicy ? { fsGroupChangePolicy: changePolicy } : {}) } } : {}) } });
@@ -38,7 +39,7 @@ describe('csi-grpc: a pod\'s fsGroup on CSI volumes (upstream\'s fsGroupPolicy)'
   });
 
   it("the kubelet's part: the published volume's files get the group, group rw, setgid directories; nothing when not the kubelet's", async function () {
-    if (process.getuid?.() !== 0) this.skip();
+    if (process.getuid?.() !== 0) hostRequirementMissing(this, 'root', 'giving files another group (chown) needs root');
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-csi-fsgroup-'));
     try {
       await fs.mkdir(path.join(dir, 'sub'));

@@ -2,10 +2,11 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { freePort, portSlice } from '../../tools/node-env/util.ts';
+import { hostRequirementMissing } from '../support/host-requirement.ts';
 
 describe('freePort (the ports test servers and the control plane bind)', () => {
   it('picks ports below the ephemeral range, where no outgoing connection takes them, never the same twice', async function () {
-    if (process.platform !== 'linux') this.skip();
+    if (process.platform !== 'linux') hostRequirementMissing(this, 'Linux', `freePort reads /proc/sys/net/ipv4/ip_local_port_range; this is ${process.platform}`);
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
     const ports = [];
     for (let i = 0; i < 40; i++) ports.push(await freePort());
@@ -24,7 +25,7 @@ describe('freePort (the ports test servers and the control plane bind)', () => {
   });
 
   it('never hands out a port a listener holds on another address than loopback (a kubelet binds 0.0.0.0)', async function () {
-    if (process.platform !== 'linux') this.skip();
+    if (process.platform !== 'linux') hostRequirementMissing(this, 'Linux', `freePort reads /proc/sys/net/ipv4/ip_local_port_range; this is ${process.platform}`);
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
     // Hold every port of a small slice on a non-loopback address of the loopback net; freePort,
     // given only that slice, must not return one of them.

@@ -10,7 +10,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { nodeEnvOrSkip } from '../support/node-env.ts';
 import { podManifest, isRunning } from '../support/test-kubelet.ts';
-import { startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
+import { KUBELET_BIN, startKubeletProcess, type KubeletProcess } from '../support/kubelet-process.ts';
+import { shebangNodeFlags } from '../support/shebang-flags.ts';
 import { sourceStamp } from '../../bin/source-stamp.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -89,7 +90,8 @@ describe('compiled build', function () {
     });
 
     it('runs a static pod to Running and removes it', async function () {
-      kp = await startKubeletProcess(env, { command: [process.execPath, cli] });
+      // With the executable's node flags, as bin/kubelet-ts runs the build (--disable-sigusr1).
+      kp = await startKubeletProcess(env, { command: [process.execPath, ...shebangNodeFlags(KUBELET_BIN), cli] });
       assert.equal(kp.code, 'compiled');
       const manifest = podManifest(
         'compiled-web',
@@ -105,6 +107,7 @@ describe('compiled build', function () {
         await sleep(200);
       }
       assert.equal(pod?.metadata?.namespace, 'compiled-build-test');
+      assert.doesNotMatch(await fs.readFile(kp.logFile, 'utf8'), /opens its inspector on SIGUSR1/, 'the build runs with the executable\'s --disable-sigusr1');
       await kp.removeManifest('web.json');
       while (((await kp.pods()) ?? []).length > 0) {
         assert.ok(Date.now() < deadline + 30_000, 'pod not removed within 30 s');

@@ -1,20 +1,22 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
 import { pidAlive, run } from '../../tools/node-env/util.ts';
 import { ensureNodeVmImage, nodeVmHostUnavailableReason, type NodeVmImage } from '../../tools/node-vm/image.ts';
-import { buildProjectDisk } from '../../tools/node-vm/project-disk.ts';
+import { buildProjectDisk, GUEST_NODE } from '../../tools/node-vm/project-disk.ts';
 import { NodeVm, stopQemuIn, shellQuote, type SshOptions } from '../../tools/node-vm/vm.ts';
 import { controlPlaneUnavailableReason, getControlPlane, type ControlPlane } from './control-plane.ts';
 import { getNodeEnv } from './node-env.ts';
 import { nodeEnvUnavailableReason } from '../../tools/node-env/index.ts';
 import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
+import { shebangNodeFlags } from './shebang-flags.ts';
 import { waitFor } from './wait-for.ts';
 
 /**
@@ -276,6 +278,9 @@ function vmSshControlArgs(vm: NodeVm): string[] {
   return ['-o', `ControlPath=${join(vm.dir, 'ssh.ctl')}`, '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
 }
 
+/** The executable whose shebang's node flags the guest's unit passes. */
+const KUBELET_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kubelet-ts.mjs');
+
 /** The unit of docs/operating/node.md ("As a systemd service"), with the node's own flags and Node.js flags for a guest without KVM. */
 function kubeletUnit(nodeName: string): string {
   return `[Unit]
@@ -285,13 +290,14 @@ After=network-online.target containerd.service
 Requires=containerd.service
 
 [Service]
-# The shebang's node, with V8's optimizing compilers off: under TCG every page of machine code
+# The project disk's Node 24 with the shebang's flags (--disable-sigusr1 among them), and V8's
+# optimizing compilers off: under TCG every page of machine code
 # V8 writes is translated again, and TurboFan/Maglev made Node.js 10x slower still than the
 # interpreter and baseline compiler alone (measured in this guest: 14 min 52 s against 1 min 21 s
 # for loading @grpc/grpc-js and a 3e6-iteration loop, with the host under load).
 # Extra flags as kubeadm's nodes have them (its /etc/default/kubelet).
 EnvironmentFile=-${EXTRA_ARGS_FILE}
-ExecStart=/usr/bin/node --no-opt --no-maglev --max-semi-space-size=2 --heap-growing-percent=20 /opt/kubelet-ts/bin/kubelet-ts.mjs --config ${KUBELET_CONFIG} --kubeconfig /etc/kubelet-ts/kubelet.kubeconfig --hostname-override ${nodeName} --node-ip ${GUEST_NODE_IP} $KUBELET_EXTRA_ARGS
+ExecStart=${GUEST_NODE} ${shebangNodeFlags(KUBELET_BIN).join(' ')} --no-opt --no-maglev /opt/kubelet-ts/bin/kubelet-ts.mjs --config ${KUBELET_CONFIG} --kubeconfig /etc/kubelet-ts/kubelet.kubeconfig --hostname-override ${nodeName} --node-ip ${GUEST_NODE_IP} $KUBELET_EXTRA_ARGS
 Restart=always
 RestartSec=5
 TimeoutStopSec=30

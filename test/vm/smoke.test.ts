@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { clusterSuite } from '../support/cluster-suite.ts';
 import { systemdNodeVmOrSkip, type TestNodeVm } from '../support/node-vm.ts';
+import { GUEST_NODE } from '../../tools/node-vm/project-disk.ts';
 import { deleteVmPod, runVmPod } from '../support/node-vm-pods.ts';
 
 /**
@@ -30,6 +31,20 @@ describe('node VM: systemd + cgroup v2 + containerd 2.1 node running kubelet-ts'
     assert.equal(v.runtimeName, 'containerd');
     assert.match(v.runtimeVersion, /^v?2\.1\./);
     assert.deepEqual(await t.cri.runtimeConfig(), { cgroupDriver: 'systemd' });
+  });
+
+  it('the kubelet runs on Node 24 LTS with --disable-sigusr1: a SIGUSR1 opens no inspector and the kubelet runs on', async function () {
+    const pid = (await t.ssh('systemctl show -p MainPID --value kubelet-ts')).stdout.trim();
+    assert.match(pid, /^[1-9]\d*$/, 'the kubelet-ts unit has a main process');
+    assert.equal((await t.ssh(`readlink /proc/${pid}/exe`)).stdout.trim(), GUEST_NODE);
+    assert.match((await t.ssh(`${GUEST_NODE} --version`)).stdout.trim(), /^v24\./);
+    // What a pod with hostPID could send it (root in a pod holds CAP_KILL over the kubelet).
+    await t.ssh(`kill -USR1 ${pid}`);
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.doesNotMatch((await t.ssh('ss -Hltn')).stdout, /:9229\b/, 'nothing listens on the inspector port');
+    assert.equal((await t.ssh('systemctl show -p MainPID --value kubelet-ts')).stdout.trim(), pid, 'the kubelet is the same process');
+    const journal = (await t.ssh('journalctl -u kubelet-ts --no-pager -o cat')).stdout;
+    assert.doesNotMatch(journal, /Debugger listening|opens its inspector on SIGUSR1/);
   });
 
   it('the Node is Ready and a busybox pod from the host registry runs on it', async function () {

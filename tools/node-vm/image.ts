@@ -6,7 +6,7 @@ import { run, which, type LineLog, noLog } from '../node-env/util.ts';
 
 /**
  * The node VM's disk image, built from Debian's archive and cached by the versions of what is in
- * it: a trixie root (systemd, the Debian kernel, openssh-server, Node.js, iptables, iproute2,
+ * it: a trixie root (systemd, the Debian kernel, openssh-server, iptables, iproute2,
  * the NFS and iSCSI servers and clients) with containerd 2.1, runc 1.3 and the CNI plugins from
  * sid, as an ext4 file plus the kernel and initrd for qemu's direct boot. Nothing of a test run goes in it (no key, no config of a run):
  * the boot gives root's ssh key on the kernel command line and each run writes its own config.
@@ -17,21 +17,22 @@ import { run, which, type LineLog, noLog } from '../node-env/util.ts';
  */
 
 /** Bump when what the recipe puts in the image changes (a new key follows). */
-export const RECIPE_VERSION = 4;
+export const RECIPE_VERSION = 5;
 export const MIRROR = 'http://deb.debian.org/debian';
 export const CACHE_DIR = process.env.KUBELET_TS_NODE_VM_CACHE ?? '/var/cache/kubelet-ts/node-vm';
 
 /** From trixie (the node's release). */
-const TRIXIE_PACKAGES = ['libc6', 'systemd', 'linux-image-amd64', 'openssh-server', 'nodejs', 'iptables', 'iproute2', 'nfs-kernel-server', 'open-iscsi', 'targetcli-fb'] as const;
+const TRIXIE_PACKAGES = ['libc6', 'libstdc++6', 'systemd', 'linux-image-amd64', 'openssh-server', 'iptables', 'iproute2', 'nfs-kernel-server', 'open-iscsi', 'targetcli-fb'] as const;
 /** From sid, one by one: trixie has containerd 1.7 and runc 1.1, the node of 2026 runs 2.1 and 1.3. */
 const SID_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins'] as const;
 /**
  * What debootstrap adds to minbase: an init, device manager, D-Bus (the systemd driver's), a
  * kernel and its initrd tool; the kernel NFS server and mount.nfs (nfs-common, its dependency)
  * for the nfs plugin's volumes, and the kernel's iSCSI target (LIO, set up with targetcli) and
- * the open-iscsi initiator for the iscsi plugin's, each served by the guest to itself.
+ * the open-iscsi initiator for the iscsi plugin's, each served by the guest to itself; libstdc++
+ * for the Node.js the project disk brings (project-disk.ts: not Debian's nodejs, which is Node 20).
  */
-const DEBOOTSTRAP_INCLUDE = ['systemd-sysv', 'udev', 'dbus', 'kmod', 'linux-image-amd64', 'initramfs-tools', 'iproute2', 'iptables', 'openssh-server', 'nodejs', 'ca-certificates', 'procps', 'e2fsprogs', 'nfs-kernel-server', 'open-iscsi', 'targetcli-fb'];
+const DEBOOTSTRAP_INCLUDE = ['systemd-sysv', 'udev', 'dbus', 'kmod', 'linux-image-amd64', 'initramfs-tools', 'iproute2', 'iptables', 'openssh-server', 'libstdc++6', 'ca-certificates', 'procps', 'e2fsprogs', 'nfs-kernel-server', 'open-iscsi', 'targetcli-fb'];
 const ROOT_IMG_SIZE = '8G';
 
 export interface NodeVmImage {

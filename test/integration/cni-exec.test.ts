@@ -167,9 +167,10 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
     // (busybox wget crashes in this sandbox: nc speaks the HTTP request itself.)
     const fromClient = await exec(client, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${ipWeb} 8080`]);
     assert.match(fromClient.out, /^HTTP\/1\.[01] 200 OK\r\n[\s\S]*\r\n\r\nhello-from-web\n$/, JSON.stringify(fromClient));
-    const ncListen = exec(client, ['sh', '-c', 'echo pong | nc -l -p 9090 -w 5']);
-    await new Promise((r) => setTimeout(r, 300));
-    const fromWeb = await exec(web, ['sh', '-c', `nc -w 3 ${ipClient} 9090 </dev/null`]);
+    // The listener's exec may take longer than any fixed pause to start on a busy node: the
+    // other side tries again (bounded) until something answers on the port.
+    const ncListen = exec(client, ['sh', '-c', 'echo pong | nc -l -p 9090 -w 8']);
+    const fromWeb = await exec(web, ['sh', '-c', `i=0; while [ $i -lt 50 ]; do out=$(nc -w 2 ${ipClient} 9090 </dev/null 2>/dev/null) && [ -n "$out" ] && { echo "$out"; exit 0; }; i=$((i+1)); sleep 0.1; done; echo "nothing answered on ${ipClient}:9090 in 50 tries"; exit 1`]);
     await ncListen;
     assert.equal(fromWeb.out.trim(), 'pong');
     assert.equal((await get(`http://${ipWeb}:8080/`)).body.trim(), 'hello-from-web');

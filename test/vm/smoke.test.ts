@@ -33,11 +33,12 @@ describe('node VM: systemd + cgroup v2 + containerd 2.1 node running kubelet-ts'
     assert.deepEqual(await t.cri.runtimeConfig(), { cgroupDriver: 'systemd' });
   });
 
-  it('the kubelet runs on Node 24 LTS with --disable-sigusr1: a SIGUSR1 opens no inspector and the kubelet runs on', async function () {
+  it('the kubelet runs on the tests\' Node (24 LTS) with --disable-sigusr1: a SIGUSR1 opens no inspector and the kubelet runs on', async function () {
     const pid = (await t.ssh('systemctl show -p MainPID --value kubelet-ts')).stdout.trim();
     assert.match(pid, /^[1-9]\d*$/, 'the kubelet-ts unit has a main process');
     assert.equal((await t.ssh(`readlink /proc/${pid}/exe`)).stdout.trim(), GUEST_NODE);
-    assert.match((await t.ssh(`${GUEST_NODE} --version`)).stdout.trim(), /^v24\./);
+    // The Node the tests run on (Node 24 LTS after scripts/install-node.sh), not trixie's 20.
+    assert.equal((await t.ssh(`${GUEST_NODE} --version`)).stdout.trim(), process.version);
     // What a pod with hostPID could send it (root in a pod holds CAP_KILL over the kubelet).
     await t.ssh(`kill -USR1 ${pid}`);
     await new Promise((r) => setTimeout(r, 3000));

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
@@ -16,6 +15,7 @@ import { getNodeEnv } from './node-env.ts';
 import { nodeEnvUnavailableReason } from '../../tools/node-env/index.ts';
 import { claimOncePerRun, refuseOnPureLane } from './once-per-run.ts';
 import { realPartMissing } from './real-part.ts';
+import { KUBELET_BIN } from './kubelet-process.ts';
 import { shebangNodeFlags } from './shebang-flags.ts';
 import { waitFor } from './wait-for.ts';
 
@@ -277,9 +277,6 @@ async function exposeAtNodeIp(vm: NodeVm): Promise<() => Promise<void>> {
 function vmSshControlArgs(vm: NodeVm): string[] {
   return ['-o', `ControlPath=${join(vm.dir, 'ssh.ctl')}`, '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
 }
-
-/** The executable whose shebang's node flags the guest's unit passes. */
-const KUBELET_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kubelet-ts.mjs');
 
 /** The unit of docs/operating/node.md ("As a systemd service"), with the node's own flags and Node.js flags for a guest without KVM. */
 function kubeletUnit(nodeName: string): string {

@@ -15,6 +15,7 @@ import { logsCommand } from '../../core/commands/logs.ts';
 import { explainCommand } from '../../core/commands/explain.ts';
 import type { PodStartTimeline } from '../../core/timeline/pod-timeline.ts';
 import { TextSink } from '../support/text-sink.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 
@@ -167,16 +168,16 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
     const ac = new AbortController();
     const out = new TextSink();
     const watching = podsCommand(['-w'], { socketPath: kubelet.socketPath, stdout: out, stderr: new TextSink(), now: () => NOW, signal: ac.signal, pollMs: 30 });
-    const waitFor = async (re: RegExp) => {
+    const waitForText = async (re: RegExp) => {
       for (let i = 0; i < 200 && !re.test(out.text); i++) await sleep(10);
       assert.match(out.text, re);
     };
-    await waitFor(/web-vm/);
+    await waitForText(/web-vm/);
     await sleep(100); // several polls without a change: no new rows
     assert.equal(out.text.trimEnd().split('\n').length, 3, out.text);
     // The edited pod's replacement shares its name: a row of its own, the old one Terminating.
     kubelet.pods = [pod('web-vm', 'aaaa1111-0000', { deleting: true }), pod('web-vm', 'dddd4444-0000', { phase: 'Pending', waiting: 'ContainerCreating', ageMs: 0 }), kubelet.pods[1]!];
-    await waitFor(/web-vm\s+1\/1\s+Terminating[\s\S]*web-vm\s+0\/1\s+ContainerCreating/);
+    await waitForText(/web-vm\s+1\/1\s+Terminating[\s\S]*web-vm\s+0\/1\s+ContainerCreating/);
     await sleep(100);
     const afterEdit = out.text.trimEnd().split('\n').length;
     assert.equal(afterEdit, 5, out.text);
@@ -184,7 +185,7 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
     // Wait for the rows after the edit's, not for a regex the first table's row already matches
     // (that returned at once, and a busy machine's poll came after the 100 ms that followed).
     const rowsAfterEdit = () => out.text.trimEnd().split('\n').slice(afterEdit);
-    for (let i = 0; i < 500 && rowsAfterEdit().length < 2; i++) await sleep(10);
+    await waitFor('two rows after the edit', () => rowsAfterEdit().length >= 2, 5_000, 10);
     await sleep(100); // several polls without a change: no more rows
     ac.abort();
     assert.equal(await watching, 0);

@@ -30,7 +30,8 @@ describe('TokenBucket (kubeAPIQPS / kubeAPIBurst)', function () {
     await bucket.acquire();
     await bucket.acquire();
     const ms = performance.now() - t0;
-    assert.ok(ms >= 90 && ms < 400, `two waits of 50 ms (${ms.toFixed(0)} ms)`);
+    // The upper bound is loose for a busy machine; a bucket waiting a second a token still fails.
+    assert.ok(ms >= 90 && ms < 1_000, `two waits of 50 ms (${ms.toFixed(0)} ms)`);
   });
 
   it('refuses a qps or burst that would never let a request through', function () {

@@ -71,6 +71,15 @@ describe('security: a connection flood on the main port does not deny kubectl lo
       for (let i = 0; i < 450; i++) open(from, false);
       for (let i = 0; i < 100; i++) open(from, true);
     }
+    const floodWindow = async (): Promise<{ maxHeld: number; opened: number }> => {
+      const opensBefore = opens;
+      let maxHeld = held.size;
+      for (let i = 0; i < 10; i++) {
+        await sleep(100);
+        maxHeld = Math.max(maxHeld, held.size);
+      }
+      return { maxHeld, opened: opens - opensBefore };
+    };
     const ROUNDS = 3;
     let rssPeak = rssBefore;
     const sampler = setInterval(() => void procRssBytes(kp.pid).then((r) => (rssPeak = Math.max(rssPeak, r)), () => {}), 500);
@@ -91,8 +100,13 @@ describe('security: a connection flood on the main port does not deny kubectl lo
           if (r.status !== 200 || !/line \d+/.test(r.body)) failures.push(`round ${round}: the API server's certificate, new connection: ${r.status} ${r.body.slice(0, 200)}`);
           await sleep(2000);
         }
-        // The flood is still on as the API server connects anew.
-        if (held.size <= 500) failures.push(`round ${round}: the flood held only ${held.size} sockets (${opens} opens)`);
+        // The flood is still on as the API server connects anew: over one second it holds more
+        // than 500 sockets at some moment, or the kubelet is closing them as fast as they are
+        // reopened (more than 1,100 opens in that second). One snapshot of `held` was not
+        // enough: in CI the kubelet churned 3,400 sockets a second and a busy test process's
+        // 5 ms reopen timers ran late, so a snapshot caught 400 with the flood at full strength.
+        const flood = await floodWindow();
+        if (flood.maxHeld <= 500 && flood.opened <= 1_100) failures.push(`round ${round}: the flood held at most ${flood.maxHeld} sockets and opened ${flood.opened} in a second (${opens} opens in all)`);
         for (let i = 0; i < 2; i++) {
           const r = await k.run(['logs', '-n', ns, 'talker', '--tail=3'], { timeoutMs: 30_000 });
           if (r.code !== 0 || !/line \d+/.test(r.stdout)) failures.push(`round ${round}: kubectl logs #${i}: exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`);

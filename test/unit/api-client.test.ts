@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiClient, createApiClient, createKubeletApiClients } from '../../core/apiserver/api-client.ts';
 import { ApiError, isAlreadyExistsError, isConflictError, isGoneError, isNotFoundError, isUnavailableError } from '../../core/apiserver/api-errors.ts';
 import { KubeconfigError, loadKubeconfig } from '../../core/apiserver/kubeconfig.ts';
@@ -270,7 +271,7 @@ describe('API client', function () {
       // Open the connections first, then let the bucket fill again (3 tokens at 2/s: 1.5 s),
       // so the measured burst is the throttle's doing, not connection set-up.
       await Promise.all(Array.from({ length: 3 }, () => c.request('GET', '/api/v1/nodes')));
-      await new Promise((resolve) => setTimeout(resolve, 1_600));
+      await sleep(1_600);
       const t0 = performance.now();
       await Promise.all(Array.from({ length: 3 }, () => c.request('GET', '/api/v1/nodes')));
       const burstMs = performance.now() - t0;

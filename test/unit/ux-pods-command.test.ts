@@ -168,10 +168,8 @@ describe('ux: kubelet-ts pods, and logs/explain by UID prefix', function () {
     const ac = new AbortController();
     const out = new TextSink();
     const watching = podsCommand(['-w'], { socketPath: kubelet.socketPath, stdout: out, stderr: new TextSink(), now: () => NOW, signal: ac.signal, pollMs: 30 });
-    const waitForText = async (re: RegExp) => {
-      for (let i = 0; i < 200 && !re.test(out.text); i++) await sleep(10);
-      assert.match(out.text, re);
-    };
+    // A failed match counts as "not yet"; the last one's message (with the output) names the timeout.
+    const waitForText = (re: RegExp) => waitFor(`output matching ${re}`, () => (assert.match(out.text, re), true), 2_000, 10);
     await waitForText(/web-vm/);
     await sleep(100); // several polls without a change: no new rows
     assert.equal(out.text.trimEnd().split('\n').length, 3, out.text);

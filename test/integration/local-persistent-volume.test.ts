@@ -82,8 +82,9 @@ describe('local and hostPath PersistentVolumes on the real control plane', funct
     // Finished (Succeeded), the pod gives its volume back at once, as upstream's kubelet: the
     // API server deletes a terminal pod without waiting for the kubelet.
     const podDir = path.join(kubelet.config.rootDir, 'pods', uid);
-    await waitFor('the finished pod\'s bind mount released', async () => (await mountsUnder(podDir)).length === 0, 30_000, 300);
-    assert.equal(await fs.readdir(path.join(podDir, 'volumes', 'kubernetes.io~local')).then((l) => l.length, () => 0), 0, "the pod's volume dir is gone");
+    // The teardown unmounts, then removes the dir: a look between the two sees the dir without its mount.
+    const volumeDirs = () => fs.readdir(path.join(podDir, 'volumes', 'kubernetes.io~local')).then((l) => l.length, () => 0);
+    await waitFor("the finished pod's bind mount released and its volume dir gone", async () => (await mountsUnder(podDir)).length === 0 && (await volumeDirs()) === 0, 30_000, 300);
     await deletePod(ns, 'writer');
     assert.equal(await fs.readFile(path.join(hostDir, 'f'), 'utf8'), 'from-the-pod\n', 'the data stays on the node');
     assert.equal(await isMountPoint(hostDir), false);

@@ -12,14 +12,23 @@
 import { appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-/** Every pending timer, or undefined where Node's internals are not exposed (or changed shape). */
+/**
+ * Every pending timer by its duration in ms (the lists' keys), or undefined where Node's
+ * internals are not exposed (or changed shape). The durations say whose timers they are: a
+ * probe's period, a backoff, a resync.
+ */
 let pendingTimers = () => undefined;
 try {
   const { timerListMap } = createRequire(import.meta.url)('internal/timers');
   pendingTimers = () => {
+    const byMs = {};
     let n = 0;
-    for (const list of Object.values(timerListMap)) for (let t = list._idleNext; t && t !== list && n < 1e7; t = t._idleNext) n++;
-    return n;
+    for (const [ms, list] of Object.entries(timerListMap)) {
+      let inList = 0;
+      for (let t = list._idleNext; t && t !== list && n < 1e7; t = t._idleNext) n++, inList++;
+      if (inList) byMs[ms] = inList;
+    }
+    return { n, byMs };
   };
 } catch {
   // no --expose-internals: ref'd timers only, from the resources
@@ -32,8 +41,9 @@ if (file) {
     const resources = {};
     for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
     const m = process.memoryUsage();
+    const timers = pendingTimers();
     try {
-      appendFileSync(file, `${JSON.stringify({ at: Date.now(), timers: pendingTimers(), resources, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external })}\n`);
+      appendFileSync(file, `${JSON.stringify({ at: Date.now(), timers: timers?.n, timersByMs: timers?.byMs, resources, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external })}\n`);
     } catch {
       // the soak's directory is gone: the run is over
     }

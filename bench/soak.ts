@@ -292,7 +292,6 @@ export function longLivedHandles(byType: Record<string, number>): number {
   return Object.entries(byType).reduce((n, [type, count]) => (TRANSIENT.test(type) ? n : n + count), 0);
 }
 
-/** Each figure after warm-up (the first quarter's last sample) against its bound; the convergence sample at the end counts. */
 /**
  * The pending timers a running soak pod accounts for: its readiness and liveness probes' two, and
  * the deadlines of work in flight for it or for the pods the churn just replaced (CRI requests'
@@ -302,9 +301,13 @@ export function longLivedHandles(byType: Record<string, number>): number {
  */
 const TIMERS_PER_RUNNING_POD = 3;
 
+/** The sample that ends warm-up: the first quarter's last. */
+const warmUpSample = (samples: SoakSample[]): SoakSample => samples[Math.max(0, Math.floor((samples.length - 1) / 4))]!;
+
+/** Each figure after warm-up against its bound; the convergence sample at the end counts. */
 export function flatness(samples: SoakSample[], n: number): SoakResult['verdict'] {
   if (samples.length < 2) return [];
-  const warmAt = samples[Math.max(0, Math.floor((samples.length - 1) / 4))]!;
+  const warmAt = warmUpSample(samples);
   const rest = samples.slice(samples.indexOf(warmAt));
   const last = samples.at(-1)!;
   const rows: SoakResult['verdict'] = [];
@@ -356,7 +359,8 @@ const TIMER_BUCKETS: Array<[number, string]> = [[1, '< 1 s'], [10, '1-10 s'], [3
 
 /** The pending timers by duration at the start, at warm-up and at the end: a growing duration names its owner. */
 function timersByDuration(samples: SoakSample[]): string[] {
-  const at = [samples[0], samples[Math.max(0, Math.floor((samples.length - 1) / 4))], samples.at(-1)];
+  if (samples.length === 0) return [];
+  const at = [samples[0], warmUpSample(samples), samples.at(-1)];
   if (at.some((s) => !s?.timersByMs)) return [];
   const bucketed = at.map((s) => {
     const counts = TIMER_BUCKETS.map(() => 0);

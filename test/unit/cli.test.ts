@@ -15,6 +15,11 @@ const NODE_FLAGS = shebangNodeFlags(BIN);
 const CASES = path.join(REPO, 'test', 'cases');
 /** Bound on one CLI run: tsx compiles on start, so allow a few seconds, never hang the suite. */
 const RUN_TIMEOUT_MS = 20_000;
+/**
+ * Bound on a test of `runs` CLI runs one after another: each is bounded by RUN_TIMEOUT_MS, so the test
+ * needs their sum, not one run's bound (a busy lane has taken 6-7 s a start, and four of them overran 25 s).
+ */
+const sequentialRunsBound = (runs: number): number => runs * RUN_TIMEOUT_MS + 5000;
 
 interface RunResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 
@@ -34,7 +39,7 @@ function kubeletTs(args: string[]): Promise<RunResult> {
 }
 
 describe('kubelet-ts CLI', function () {
-  this.timeout(RUN_TIMEOUT_MS + 5000);
+  this.timeout(sequentialRunsBound(1));
   this.slow(5000);
   let dir: string;
 
@@ -57,6 +62,7 @@ describe('kubelet-ts CLI', function () {
   });
 
   it('--version prints what kubeadm\'s preflight reads; --help lists kubeadm\'s flags', async function () {
+    this.timeout(sequentialRunsBound(3));
     const { KUBELET_VERSION } = await import('../../core/version.ts');
     for (const args of [['--version'], ['--version=raw']]) {
       const r = await kubeletTs(args);
@@ -88,6 +94,7 @@ describe('kubelet-ts CLI', function () {
   });
 
   it('a flag without its value, and extra words, are refused, not ignored', async function () {
+    this.timeout(sequentialRunsBound(3));
     const missing = await kubeletTs(['--root-dir']);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /^kubelet-ts: flag --root-dir needs a value\n/);
@@ -109,6 +116,7 @@ describe('kubelet-ts CLI', function () {
   });
 
   it('`pods` and `get pods` reach the kubelet on its local socket; `get` of anything else is refused', async function () {
+    this.timeout(sequentialRunsBound(4));
     for (const args of [['pods'], ['get', 'pods'], ['get', 'po', '-w']]) {
       const r = await kubeletTs([...args, '--root-dir', dir]);
       assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
@@ -120,6 +128,7 @@ describe('kubelet-ts CLI', function () {
   });
 
   it('`logs`, `explain` and `pods NAME` for a pod the kubelet does not have exit 1 naming it', async function () {
+    this.timeout(sequentialRunsBound(4));
     // A kubelet's local socket that has no pods.
     const server = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
@@ -253,6 +262,7 @@ describe('kubelet-ts CLI', function () {
   });
 
   it('`logs`, `explain` and `events` reach the kubelet on its local socket under --root-dir, and say so when nothing is there', async function () {
+    this.timeout(sequentialRunsBound(3));
     for (const [command, args] of [['logs', ['web']], ['explain', ['web']], ['events', []]] as const) {
       const r = await kubeletTs([command, ...args, '--root-dir', dir]);
       assert.equal(r.code, 1, `${command}: ${r.stderr}`);
@@ -275,7 +285,7 @@ describe('kubelet-ts CLI', function () {
 });
 
 describe('kubelet-ts CLI: a kubeconfig that cannot work', function () {
-  this.timeout(RUN_TIMEOUT_MS + 5000);
+  this.timeout(sequentialRunsBound(1));
   let dir: string;
   beforeEach(async () => (dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kts-cli-kc-'))));
   afterEach(() => fs.rm(dir, { recursive: true, force: true }));

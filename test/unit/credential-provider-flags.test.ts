@@ -31,7 +31,8 @@ function kubeletTs(args: string[]): Promise<{ code: number | null; stdout: strin
 }
 
 describe('image credential provider flags and fields', function () {
-  this.timeout(RUN_TIMEOUT_MS * 2);
+  // Two CLI runs a test at most, each bounded by RUN_TIMEOUT_MS; the margin lets a run's own bound report first.
+  this.timeout(RUN_TIMEOUT_MS * 2 + 5000);
   this.slow(5000);
   let dir: string;
   beforeEach(async function () {

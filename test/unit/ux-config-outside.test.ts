@@ -23,7 +23,8 @@ function kubeletTs(args: string[], cwd: string): Promise<{ code: number; stdout:
 }
 
 describe('ux: a config file outside the repository', function () {
-  this.timeout(20_000);
+  // Above the run's own 20 s bound, so a run that hangs is reported as killed, not as the test's timeout.
+  this.timeout(25_000);
   let dir: string;
   beforeEach(async () => (dir = await fs.mkdtemp(path.join(os.tmpdir(), 'h17-etc-'))));
   afterEach(() => fs.rm(dir, { recursive: true, force: true }));

@@ -89,8 +89,7 @@ describe('cni-exec on containerd (delegate, real CNI plugins)', function () {
   after(async function () {
     this.timeout(120_000);
     if (t) {
-      for (const f of await fs.readdir(t.manifestDir).catch(() => [] as string[])) await t.removeManifest(f);
-      await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 60_000, 'all pods removed').catch(() => {});
+      await t.removeEveryPod(60_000);
       await t.stop();
       await fs.rm(t.dir, { recursive: true, force: true });
     }

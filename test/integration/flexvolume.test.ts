@@ -65,8 +65,7 @@ describe('flexVolume drivers on containerd', function () {
 
   after(async function () {
     if (t) {
-      for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
-      await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, 'all pods removed').catch(() => {});
+      await t.removeEveryPod(30_000);
       await t.stop();
     }
     const left = dir ? await mountsUnder(dir) : [];

@@ -54,7 +54,7 @@ describe('volumes on containerd', function () {
 
   after(async function () {
     if (t) {
-      await removeEveryPod('all pods removed');
+      await t.removeEveryPod(30_000);
       await t.stop();
     }
     for (const d of drivers) await d.stop().catch(() => {});
@@ -68,14 +68,8 @@ describe('volumes on containerd', function () {
   // checks judge their own pods, not this one's (one failure, one report).
   afterEach(async function () {
     if (!t || this.currentTest?.state !== 'failed') return;
-    await removeEveryPod('the failed test\'s pods removed');
+    await t.removeEveryPod(30_000);
   });
-
-  /** Removes every manifest and waits (bounded, best effort) until the kubelet has no pod left. */
-  async function removeEveryPod(what: string): Promise<void> {
-    for (const f of await fs.readdir(t.manifestDir)) await t.removeManifest(f);
-    await t.waitForPod('__none__', () => t.kubelet.pods().length === 0, 30_000, what).catch(() => {});
-  }
 
   const sh = (name: string, script: string, extra: object = {}) => ({ name, image: env.images.busybox, command: ['sh', '-c', script], ...extra });
   const pod = (name: string, containers: object[], volumes: object[], spec: object = {}) =>

@@ -116,7 +116,9 @@ export interface TestKubelet {
   /** Polls until `check(pod)` returns true; bounded by `timeoutMs`. */
   waitForPod(name: string, check: (pod: V1Pod | undefined) => boolean, timeoutMs?: number, what?: string): Promise<V1Pod | undefined>;
   stop(): Promise<void>;
-  /** Removes every manifest, waits (bounded) until the kubelet removed every pod, stops it and deletes its dirs. */
+  /** Removes every manifest and waits (bounded, best effort: pods left at the bound are said on stderr) until the kubelet removed every pod. */
+  removeEveryPod(timeoutMs?: number): Promise<void>;
+  /** removeEveryPod, then stops the kubelet and deletes its dirs. */
   dispose(timeoutMs?: number): Promise<void>;
 }
 
@@ -164,18 +166,20 @@ export async function startTestKubelet(options: { plugins: PluginEntry[]; config
       stopped = true;
       await kubelet.stop();
     },
-    async dispose(timeoutMs = 60_000) {
+    async removeEveryPod(timeoutMs = 60_000) {
       for (const f of await fs.readdir(config.staticPodPath!).catch(() => [] as string[])) await t.removeManifest(f);
       // A stopped kubelet removes nothing and its pod list stays as it was: waiting for it to
       // empty only waited out the bound (a minute per kubelet a test restarted).
-      if (!stopped) {
-        const deadline = Date.now() + timeoutMs;
-        while (kubelet.pods().length > 0 && Date.now() < deadline) await sleep(100);
-        // Pods left at the bound are usually API pods whose namespace is deleted after this
-        // cleanup (a kubelet started after the namespace): said, as the minute it cost.
-        const left = kubelet.pods().map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
-        if (left.length > 0) process.stderr.write(`test kubelet ${config.nodeName}: ${left.length} pod(s) still there after ${timeoutMs} ms at dispose (${left.join(', ')})\n`);
-      }
+      if (stopped) return;
+      const deadline = Date.now() + timeoutMs;
+      while (kubelet.pods().length > 0 && Date.now() < deadline) await sleep(100);
+      // Pods left at the bound are usually API pods whose namespace is deleted after this
+      // cleanup (a kubelet started after the namespace): said, as the time it cost.
+      const left = kubelet.pods().map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
+      if (left.length > 0) process.stderr.write(`test kubelet ${config.nodeName}: ${left.length} pod(s) still there after ${timeoutMs} ms (${left.join(', ')})\n`);
+    },
+    async dispose(timeoutMs = 60_000) {
+      await t.removeEveryPod(timeoutMs);
       await kubelet.stop();
       await fs.rm(dir, { recursive: true, force: true });
     },

@@ -35,7 +35,11 @@ export async function withBenchRun<T>(log: (line: string) => void, fn: (run: Ben
   await mkdir(dir, { recursive: true });
   const cleanups: Array<{ what: string; fn: () => Promise<unknown> }> = [];
   let counter = 0;
-  const unwind = async (mark = 0) => {
+  // One unwind at a time: a signal's unwind and the one of the work that ends meanwhile (a
+  // fuzz batch under way) would otherwise pop cleanups side by side, and the run's directory
+  // could be removed under a control plane still being stopped (which then ran on).
+  let unwinding: Promise<void> = Promise.resolve();
+  const unwindNow = async (mark: number) => {
     while (cleanups.length > mark) {
       const c = cleanups.pop()!;
       try {
@@ -45,6 +49,7 @@ export async function withBenchRun<T>(log: (line: string) => void, fn: (run: Ben
       }
     }
   };
+  const unwind = (mark = 0) => (unwinding = unwinding.then(() => unwindNow(mark)));
   const run: BenchRun = {
     dir,
     async subdir(name) {
@@ -59,12 +64,11 @@ export async function withBenchRun<T>(log: (line: string) => void, fn: (run: Ben
     mark: () => cleanups.length,
   };
   // Ctrl-C or a kill: the same cleanups, then exit. A second signal while they run is ignored.
-  let interrupted = false;
+  let interrupted: Promise<never> | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (interrupted) return;
-    interrupted = true;
     log(`${signal}: cleaning up ...`);
-    void unwind().finally(async () => {
+    interrupted = unwind().then(async () => {
       await rm(dir, { recursive: true, force: true }).catch(() => {});
       process.exit(130);
     });
@@ -75,6 +79,8 @@ export async function withBenchRun<T>(log: (line: string) => void, fn: (run: Ben
     return await fn(run);
   } finally {
     await unwind();
+    // Interrupted: the signal's clean-up ends the process once done (exit 130), not this return.
+    if (interrupted) await interrupted;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     if (!process.env.KUBELET_TS_BENCH_KEEP) await rm(dir, { recursive: true, force: true });

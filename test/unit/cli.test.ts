@@ -170,7 +170,8 @@ describe('kubelet-ts CLI', function () {
   });
 
   it('each command\'s -h prints its own usage, not the global one; plugins\' usage errors show its usage', async function () {
-    this.timeout(6 * RUN_TIMEOUT_MS);
+    // Five rounds of runs one after another: the eleven usages three at a time (four rounds), then the usage error.
+    this.timeout(sequentialRunsBound(5));
     const { PLUGINS_USAGE } = await import('../../core/commands/plugins.ts');
     const { CONFIG_USAGE } = await import('../../core/commands/config-command.ts');
     const { PODS_USAGE } = await import('../../core/commands/pods.ts');

@@ -42,8 +42,8 @@ export class CsiDriverClient {
     return this.call(this.identity, 'GetPluginInfo', {});
   }
 
-  nodeGetInfo(): Promise<{ nodeId: string; maxVolumesPerNode: string }> {
-    return this.call(this.node, 'NodeGetInfo', {});
+  nodeGetInfo(options?: CallOptions): Promise<{ nodeId: string; maxVolumesPerNode: string }> {
+    return this.call(this.node, 'NodeGetInfo', {}, options);
   }
 
   /** The Node service's RPC capabilities (asked once per registration). */

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage, rpcErrorText, unary, type Logger } from 'kubelet-ts';
+import { errorMessage, rpcErrorText, TIMED_OUT, unary, withTimeout, type Logger } from 'kubelet-ts';
 import { CsiDriverClient } from './driver-client.ts';
 import { loadCsiProtos } from './protos.ts';
 
@@ -10,6 +10,16 @@ import { loadCsiProtos } from './protos.ts';
 export interface CsiDriver { name: string; endpoint: string; nodeId: string; versions: string[]; client: CsiDriverClient; socket: string }
 
 interface PluginInfo { type: string; name: string; endpoint: string; supportedVersions: string[] }
+
+/**
+ * Deadlines of the registration calls, upstream's: it dials a registration socket for up to
+ * 10 s and asks GetInfo within 1 s of that (one 10 s deadline here, where connecting is part
+ * of the call), and gives NotifyRegistrationStatus 5 s. Not `callTimeoutSeconds` (2 minutes
+ * by default, meant for volume operations): a socket that accepts but never answers would hold
+ * its registration that long.
+ */
+const GET_INFO_TIMEOUT_MS = 10_000;
+const NOTIFY_TIMEOUT_MS = 5_000;
 
 /** CSI versions this kubelet speaks: any 1.x, as upstream's highestSupportedVersion accepts. */
 function supportsCsi1(versions: string[]): boolean {
@@ -28,13 +38,22 @@ export class RegistrationWatcher {
   private readonly drivers = new Map<string, CsiDriver>();
   /** Sockets being handled: path → identity of the file when registered (inode + mtime). */
   private readonly sockets = new Map<string, { id: string; driver?: string }>();
+  /** Registrations under way, by socket: one at a time per socket, any number of sockets at once. */
+  private readonly registering = new Map<string, Promise<void>>();
+  /** Cuts the calls of registrations under way short at stop. */
+  private readonly stopping = new AbortController();
   private watcher: fs.FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private rescan = false;
   private closed = false;
 
-  constructor(private readonly deps: { dir: string; logger: Logger; timeoutMs: number; rescanMs: number; onChange?: () => void }) {}
+  /**
+   * `timeoutMs` bounds the calls to a driver's CSI endpoint (and the registration calls, when
+   * shorter than their own deadlines); `startWaitMs` (10 s by default) how long `start` waits
+   * for the registrations of the sockets already there.
+   */
+  constructor(private readonly deps: { dir: string; logger: Logger; timeoutMs: number; rescanMs: number; startWaitMs?: number; onChange?: () => void }) {}
 
   driver(name: string): CsiDriver | undefined {
     return this.drivers.get(name);
@@ -55,18 +74,31 @@ export class RegistrationWatcher {
     this.timer = setInterval(() => void this.scan(), this.deps.rescanMs);
     this.timer.unref();
     await this.scan();
+    // The drivers already there are registered before the kubelet goes on (its pods' volumes
+    // need them), but a socket that does not answer does not hold the start (it is bounded
+    // by hookTimeout): it registers when it answers, on a later scan.
+    const waitMs = this.deps.startWaitMs ?? GET_INFO_TIMEOUT_MS;
+    if ((await withTimeout(Promise.allSettled([...this.registering.values()]), waitMs)) === TIMED_OUT) {
+      this.deps.logger.warn({ sockets: [...this.registering.keys()] }, `plugin registration not done ${waitMs} ms after start; the kubelet goes on, the plugin registers once it answers`);
+    }
   }
 
   async stop(): Promise<void> {
     this.closed = true;
+    this.stopping.abort(new Error('the kubelet is stopping'));
     this.watcher?.close();
     clearInterval(this.timer);
     await this.scanning;
+    await Promise.allSettled([...this.registering.values()]);
     for (const d of this.drivers.values()) d.client.close();
     this.drivers.clear();
   }
 
-  /** One pass over the dir (coalesced: a scan asked for while one runs runs once after it). */
+  /**
+   * One pass over the dir (coalesced: a scan asked for while one runs runs once after it). It
+   * starts the registrations it finds due and does not wait for them, so a pass is quick and a
+   * socket that does not answer delays neither the others nor the next pass.
+   */
   scan(): Promise<void> {
     if (this.scanning) {
       this.rescan = true;
@@ -89,11 +121,15 @@ export class RegistrationWatcher {
       const st = await fsp.stat(socket).catch(() => undefined);
       if (!st?.isSocket()) continue;
       seen.add(socket);
+      if (this.registering.has(socket)) continue;
       const id = `${st.ino}:${st.mtimeMs}`;
       const known = this.sockets.get(socket);
       if (known?.id === id && known.driver) continue;
       if (known?.driver) this.deregister(socket, 'its registration socket was replaced');
-      await this.register(socket, id);
+      const registration = this.register(socket, id)
+        .catch((err) => this.deps.logger.warn({ socket, err: errorMessage(err) }, 'plugin registration failed; trying again on the next scan'))
+        .finally(() => this.registering.delete(socket));
+      this.registering.set(socket, registration);
     }
     for (const socket of [...this.sockets.keys()]) if (!seen.has(socket)) this.deregister(socket, 'its registration socket is gone');
   }
@@ -102,14 +138,15 @@ export class RegistrationWatcher {
     const { Registration } = loadCsiProtos();
     const reg = new Registration(`unix:${socket}`, grpc.credentials.createInsecure());
     const log = this.deps.logger.child({ socket });
+    const signal = this.stopping.signal;
     try {
       let info: PluginInfo;
       try {
-        info = await unary<PluginInfo>(reg, 'GetInfo', {}, this.deps.timeoutMs);
+        info = await unary<PluginInfo>(reg, 'GetInfo', {}, Math.min(GET_INFO_TIMEOUT_MS, this.deps.timeoutMs), { signal });
       } catch (err) {
         // Not (yet) answering: no status to send; the next scan tries again.
         this.sockets.set(socket, { id });
-        log.debug({ err: rpcErrorText(err) }, 'plugin registration socket does not answer GetInfo yet');
+        if (!signal.aborted) log.debug({ err: rpcErrorText(err) }, 'plugin registration socket does not answer GetInfo yet');
         return;
       }
       let error: string | undefined;
@@ -117,40 +154,63 @@ export class RegistrationWatcher {
       if (info.type !== 'CSIPlugin') error = `plugin type "${info.type}" is not handled by this kubelet (only CSIPlugin)`;
       else if (!info.name) error = 'the plugin gave no name';
       else if (!supportsCsi1(info.supportedVersions)) error = `none of the versions ${JSON.stringify(info.supportedVersions)} is a CSI version this kubelet speaks (1.x)`;
-      else if (this.drivers.has(info.name) && this.drivers.get(info.name)!.socket !== socket) error = `a CSI driver named "${info.name}" is already registered through ${this.drivers.get(info.name)!.socket}`;
+      else if (this.otherSocketOf(info.name, socket)) error = this.nameTaken(info.name, socket);
       else {
         const endpoint = info.endpoint || socket;
         const client = new CsiDriverClient(info.name, endpoint, this.deps.timeoutMs);
         try {
-          const nodeInfo = await client.nodeGetInfo();
+          const nodeInfo = await client.nodeGetInfo({ signal });
           if (!nodeInfo.nodeId) throw new Error('NodeGetInfo returned an empty node_id');
           driver = { name: info.name, endpoint, nodeId: nodeInfo.nodeId, versions: info.supportedVersions, client, socket };
-          // Asked now, once per registration (the client caches it), so that a volume set-up
-          // waits on its own calls only; a failure here is asked again by the first set-up.
-          void client.nodeCapabilities().catch(() => {});
         } catch (err) {
           client.close();
           error = `error initializing CSI driver ${info.name} at ${endpoint}: ${errorMessage(err)}`;
         }
       }
-      try {
-        await unary(reg, 'NotifyRegistrationStatus', { pluginRegistered: !error, error: error ?? '' }, this.deps.timeoutMs);
-      } catch (err) {
-        log.warn({ err: rpcErrorText(err) }, 'NotifyRegistrationStatus failed');
+      if (this.closed) {
+        driver?.client.close();
+        return;
+      }
+      // Asked again now that NodeGetInfo is behind us: another socket of the same name may
+      // have registered meanwhile (registrations of different sockets run side by side).
+      if (driver && this.otherSocketOf(driver.name, socket)) {
+        driver.client.close();
+        driver = undefined;
+        error = this.nameTaken(info.name, socket);
       }
       if (error || !driver) {
         this.sockets.set(socket, { id });
         log.warn({ plugin: info.name, err: error }, 'CSI driver registration failed; trying again on the next scan');
-        return;
+      } else {
+        // Registered before the plugin is told, as upstream does: a status the plugin fails to
+        // take does not undo a registration.
+        this.drivers.get(driver.name)?.client.close();
+        this.drivers.set(driver.name, driver);
+        this.sockets.set(socket, { id, driver: driver.name });
+        log.info({ driver: driver.name, endpoint: driver.endpoint, nodeId: driver.nodeId, versions: driver.versions }, 'registered CSI driver');
+        // Asked now, once per registration (the client caches it), so that a volume set-up
+        // waits on its own calls only; a failure here is asked again by the first set-up.
+        void driver.client.nodeCapabilities().catch(() => {});
+        this.deps.onChange?.();
       }
-      this.drivers.get(driver.name)?.client.close();
-      this.drivers.set(driver.name, driver);
-      this.sockets.set(socket, { id, driver: driver.name });
-      log.info({ driver: driver.name, endpoint: driver.endpoint, nodeId: driver.nodeId, versions: driver.versions }, 'registered CSI driver');
-      this.deps.onChange?.();
+      try {
+        await unary(reg, 'NotifyRegistrationStatus', { pluginRegistered: !error, error: error ?? '' }, Math.min(NOTIFY_TIMEOUT_MS, this.deps.timeoutMs), { signal });
+      } catch (err) {
+        if (!signal.aborted) log.warn({ err: rpcErrorText(err) }, 'NotifyRegistrationStatus failed');
+      }
     } finally {
       reg.close();
     }
+  }
+
+  /** The registration socket through which another socket's driver holds `name`, if one does. */
+  private otherSocketOf(name: string, socket: string): string | undefined {
+    const holder = this.drivers.get(name)?.socket;
+    return holder !== undefined && holder !== socket ? holder : undefined;
+  }
+
+  private nameTaken(name: string, socket: string): string {
+    return `a CSI driver named "${name}" is already registered through ${this.otherSocketOf(name, socket)}`;
   }
 
   private deregister(socket: string, why: string): void {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -30,8 +31,9 @@ describe('csi-grpc plugin registration', function () {
     drivers.push(d);
     return d;
   };
+  // Bounded at 5 s: the pure lane runs at nice 10 beside the node lanes, where a rescan every 100 ms can lag.
   const until = async (check: () => boolean, what: string) => {
-    for (let i = 0; i < 50 && !check(); i++) await sleep(50);
+    for (let i = 0; i < 100 && !check(); i++) await sleep(50);
     assert.ok(check(), what);
   };
 
@@ -64,9 +66,48 @@ describe('csi-grpc plugin registration', function () {
     d.failNext('NodeGetInfo', 1);
     await d.start();
     await watcher.start();
-    assert.equal(watcher.driver('flaky.csi.test'), undefined);
+    // What the driver was told, in order, rather than the watcher's state right after start():
+    // a first scan slower than rescanMs (a stalled test process) has the retry inside start()'s
+    // coalesced scan, so the driver may already be registered when start() returns.
+    // The driver is registered before it is told (upstream's order): wait for both.
+    await until(() => !!watcher.driver('flaky.csi.test') && d.registrationStatuses.length >= 2, 'registered on retry, and told');
+    assert.equal(d.registrationStatuses.length, 2, JSON.stringify(d.registrationStatuses));
+    assert.equal(d.registrationStatuses[0]!.pluginRegistered, false);
     assert.match(d.registrationStatuses[0]!.error, /NodeGetInfo: rpc error: code = Internal desc = injected NodeGetInfo failure/);
-    await until(() => !!watcher.driver('flaky.csi.test'), 'registered on retry');
+    assert.deepEqual(d.registrationStatuses[1], { pluginRegistered: true, error: '' });
+    assert.equal(d.count('NodeGetInfo'), 2);
+  });
+
+  it('a registration socket that accepts but never answers holds neither the start, nor other drivers, nor the stop', async function () {
+    // As a driver pod frozen at a kubelet restart leaves it: connections are accepted, nothing is said.
+    const held: net.Socket[] = [];
+    const silent = net.createServer((c) => void held.push(c));
+    await fs.mkdir(registry, { recursive: true });
+    await new Promise<void>((resolve) => silent.listen(path.join(registry, 'frozen.csi.test-reg.sock'), resolve));
+    try {
+      const early = driver('early.csi.test');
+      await early.start();
+      // callTimeoutSeconds' default: registration calls must not take that long.
+      const w = new RegistrationWatcher({ dir: registry, logger: silentLogger(), timeoutMs: 120_000, rescanMs: 100, startWaitMs: 1000 });
+      try {
+        const bound = <T>(p: Promise<T>, ms: number, what: string) =>
+          Promise.race([p, sleep(ms).then(() => assert.fail(`${what} did not finish within ${ms} ms`))]);
+        await bound(w.start(), 8000, 'start');
+        assert.equal(w.driver('early.csi.test')?.nodeId, 'fake-node-1');
+        assert.ok(held.length >= 1, 'the silent socket was dialled');
+        const late = driver('late.csi.test');
+        await late.start();
+        await until(() => !!w.driver('late.csi.test') && late.registrationStatuses.length >= 1, 'a driver that appears later registers, and is told, while the silent one is still asked');
+        assert.deepEqual(late.registrationStatuses, [{ pluginRegistered: true, error: '' }]);
+        assert.equal(w.list().length, 2);
+        await bound(w.stop(), 5000, 'stop');
+      } finally {
+        await w.stop();
+      }
+    } finally {
+      for (const c of held) c.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('de-registers a driver when its registration socket goes', async function () {

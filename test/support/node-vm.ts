@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type V1NodeCondition } from '@kubernetes/client-node';
 import { CriClient } from '../../plugins/cri-containerd/cri-client.ts';
 import { CriRuntime } from '../../plugins/cri-containerd/cri-runtime.ts';
 import type { NodeEnv } from '../../tools/node-env/index.ts';
@@ -174,6 +174,10 @@ async function start(): Promise<TestNodeVm> {
   await vm.writeFile(`/etc/containerd/certs.d/${env.registry}/hosts.toml`, `server = "http://${env.registry}"\n\n[host."http://${env.registry}"]\n  capabilities = ["pull", "resolve"]\n`);
   await vm.ssh('systemctl daemon-reload');
 
+  /** The Node's Ready condition as the API server has it (none before the first registration). */
+  const readyCondition = async (): Promise<V1NodeCondition | undefined> =>
+    (await core.readNode({ name: nodeName }).catch(() => undefined))?.status?.conditions?.find((c) => c.type === 'Ready');
+
   /** What the guest runs now, so a test asking for the same keeps it. */
   const current: { systemdCgroup?: boolean; kubelet?: string } = {};
   const t: TestNodeVm = {
@@ -213,6 +217,9 @@ async function start(): Promise<TestNodeVm> {
       // Already running with this configuration: keep it (a start is ~1 minute under TCG).
       if (current.kubelet === running && (await vm.ssh('systemctl is-active -q kubelet-ts', { allowFailure: true })).code === 0) return;
       current.kubelet = undefined;
+      // The Node keeps the last kubelet's Ready for up to the controller's grace period (40 s)
+      // after it stopped: only a heartbeat newer than that kubelet's last is the new one's.
+      const before = await readyCondition();
       await vm.ssh('systemctl stop kubelet-ts', { timeoutMs: 90_000 });
       await vm.writeFile(KUBELET_CONFIG, config);
       if (opts.pluginsConfig) await vm.writeFile(PLUGINS_CONFIG, JSON.stringify(opts.pluginsConfig, null, 2) + '\n');
@@ -222,7 +229,10 @@ async function start(): Promise<TestNodeVm> {
       if (opts.waitReady === false) return;
       await waitFor(
         `Node ${nodeName} Ready (kubelet-ts in the VM; its journal: journalctl -u kubelet-ts)`,
-        async () => (await core.readNode({ name: nodeName })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        async () => {
+          const ready = await readyCondition();
+          return ready?.status === 'True' && heartbeatMs(ready) > heartbeatMs(before);
+        },
         600_000,
         2000,
       ).catch(async (err: Error) => {
@@ -245,6 +255,11 @@ async function start(): Promise<TestNodeVm> {
     },
   };
   return t;
+}
+
+/** When a condition was last posted (a Date from the client, a string on the wire); never posted sorts first. */
+function heartbeatMs(c: V1NodeCondition | undefined): number {
+  return c?.lastHeartbeatTime ? new Date(c.lastHeartbeatTime).getTime() : Number.NEGATIVE_INFINITY;
 }
 
 /**

@@ -50,7 +50,8 @@ describe('node VM: systemd + cgroup v2 + containerd 2.1 node running kubelet-ts'
 
   it('the Node is Ready and a busybox pod from the host registry runs on it', async function () {
     const node = await t.core.readNode({ name: t.nodeName });
-    assert.ok(node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+    assert.equal(ready?.status, 'True', `the Node's Ready condition: ${JSON.stringify(ready)}`);
     assert.match(node.status?.nodeInfo?.containerRuntimeVersion ?? '', /^containerd:\/\/v?2\.1\./);
     assert.match(node.status?.nodeInfo?.kernelVersion ?? '', /^6\.12\./);
     const ns = await suite.namespace('vm-smoke');

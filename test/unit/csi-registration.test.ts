@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger } from '../../core/logger.ts';
+import { withTimeout } from '../../core/util/with-timeout.ts';
 import { RegistrationWatcher } from '../../plugins/csi-grpc/registration.ts';
 import { FakeCsiDriver } from '../fakes/csi-hostpath-driver.ts';
 
@@ -90,8 +91,9 @@ describe('csi-grpc plugin registration', function () {
       // callTimeoutSeconds' default: registration calls must not take that long.
       const w = new RegistrationWatcher({ dir: registry, logger: silentLogger(), timeoutMs: 120_000, rescanMs: 100, startWaitMs: 1000 });
       try {
+        // The core's deadline helper, which also clears its timer when the call ends first.
         const bound = <T>(p: Promise<T>, ms: number, what: string) =>
-          Promise.race([p, sleep(ms).then(() => assert.fail(`${what} did not finish within ${ms} ms`))]);
+          withTimeout(p, ms, { error: () => new assert.AssertionError({ message: `${what} did not finish within ${ms} ms` }) });
         await bound(w.start(), 8000, 'start');
         assert.equal(w.driver('early.csi.test')?.nodeId, 'fake-node-1');
         assert.ok(held.length >= 1, 'the silent socket was dialled');
